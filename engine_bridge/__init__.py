@@ -1,0 +1,1 @@
+"""Adapters to Spark, Hive and Presto/Trino, and the hudi-bridge command line."""

@@ -1,0 +1,200 @@
+"""The `hudi-bridge` command line.
+
+Every command prints a human-readable form by default and a JSON document
+with `--json`, for scripts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import tempfile
+from typing import Any, Callable
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from metadata import FileSlice, HudiError, HudiTable
+
+console = Console()
+
+
+def _emit(as_json: bool, payload: Any, render: Callable[[], None]) -> None:
+    if as_json:
+        click.echo(json.dumps(payload, indent=2, default=str))
+    else:
+        render()
+
+
+def _fail(exc: Exception) -> None:
+    click.echo(f"error: {exc}", err=True)
+    sys.exit(2)
+
+
+@click.group()
+@click.option("--debug", is_flag=True, help="Log debug messages (e.g. why a file is kept or skipped).")
+def main(debug: bool) -> None:
+    """Plan and serve Apache Hudi tables to Hive, Presto/Trino and Spark."""
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+# table ---------------------------------------------------------------------------
+@main.group()
+def table() -> None:
+    """Inspect a Hudi table: config, timeline, partitions, file slices."""
+
+
+def _open(path: str, no_metadata: bool = False) -> HudiTable:
+    try:
+        return HudiTable.open(path, use_metadata=False if no_metadata else None)
+    except HudiError as exc:
+        _fail(exc)
+        raise
+
+
+def table_summary(t: HudiTable) -> dict[str, Any]:
+    latest = t.timeline.latest_completed()
+    return {
+        "name": t.name,
+        "base_uri": t.base_uri,
+        "table_type": t.config.table_type.value,
+        "table_version": t.config.version,
+        "timeline_layout": t.config.timeline_layout_version,
+        "partition_fields": list(t.config.partition_fields),
+        "record_key_fields": list(t.config.record_key_fields),
+        "metadata_partitions": list(t.config.metadata_partitions),
+        "instants": len(t.timeline.instants),
+        "latest_completed": latest.requested_time if latest else None,
+    }
+
+
+def timeline_rows(t: HudiTable) -> list[dict[str, Any]]:
+    return [
+        {
+            "requested_time": i.requested_time,
+            "action": i.action,
+            "state": i.state.name,
+            "completion_time": i.completion_time,
+        }
+        for i in t.timeline.instants
+    ]
+
+
+@table.command("show")
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def table_show(path: str, as_json: bool) -> None:
+    """Table config and the latest instant."""
+    t = _open(path)
+    summary = table_summary(t)
+
+    def render() -> None:
+        for key, value in summary.items():
+            console.print(f"[bold]{key}[/]: {value}")
+
+    _emit(as_json, summary, render)
+
+
+@table.command("timeline")
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def table_timeline(path: str, as_json: bool) -> None:
+    """Every instant of the active timeline."""
+    t = _open(path)
+    rows = timeline_rows(t)
+    _emit(as_json, rows, lambda: console.print(_rich_table("Timeline", rows)))
+
+
+@table.command("partitions")
+@click.argument("path")
+@click.option("--as-of", default=None, help="Instant time (requested time) of the view.")
+@click.option("--no-metadata", is_flag=True, help="List storage even when a metadata table exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def table_partitions(path: str, as_of: str | None, no_metadata: bool, as_json: bool) -> None:
+    """Partitions with visible files."""
+    t = _open(path, no_metadata)
+    try:
+        parts = t.partitions(as_of=as_of)
+    except (HudiError, ValueError) as exc:
+        _fail(exc)
+        return
+    _emit(as_json, parts, lambda: [console.print(p if p else '"" (non-partitioned)') for p in parts])
+
+
+@table.command("files")
+@click.argument("path")
+@click.option("--partition", default=None, help="Only this partition.")
+@click.option("--as-of", default=None, help="Instant time (requested time) of the view.")
+@click.option("--no-metadata", is_flag=True, help="List storage even when a metadata table exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def table_files(path: str, partition: str | None, as_of: str | None, no_metadata: bool, as_json: bool) -> None:
+    """Latest file slices (base file and log files) per file group."""
+    t = _open(path, no_metadata)
+    try:
+        slices = t.file_slices(partition=partition, as_of=as_of)
+    except (HudiError, ValueError) as exc:
+        _fail(exc)
+        return
+    rows = [s.to_dict() for s in slices]
+    _emit(as_json, rows, lambda: console.print(_rich_table(f"File slices ({t.listing_note})", _slice_rows(slices))))
+
+
+def _slice_rows(slices: list[FileSlice]) -> list[dict[str, Any]]:
+    """Names rather than paths, so the table fits a terminal."""
+    return [
+        {
+            "partition": s.partition or '""',
+            "base_instant": s.base_instant,
+            "base_file": s.base_file_name,
+            "log_files": s.log_file_names,
+            "bytes": s.total_size,
+        }
+        for s in slices
+    ]
+
+
+def _rich_table(title: str, rows: list[dict[str, Any]]) -> Table:
+    table_ = Table(title=title)
+    if not rows:
+        table_.add_column("(none)")
+        return table_
+    for key in rows[0]:
+        table_.add_column(key)
+    for row in rows:
+        table_.add_row(*("\n".join(v) if isinstance(v, list) else "" if v is None else str(v) for v in row.values()))
+    return table_
+
+
+# demo ----------------------------------------------------------------------------
+@main.command()
+@click.option("--path", default=None, help="Where to build the sample table (default: a temporary folder).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def demo(path: str | None, as_json: bool) -> None:
+    """Build the sample table and show what hudi-bridge reads from it."""
+    from metadata.sample import build_sample_table
+
+    target = path or tempfile.mkdtemp(prefix="hudi-bridge-demo-") + "/trips"
+    build_sample_table(target)
+    t = HudiTable.open(target)
+    report = {
+        "table": table_summary(t),
+        "timeline": timeline_rows(t),
+        "partitions": t.partitions(),
+        "file_slices": [s.to_dict() for s in t.file_slices()],
+    }
+
+    def render() -> None:
+        console.rule(f"Sample table at {target}")
+        for key, value in report["table"].items():
+            console.print(f"[bold]{key}[/]: {value}")
+        console.print(_rich_table("Timeline", report["timeline"]))
+        console.print("[bold]partitions[/]: " + ", ".join(report["partitions"]))
+        console.print(_rich_table(f"Latest file slices ({t.listing_note})", _slice_rows(t.file_slices())))
+
+    _emit(as_json, report, render)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""HudiExpression: the engine-agnostic predicate tree, its front ends and evaluators."""

@@ -1,0 +1,1 @@
+"""Syncing Hudi tables into a Hive metastore."""

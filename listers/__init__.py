@@ -1,0 +1,1 @@
+"""DirectoryLister, candidate-file planning and incremental pull."""

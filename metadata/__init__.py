@@ -1,0 +1,26 @@
+"""The Hudi table as stored: config, timeline, file naming, file-system view
+and (in `metadata.mdt`) the metadata table."""
+
+from metadata.commit_metadata import CleanMetadata, CommitMetadata, CompactionPlan, RollbackMetadata, WriteStat
+from metadata.errors import (
+    CleanedFilesError,
+    HudiError,
+    HudiFormatError,
+    HudiTableNotFound,
+    InstantNotFound,
+    MetadataTableUnavailable,
+    UnsupportedTableError,
+)
+from metadata.file_group import FileGroup, FileSlice
+from metadata.fs_view import FileSystemView
+from metadata.instant import Instant, State
+from metadata.table import HudiTable
+from metadata.table_config import TableConfig, TableType
+from metadata.timeline import Timeline
+
+__all__ = [
+    "CleanMetadata", "CleanedFilesError", "CommitMetadata", "CompactionPlan", "FileGroup", "FileSlice",
+    "FileSystemView", "HudiError", "HudiFormatError", "HudiTable", "HudiTableNotFound", "Instant",
+    "InstantNotFound", "MetadataTableUnavailable", "RollbackMetadata", "State", "TableConfig", "TableType",
+    "Timeline", "UnsupportedTableError", "WriteStat",
+]

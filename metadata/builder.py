@@ -1,0 +1,566 @@
+"""A small writer of Hudi-format tables, for tests, samples and benchmarks.
+
+It writes what Apache Hudi writes for the same operations: Parquet base
+files with the five meta columns, MOR log files with AVRO_DATA and DELETE
+blocks, the timeline (layout 1 for table v6, layout 2 for v8) with commit,
+replace, clean, rollback and compaction metadata, `hoodie.properties` and
+partition metadata files. It also makes the awkward states on purpose: a
+commit left inflight, a pending compaction, a rollback.
+
+It is not a general writer: it keeps the table's rows in memory and puts
+each commit's inserts of a partition into one new file group (or several,
+with `max_rows_per_file`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from metadata.avro_schema import META_FIELDS, arrow_to_avro_schema, with_meta_fields
+from metadata.commit_metadata import CommitMetadata, WriteStat
+from metadata.file_naming import BaseFileName, LogFileName
+from metadata.instant_content import encode_avro_instant
+from metadata.log_format import (
+    BlockType,
+    HeaderKey,
+    LogBlock,
+    encode_avro_records,
+    encode_block,
+    encode_delete_records,
+)
+from metadata.partition_path import format_partition_path
+from metadata.storage import Storage, join
+from metadata.table_config import format_java_properties
+from metadata.timeline_models import CLEAN_METADATA, COMPACTION_PLAN, ROLLBACK_METADATA, commit_metadata_schema
+
+INSTANT_FORMAT = "%Y%m%d%H%M%S"
+
+
+@dataclass
+class _Group:
+    partition: str
+    file_id: str
+    base_name: str | None
+    base_instant: str
+    rows: pa.Table
+    logs: list[str] = field(default_factory=list)  # log names of the latest slice
+    older_files: list[str] = field(default_factory=list)  # names of files in older slices
+    replaced: bool = False
+
+
+@dataclass
+class _Staged:
+    """What an instant changes; applied to the builder's state on completion."""
+
+    action: str
+    operation: str
+    groups: dict[tuple[str, str], _Group] = field(default_factory=dict)
+    stats: list[WriteStat] = field(default_factory=list)
+    replaced: dict[str, list[str]] = field(default_factory=dict)
+    written_files: list[str] = field(default_factory=list)  # relative paths
+    dropped_partitions: set[str] = field(default_factory=set)
+
+
+class TableBuilder:
+    """Builds one Hudi table below `base_path`; each write is one instant."""
+
+    def __init__(
+        self,
+        base_path: str,
+        schema: pa.Schema,
+        *,
+        name: str = "sample",
+        table_type: str = "COPY_ON_WRITE",
+        version: int = 6,
+        partition_fields: Iterable[str] = (),
+        hive_style: bool = True,
+        record_key: str | tuple[str, ...] = "id",
+        precombine_field: str | None = None,
+        start_time: str = "20240101000000000",
+        max_rows_per_file: int | None = None,
+        filesystem: pafs.FileSystem | None = None,
+    ) -> None:
+        if version not in (6, 8):
+            raise ValueError(f"the builder writes table versions 6 and 8, not {version}")
+        if table_type not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+            raise ValueError(f"table_type must be COPY_ON_WRITE or MERGE_ON_READ, not {table_type!r}")
+        self.storage = Storage.open(base_path, filesystem)
+        self.schema = schema
+        self.name = name
+        self.table_type = table_type
+        self.version = version
+        self.partition_fields = tuple(partition_fields)
+        self.hive_style = hive_style
+        self.record_key = (record_key,) if isinstance(record_key, str) else tuple(record_key)
+        self.precombine_field = precombine_field
+        self.max_rows_per_file = max_rows_per_file
+        for f in self.record_key + self.partition_fields:
+            if f not in schema.names:
+                raise ValueError(f"field {f!r} is not in the schema ({', '.join(schema.names)})")
+        self.full_schema = with_meta_fields(schema)
+        self.avro_schema = arrow_to_avro_schema(self.full_schema, f"{name}_record", f"hoodie.{name}")
+        self._clock = datetime.strptime(start_time[:14], INSTANT_FORMAT)
+        self._groups: dict[tuple[str, str], _Group] = {}
+        self._staged: dict[str, _Staged] = {}
+        self._plans: dict[str, dict[tuple[str, str], pa.Table]] = {}
+        self._task = 0
+        self._partitions_written: set[str] = set()
+        self._write_properties()
+
+    # Basics -------------------------------------------------------------------
+    @property
+    def timeline_path(self) -> str:
+        return ".hoodie/timeline" if self.version >= 8 else ".hoodie"
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_type == "MERGE_ON_READ"
+
+    def next_instant_time(self) -> str:
+        self._clock += timedelta(seconds=1)
+        return self._clock.strftime(INSTANT_FORMAT) + "000"
+
+    def _token(self) -> str:
+        self._task += 1
+        return f"{self._task % 8}-{self._task}-{self._task + 1}"
+
+    def _write_properties(self) -> None:
+        props = {
+            "hoodie.table.name": self.name,
+            "hoodie.table.type": self.table_type,
+            "hoodie.table.version": str(self.version),
+            "hoodie.table.initial.version": str(self.version),
+            "hoodie.timeline.layout.version": "2" if self.version >= 8 else "1",
+            "hoodie.table.base.file.format": "PARQUET",
+            "hoodie.table.recordkey.fields": ",".join(self.record_key),
+            "hoodie.table.partition.fields": ",".join(self.partition_fields),
+            "hoodie.datasource.write.hive_style_partitioning": str(self.hive_style).lower(),
+            "hoodie.datasource.write.partitionpath.urlencode": "false",
+            "hoodie.populate.meta.fields": "true",
+            "hoodie.archivelog.folder": "archived",
+            "hoodie.table.create.schema": json.dumps(arrow_to_avro_schema(self.schema, f"{self.name}_record", f"hoodie.{self.name}")),
+            "hoodie.table.keygenerator.class": "org.apache.hudi.keygen."
+            + ("ComplexKeyGenerator" if len(self.record_key) > 1 or len(self.partition_fields) > 1 else
+               "NonpartitionedKeyGenerator" if not self.partition_fields else "SimpleKeyGenerator"),
+        }
+        if self.precombine_field:
+            props["hoodie.table.precombine.field"] = self.precombine_field
+        if self.version >= 8:
+            props["hoodie.timeline.path"] = "timeline"
+            props["hoodie.timeline.history.path"] = "history"
+            props["hoodie.record.merge.mode"] = "COMMIT_TIME_ORDERING"
+        self.storage.write_bytes(".hoodie/hoodie.properties", format_java_properties(props).encode())
+        self.storage.make_dirs(self.timeline_path)
+
+    # Timeline files --------------------------------------------------------------
+    def _write_pending(self, ts: str, action: str, requested: bytes = b"") -> None:
+        self.storage.write_bytes(join(self.timeline_path, f"{ts}.{action}.requested"), requested)
+        inflight = f"{ts}.inflight" if action == "commit" else f"{ts}.{action}.inflight"
+        self.storage.write_bytes(join(self.timeline_path, inflight), b"")
+
+    def _write_completed(self, ts: str, action: str, content: bytes) -> str:
+        if self.version >= 8:
+            completion = self.next_instant_time()
+            name = f"{ts}_{completion}.{action}"
+        else:
+            name = f"{ts}.{action}"
+        self.storage.write_bytes(join(self.timeline_path, name), content)
+        return name
+
+    def _encode_commit(self, meta: CommitMetadata, replace: bool) -> bytes:
+        data = meta.to_dict()
+        if self.version < 8:
+            return json.dumps(data, indent=2).encode()
+        data["version"] = 1
+        if replace:
+            data.setdefault("partitionToReplaceFileIds", {})
+        return encode_avro_instant(commit_metadata_schema(replace), data)
+
+    # Rows ------------------------------------------------------------------------------
+    def _as_table(self, rows: pa.Table | list[dict[str, Any]]) -> pa.Table:
+        table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=self.schema)
+        return table.select(self.schema.names).cast(self.schema)
+
+    def record_keys(self, table: pa.Table) -> list[str]:
+        if len(self.record_key) == 1:
+            return [None if v is None else str(v) for v in table.column(self.record_key[0]).to_pylist()]
+        columns = [table.column(f).to_pylist() for f in self.record_key]
+        return [",".join(f"{f}:{v}" for f, v in zip(self.record_key, values)) for values in zip(*columns)]
+
+    def partition_of_rows(self, table: pa.Table) -> list[str]:
+        if not self.partition_fields:
+            return [""] * table.num_rows
+        columns = [table.column(f).to_pylist() for f in self.partition_fields]
+        return [
+            format_partition_path(dict(zip(self.partition_fields, values)), self.partition_fields, self.hive_style)
+            for values in zip(*columns)
+        ]
+
+    def _with_meta(self, table: pa.Table, ts: str, keys: list[str], partition: str, file_name: str) -> pa.Table:
+        n = table.num_rows
+        meta = {
+            "_hoodie_commit_time": pa.array([ts] * n, pa.string()),
+            "_hoodie_commit_seqno": pa.array([f"{ts}_{self._task}_{i}" for i in range(n)], pa.string()),
+            "_hoodie_record_key": pa.array(keys, pa.string()),
+            "_hoodie_partition_path": pa.array([partition] * n, pa.string()),
+            "_hoodie_file_name": pa.array([file_name] * n, pa.string()),
+        }
+        columns = [meta[name] for name in META_FIELDS] + [table.column(n_) for n_ in self.schema.names]
+        return pa.Table.from_arrays(columns, schema=self.full_schema)
+
+    def _write_parquet(self, partition: str, name: str, table: pa.Table) -> int:
+        buf = io.BytesIO()
+        pq.write_table(table, buf, compression="snappy")
+        data = buf.getvalue()
+        self.storage.write_bytes(join(partition, name), data)
+        return len(data)
+
+    def _ensure_partition(self, partition: str, ts: str) -> None:
+        if partition in self._partitions_written:
+            return
+        depth = len(partition.split("/")) if partition else 0
+        text = f"#partition metadata\ncommitTime={ts}\npartitionDepth={depth}\n"
+        self.storage.write_bytes(join(partition, ".hoodie_partition_metadata"), text.encode())
+        self._partitions_written.add(partition)
+
+    def _live_groups(self, partition: str | None = None) -> list[_Group]:
+        return [g for g in self._groups.values() if not g.replaced and (partition is None or g.partition == partition)]
+
+    # Writes -------------------------------------------------------------------------------
+    def write(self, rows: pa.Table | list[dict[str, Any]], operation: str = "upsert", complete: bool = True) -> str:
+        """Insert or update rows (upsert, insert, bulk_insert) as one commit."""
+        table = self._as_table(rows)
+        ts = self.next_instant_time()
+        action = "deltacommit" if self.is_mor else "commit"
+        staged = _Staged(action, operation.upper())
+        self._write_pending(ts, action)
+        keys = self.record_keys(table)
+        partitions = self.partition_of_rows(table)
+        for partition in sorted(set(partitions)):
+            mask = pa.array([p == partition for p in partitions])
+            part_rows = table.filter(mask)
+            part_keys = [k for k, p in zip(keys, partitions) if p == partition]
+            self._ensure_partition(partition, ts)
+            self._upsert_partition(ts, staged, partition, part_rows, part_keys)
+        return self._finish(ts, staged, complete)
+
+    def delete(self, keys: list[str], complete: bool = True) -> str:
+        """Delete records by record key (as `_hoodie_record_key` holds them)."""
+        ts = self.next_instant_time()
+        action = "deltacommit" if self.is_mor else "commit"
+        staged = _Staged(action, "DELETE")
+        self._write_pending(ts, action)
+        wanted = set(keys)
+        for group in self._live_groups():
+            present = set(group.rows.column("_hoodie_record_key").to_pylist()) & wanted
+            if not present:
+                continue
+            keep = pc.invert(pc.is_in(group.rows.column("_hoodie_record_key"), pa.array(sorted(present))))
+            remaining = group.rows.filter(keep)
+            if self.is_mor:
+                content = encode_delete_records([(k, group.partition) for k in sorted(present)])
+                self._append_log(ts, staged, group, LogBlock(BlockType.DELETE, {HeaderKey.INSTANT_TIME: ts}, content), remaining, deletes=len(present))
+            else:
+                self._rewrite_base(ts, staged, group, remaining, updates=0, deletes=len(present))
+        return self._finish(ts, staged, complete)
+
+    def _upsert_partition(self, ts: str, staged: _Staged, partition: str, rows: pa.Table, keys: list[str]) -> None:
+        key_to_row = {k: i for i, k in enumerate(keys)}  # last write of a key wins
+        for group in self._live_groups(partition):
+            group_keys = group.rows.column("_hoodie_record_key").to_pylist()
+            hits = [key_to_row.pop(k) for k in group_keys if k in key_to_row]
+            if not hits:
+                continue
+            hit_keys = [keys[i] for i in hits]
+            updated = self._with_meta(rows.take(hits), ts, hit_keys, partition, "")
+            keep = pc.invert(pc.is_in(group.rows.column("_hoodie_record_key"), pa.array(hit_keys)))
+            merged = pa.concat_tables([group.rows.filter(keep), updated])
+            if self.is_mor:
+                records = updated.to_pylist()
+                block = LogBlock(
+                    BlockType.AVRO_DATA,
+                    {HeaderKey.INSTANT_TIME: ts, HeaderKey.SCHEMA: json.dumps(self.avro_schema)},
+                    encode_avro_records(self.avro_schema, records),
+                )
+                self._append_log(ts, staged, group, block, merged, updates=len(hits))
+            else:
+                self._rewrite_base(ts, staged, group, merged, updates=len(hits), deletes=0)
+        if key_to_row:
+            order = sorted(key_to_row.values())
+            self._new_groups(ts, staged, partition, rows.take(order), [keys[i] for i in order])
+
+    def _new_groups(self, ts: str, staged: _Staged, partition: str, rows: pa.Table, keys: list[str]) -> None:
+        size = self.max_rows_per_file or max(rows.num_rows, 1)
+        for start in range(0, rows.num_rows, size):
+            chunk, chunk_keys = rows.slice(start, size), keys[start : start + size]
+            file_id = f"{uuid.uuid4()}-0"
+            name = BaseFileName(file_id, self._token(), ts, ".parquet").name
+            data = self._with_meta(chunk, ts, chunk_keys, partition, name)
+            nbytes = self._write_parquet(partition, name, data)
+            staged.groups[(partition, file_id)] = _Group(partition, file_id, name, ts, data)
+            staged.written_files.append(join(partition, name))
+            staged.stats.append(
+                WriteStat(partition, file_id, join(partition, name), None, num_writes=chunk.num_rows,
+                          num_inserts=chunk.num_rows, total_write_bytes=nbytes, file_size_in_bytes=nbytes)
+            )
+
+    def _rewrite_base(self, ts: str, staged: _Staged, group: _Group, rows: pa.Table, updates: int, deletes: int) -> None:
+        name = BaseFileName(group.file_id, self._token(), ts, ".parquet").name
+        rows = rows.set_column(4, "_hoodie_file_name", pa.array([name] * rows.num_rows, pa.string()))
+        nbytes = self._write_parquet(group.partition, name, rows)
+        older = group.older_files + ([group.base_name] if group.base_name else []) + group.logs
+        staged.groups[(group.partition, group.file_id)] = _Group(group.partition, group.file_id, name, ts, rows, [], older)
+        staged.written_files.append(join(group.partition, name))
+        staged.stats.append(
+            WriteStat(group.partition, group.file_id, join(group.partition, name), group.base_instant,
+                      num_writes=rows.num_rows, num_update_writes=updates, num_deletes=deletes,
+                      total_write_bytes=nbytes, file_size_in_bytes=nbytes)
+        )
+
+    def _log_slice_instant(self, group: _Group) -> str:
+        pending = [ts for ts, plan in self._plans.items() if (group.partition, group.file_id) in plan]
+        return max(pending) if pending else group.base_instant
+
+    def _append_log(self, ts: str, staged: _Staged, group: _Group, block: LogBlock, rows: pa.Table,
+                    updates: int = 0, deletes: int = 0) -> None:
+        if self.version >= 8:
+            name = LogFileName(group.file_id, ts, "log", 1, self._token()).name
+        else:
+            version = 1 + sum(1 for n in group.logs if LogFileName.parse(n).instant_time == self._log_slice_instant(group))
+            name = LogFileName(group.file_id, self._log_slice_instant(group), "log", version, self._token()).name
+        data = encode_block(block)
+        self.storage.write_bytes(join(group.partition, name), data)
+        staged.groups[(group.partition, group.file_id)] = _Group(
+            group.partition, group.file_id, group.base_name, group.base_instant, rows, group.logs + [name], list(group.older_files)
+        )
+        staged.written_files.append(join(group.partition, name))
+        staged.stats.append(
+            WriteStat(group.partition, group.file_id, join(group.partition, name), group.base_instant,
+                      num_writes=updates, num_update_writes=updates, num_deletes=deletes,
+                      total_write_bytes=len(data), file_size_in_bytes=len(data),
+                      base_file=group.base_name or "", log_files=(name,))
+        )
+
+    def _finish(self, ts: str, staged: _Staged, complete: bool) -> str:
+        self._staged[ts] = staged
+        if complete:
+            self.complete(ts)
+        return ts
+
+    def complete(self, ts: str) -> str:
+        """Complete an instant left pending by `complete=False`."""
+        staged = self._staged.pop(ts)
+        stats: dict[str, list[WriteStat]] = {}
+        for stat in staged.stats:
+            stats.setdefault(stat.partition_path, []).append(stat)
+        meta = CommitMetadata(
+            partition_to_write_stats={p: tuple(s) for p, s in stats.items()},
+            operation_type=staged.operation,
+            extra_metadata={"schema": json.dumps(self.avro_schema)},
+            partition_to_replace_file_ids={p: tuple(ids) for p, ids in staged.replaced.items()},
+        )
+        self._write_completed(ts, staged.action, self._encode_commit(meta, staged.action == "replacecommit"))
+        self._plans.pop(ts, None)
+        for key, group in staged.groups.items():
+            current = self._groups.get(key)
+            if current is not None and staged.operation == "COMPACT":
+                # Logs written while the compaction was pending start the new slice.
+                group.older_files += [n for n in current.logs if self._log_in_plan(n, ts)]
+                group.logs = [n for n in current.logs if not self._log_in_plan(n, ts)]
+                group.rows = current.rows
+            elif current is not None:
+                # Logs of instants that completed in between stay.
+                group.logs = sorted(set(group.logs) | set(current.logs), key=lambda n: LogFileName.parse(n).sort_key())
+            self._groups[key] = group
+        for partition, ids in staged.replaced.items():
+            for file_id in ids:
+                self._groups[(partition, file_id)].replaced = True
+        return ts
+
+    # Replace commits ------------------------------------------------------------------------
+    def insert_overwrite(self, rows: pa.Table | list[dict[str, Any]], table_wide: bool = False) -> str:
+        """INSERT_OVERWRITE (the partitions written) or INSERT_OVERWRITE_TABLE."""
+        table = self._as_table(rows)
+        ts = self.next_instant_time()
+        staged = _Staged("replacecommit", "INSERT_OVERWRITE_TABLE" if table_wide else "INSERT_OVERWRITE")
+        self._write_pending(ts, "replacecommit")
+        keys = self.record_keys(table)
+        partitions = self.partition_of_rows(table)
+        targets = {g.partition for g in self._live_groups()} if table_wide else set(partitions)
+        for partition in sorted(targets):
+            ids = [g.file_id for g in self._live_groups(partition)]
+            if ids:
+                staged.replaced[partition] = ids
+        for partition in sorted(set(partitions)):
+            self._ensure_partition(partition, ts)
+            mask = pa.array([p == partition for p in partitions])
+            self._new_groups(ts, staged, partition, table.filter(mask), [k for k, p in zip(keys, partitions) if p == partition])
+        return self._finish(ts, staged, True)
+
+    def delete_partitions(self, partitions: list[str]) -> str:
+        """DELETE_PARTITION: a replacecommit that replaces every group of them."""
+        ts = self.next_instant_time()
+        staged = _Staged("replacecommit", "DELETE_PARTITION")
+        self._write_pending(ts, "replacecommit")
+        for partition in partitions:
+            ids = [g.file_id for g in self._live_groups(partition)]
+            if not ids:
+                raise ValueError(f"partition {partition!r} has no file groups to delete")
+            staged.replaced[partition] = ids
+            staged.dropped_partitions.add(partition)
+        return self._finish(ts, staged, True)
+
+    # Table services ----------------------------------------------------------------------------
+    def clean(self) -> str:
+        """Delete files of older slices and of replaced file groups."""
+        ts = self.next_instant_time()
+        self._write_pending(ts, "clean")
+        deleted: dict[str, list[str]] = {}
+        partition_gone: dict[str, bool] = {}
+        for key, group in list(self._groups.items()):
+            names = list(group.older_files)
+            if group.replaced:
+                names += ([group.base_name] if group.base_name else []) + group.logs
+                del self._groups[key]
+            else:
+                group.older_files = []
+            for name in names:
+                self.storage.delete_file(join(group.partition, name))
+                deleted.setdefault(group.partition, []).append(name)
+        for partition in deleted:
+            gone = not self._live_groups(partition)
+            partition_gone[partition] = gone
+            if gone and self.storage.exists(join(partition, ".hoodie_partition_metadata")):
+                self.storage.delete_file(join(partition, ".hoodie_partition_metadata"))
+                self._partitions_written.discard(partition)
+        latest = max((g.base_instant for g in self._live_groups()), default=ts)
+        record = {
+            "startCleanTime": ts,
+            "timeTakenInMillis": 1,
+            "totalFilesDeleted": sum(len(v) for v in deleted.values()),
+            "earliestCommitToRetain": latest,
+            "lastCompletedCommitTimestamp": latest,
+            "partitionMetadata": {
+                p: {
+                    "partitionPath": p,
+                    "policy": "KEEP_LATEST_FILE_VERSIONS",
+                    "deletePathPatterns": names,
+                    "successDeleteFiles": names,
+                    "failedDeleteFiles": [],
+                    "isPartitionDeleted": partition_gone[p],
+                }
+                for p, names in deleted.items()
+            },
+            "version": 2,
+        }
+        self._write_completed(ts, "clean", encode_avro_instant(CLEAN_METADATA, record))
+        return ts
+
+    def schedule_compaction(self) -> str:
+        """Write a compaction plan (MOR) for every group with log files."""
+        if not self.is_mor:
+            raise ValueError("compaction applies to MERGE_ON_READ tables")
+        ts = self.next_instant_time()
+        operations = []
+        plan: dict[tuple[str, str], pa.Table] = {}
+        for group in self._live_groups():
+            if not group.logs:
+                continue
+            plan[(group.partition, group.file_id)] = group.rows
+            operations.append({
+                "baseInstantTime": group.base_instant,
+                "deltaFilePaths": list(group.logs),
+                "dataFilePath": group.base_name,
+                "fileId": group.file_id,
+                "partitionPath": group.partition,
+                "metrics": {"TOTAL_LOG_FILES": float(len(group.logs))},
+            })
+        if not operations:
+            raise ValueError("nothing to compact: no file group has log files")
+        content = encode_avro_instant(COMPACTION_PLAN, {"operations": operations, "extraMetadata": None, "version": 2})
+        self.storage.write_bytes(join(self.timeline_path, f"{ts}.compaction.requested"), content)
+        self._plans[ts] = plan
+        return ts
+
+    def run_compaction(self, ts: str, complete: bool = True) -> str:
+        """Execute a scheduled compaction; it completes as a commit.
+
+        With `complete=False` the new base files are written but the instant
+        stays inflight, as when a compaction job dies midway."""
+        plan = self._plans[ts]  # stays pending until the compaction completes
+        self.storage.write_bytes(join(self.timeline_path, f"{ts}.compaction.inflight"), b"")
+        staged = _Staged("commit", "COMPACT")
+        for (partition, file_id), rows in plan.items():
+            group = self._groups[(partition, file_id)]
+            name = BaseFileName(file_id, self._token(), ts, ".parquet").name
+            data = rows.set_column(4, "_hoodie_file_name", pa.array([name] * rows.num_rows, pa.string()))
+            nbytes = self._write_parquet(partition, name, data)
+            older = group.older_files + ([group.base_name] if group.base_name else [])
+            staged.groups[(partition, file_id)] = _Group(partition, file_id, name, ts, group.rows, [], older)
+            staged.written_files.append(join(partition, name))
+            staged.stats.append(WriteStat(partition, file_id, join(partition, name), group.base_instant,
+                                          num_writes=rows.num_rows, total_write_bytes=nbytes, file_size_in_bytes=nbytes))
+        return self._finish(ts, staged, complete)
+
+    def _log_in_plan(self, name: str, compaction_ts: str) -> bool:
+        parsed = LogFileName.parse(name)
+        if self.version >= 8:
+            return parsed.instant_time < compaction_ts
+        return parsed.instant_time != compaction_ts
+
+    def rollback(self, ts: str) -> str:
+        """Roll back a pending instant: delete its files and its timeline entries."""
+        staged = self._staged.pop(ts, None)
+        if staged is None:
+            raise ValueError(f"instant {ts} is not pending in this builder")
+        rb = self.next_instant_time()
+        self._write_pending(rb, "rollback")
+        deleted: dict[str, list[str]] = {}
+        for path in staged.written_files:
+            self.storage.delete_file(path)
+            partition, _, name = path.rpartition("/")
+            deleted.setdefault(partition, []).append(name)
+        for suffix in (f"{staged.action}.requested", "inflight" if staged.action == "commit" else f"{staged.action}.inflight"):
+            path = join(self.timeline_path, f"{ts}.{suffix}")
+            if self.storage.exists(path):
+                self.storage.delete_file(path)
+        record = {
+            "startRollbackTime": rb,
+            "timeTakenInMillis": 1,
+            "totalFilesDeleted": sum(len(v) for v in deleted.values()),
+            "commitsRollback": [ts],
+            "partitionMetadata": {
+                p: {"partitionPath": p, "successDeleteFiles": names, "failedDeleteFiles": [], "rollbackLogFiles": None}
+                for p, names in deleted.items()
+            },
+            "version": 1,
+        }
+        self._write_completed(rb, "rollback", encode_avro_instant(ROLLBACK_METADATA, record))
+        return rb
+
+    # Introspection for tests ---------------------------------------------------------------------
+    def expected_latest_files(self) -> dict[tuple[str, str], tuple[str | None, tuple[str, ...]]]:
+        """(partition, file id) -> (base file name, log names) the builder
+        believes are the latest visible slice, for cross-checking readers."""
+        result = {}
+        for (partition, file_id), group in self._groups.items():
+            if group.replaced:
+                continue
+            logs = tuple(sorted(group.logs, key=lambda n: LogFileName.parse(n).sort_key()))
+            result[(partition, file_id)] = (group.base_name, logs)
+        return result
+
+    def current_rows(self) -> pa.Table:
+        """All live rows, with meta columns, as a reader should see them."""
+        tables = [g.rows for g in self._live_groups()]
+        return pa.concat_tables(tables) if tables else self.full_schema.empty_table()

@@ -1,0 +1,42 @@
+"""Errors raised while reading or writing a Hudi table.
+
+Every error names the file (and where useful the offset or key) it is about,
+so a user can find the bad input without a traceback from inside a library.
+"""
+
+from __future__ import annotations
+
+
+class HudiError(Exception):
+    """Base class of every error this project raises on purpose."""
+
+
+class HudiFormatError(HudiError):
+    """A file exists but its content is not what Hudi writes."""
+
+    def __init__(self, path: str, problem: str, offset: int | None = None) -> None:
+        self.path = path
+        self.problem = problem
+        self.offset = offset
+        where = f"{path} at offset {offset}" if offset is not None else path
+        super().__init__(f"{where}: {problem}")
+
+
+class HudiTableNotFound(HudiError):
+    """The path holds no readable Hudi table."""
+
+
+class UnsupportedTableError(HudiError):
+    """A valid Hudi table this project cannot serve (version, base format...)."""
+
+
+class InstantNotFound(HudiError):
+    """An instant named by the caller is not on the timeline."""
+
+
+class CleanedFilesError(HudiError):
+    """A requested view needs files that a clean already deleted."""
+
+
+class MetadataTableUnavailable(HudiError):
+    """The metadata table is absent or cannot be used; the message says why."""

@@ -1,0 +1,98 @@
+"""Names of data files: base files and log files (reference section 2)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from metadata.errors import HudiFormatError
+
+PARTITION_METADATA_PREFIX = ".hoodie_partition_metadata"
+
+_LOG_FILE = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(\.cdc)?)?$")
+_WRITE_TOKEN = re.compile(r"^\d+-\d+-\d+$")
+_INSTANT = re.compile(r"^\d{14,}$")
+
+
+@dataclass(frozen=True, order=True)
+class BaseFileName:
+    """`<fileId>_<writeToken>_<instantTime><extension>`."""
+
+    file_id: str
+    write_token: str
+    instant_time: str
+    extension: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.file_id}_{self.write_token}_{self.instant_time}{self.extension}"
+
+    @classmethod
+    def parse(cls, name: str, where: str = "") -> "BaseFileName":
+        dot = name.rfind(".")
+        stem, extension = (name[:dot], name[dot:]) if dot > 0 else (name, "")
+        parts = stem.split("_")
+        if len(parts) != 3 or not parts[0] or not _INSTANT.match(parts[2]):
+            raise HudiFormatError(
+                where or name,
+                f"file name {name!r} looks like a base file but is not <fileId>_<writeToken>_<instantTime>{extension}",
+            )
+        return cls(parts[0], parts[1], parts[2], extension)
+
+
+@dataclass(frozen=True)
+class LogFileName:
+    """`.<fileId>_<instant>.log.<version>_<writeToken>[.cdc]`.
+
+    `instant_time` is the base instant on table v6 and the instant of the
+    delta commit that wrote the file on v8+.
+    """
+
+    file_id: str
+    instant_time: str
+    extension: str
+    version: int
+    write_token: str | None
+    is_cdc: bool = False
+
+    @property
+    def name(self) -> str:
+        token = f"_{self.write_token}" if self.write_token else ""
+        cdc = ".cdc" if self.is_cdc else ""
+        return f".{self.file_id}_{self.instant_time}.{self.extension}.{self.version}{token}{cdc}"
+
+    def sort_key(self) -> tuple[str, int, tuple[int, ...]]:
+        # Hudi orders log files by instant, version, then write token.
+        token = tuple(int(x) for x in self.write_token.split("-")) if self.write_token else ()
+        return (self.instant_time, self.version, token)
+
+    @classmethod
+    def parse(cls, name: str, where: str = "") -> "LogFileName":
+        match = _LOG_FILE.match(name)
+        if not match:
+            raise HudiFormatError(where or name, f"file name {name!r} looks like a log file but does not parse")
+        file_id, instant, ext, version, _, token, *_rest = match.groups()
+        return cls(file_id, instant, ext, int(version), token, bool(match.group(10)))
+
+
+def is_log_file_name(name: str) -> bool:
+    return name.startswith(".") and (".log." in name or ".archive." in name) and not name.startswith(PARTITION_METADATA_PREFIX)
+
+
+def classify(name: str, base_extension: str, where: str = "") -> BaseFileName | LogFileName | None:
+    """A base file, a log file, or None for anything else in a partition.
+
+    A name that ends like a base file (or looks like a log file) but does
+    not parse raises HudiFormatError: silently skipping it could hide data.
+    """
+    if name.startswith(PARTITION_METADATA_PREFIX):
+        return None
+    if is_log_file_name(name):
+        if name.endswith(".crc"):
+            return None
+        return LogFileName.parse(name, where)
+    if name.startswith(".") or name.startswith("_"):
+        return None  # hidden and marker files (.DS_Store, _SUCCESS, .tmp-*)
+    if name.endswith(base_extension):
+        return BaseFileName.parse(name, where)
+    return None

@@ -1,0 +1,248 @@
+"""The file-system view: which files make up the table as of an instant.
+
+Rules (reference section 2):
+- a base file is visible when the instant that wrote it completed at or
+  before the view's instant (or is older than the active timeline);
+- files of pending or failed instants are never listed;
+- file groups replaced by a completed replacecommit disappear;
+- a pending compaction's base file is not visible; logs written against it
+  are served with the slice before it;
+- log files join slices by base instant (v6) or, on v8+, by the completion
+  time of the delta commit that wrote them.
+Times in `as_of` are requested instant times.
+"""
+
+from __future__ import annotations
+
+import logging
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from metadata.errors import CleanedFilesError, HudiError
+from metadata.file_group import FileGroup, FileSlice
+from metadata.file_naming import BaseFileName, LogFileName, classify
+from metadata.instant import CLEAN, COMPACTION, Instant, check_instant_time
+from metadata.listing import FileListing
+from metadata.storage import StoredFile
+from metadata.table_config import TableConfig
+from metadata.timeline import Timeline
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Ghost:
+    """A file a clean deleted; used to detect views that need it."""
+
+    clean_instant: str
+
+
+class FileSystemView:
+    def __init__(self, config: TableConfig, timeline: Timeline, listing: FileListing, as_of: str | None = None) -> None:
+        self.config = config
+        self.timeline = timeline
+        self.listing = listing
+        latest = timeline.latest_completed()
+        if as_of is not None:
+            check_instant_time(as_of, "as-of instant")
+            first = timeline.first_active_time()
+            if first is not None and as_of < first and timeline.has_archived_instants:
+                raise HudiError(
+                    f"as-of instant {as_of} is older than the active timeline of {config.name} "
+                    f"(starts at {first}); the instants before it are archived and not read"
+                )
+        self.as_of: str | None = as_of if as_of is not None else (latest.requested_time if latest else None)
+        self.is_latest = as_of is None or latest is None or as_of >= latest.requested_time
+        self._first_active = timeline.first_active_time()
+        visible = [i for i in timeline.completed() if self.as_of is not None and i.requested_time <= self.as_of]
+        self._visible: dict[str, Instant] = {i.requested_time: i for i in visible}
+        self._pending_compactions: dict[str, Instant] = {
+            i.requested_time: i
+            for i in timeline.instants
+            if i.planned_action == COMPACTION and self.as_of is not None
+            and i.requested_time <= self.as_of and i.requested_time not in self._visible
+        }
+        self._replaced: set[tuple[str, str]] = set()
+        self._deleted_partitions: set[str] = set()
+        for instant in visible:
+            if instant.action == "replacecommit":
+                meta = timeline.commit_metadata(instant)
+                self._replaced |= meta.replaced_file_groups()
+            elif instant.action == CLEAN:
+                self._deleted_partitions |= timeline.clean_metadata(instant).deleted_partitions()
+        self._groups_cache: dict[str, list[FileGroup]] = {}
+
+    # Visibility -----------------------------------------------------------
+    def _is_visible_instant(self, ts: str) -> bool:
+        if ts in self._visible:
+            return True
+        # Written before the active timeline starts: archived, hence completed.
+        return self._first_active is not None and ts < self._first_active and self.as_of is not None and ts <= self.as_of
+
+    def _completion_time(self, ts: str) -> str:
+        instant = self._visible.get(ts)
+        return (instant.completion_time if instant and instant.completion_time else ts)
+
+    def _pending_compaction_groups(self) -> dict[str, set[tuple[str, str]]]:
+        return {ts: self.timeline.compaction_plan(i).file_groups() for ts, i in self._pending_compactions.items()}
+
+    # Building file groups ---------------------------------------------------
+    def partitions(self) -> list[str]:
+        """Partitions with at least one visible file group."""
+        all_groups = self._file_groups_for(self._candidate_partitions())
+        return sorted(p for p, groups in all_groups.items() if groups)
+
+    def _candidate_partitions(self) -> list[str]:
+        names = set(self.listing.partitions())
+        if not self.is_latest:
+            # A clean may have removed a whole partition the past view needs.
+            for instant in self.timeline.completed():
+                if instant.action == CLEAN:
+                    names |= set(self.timeline.clean_metadata(instant).partitions)
+        return sorted(p for p in names if p not in self._deleted_partitions)
+
+    def file_groups(self, partition: str) -> list[FileGroup]:
+        return self._file_groups_for([partition])[partition]
+
+    def _file_groups_for(self, partitions: list[str]) -> dict[str, list[FileGroup]]:
+        missing = [p for p in partitions if p not in self._groups_cache]
+        if missing:
+            listed = self.listing.files_for(missing)
+            ghosts = self._cleaned_files(missing) if not self.is_latest else {}
+            attributed = self._log_writers() if self.config.timeline_layout_version < 2 and self.config.is_mor else {}
+            pending_groups = self._pending_compaction_groups() if self._pending_compactions else {}
+            for partition in missing:
+                self._groups_cache[partition] = self._build_groups(
+                    partition, listed.get(partition, []), ghosts.get(partition, {}), attributed, pending_groups
+                )
+        return {p: self._groups_cache[p] for p in partitions}
+
+    def _build_groups(
+        self,
+        partition: str,
+        files: list[StoredFile],
+        ghosts: dict[str, _Ghost],
+        log_writers: dict[str, str],
+        pending_groups: dict[str, set[tuple[str, str]]],
+    ) -> list[FileGroup]:
+        extension = self.config.base_file_format.extension
+        bases: dict[str, list[tuple[BaseFileName, int]]] = {}
+        logs: dict[str, list[tuple[LogFileName, int]]] = {}
+        entries = [(f.name, f.size, f.relative_path) for f in files]
+        present = {f.name for f in files}
+        entries += [(name, 0, name) for name in ghosts if name not in present]
+        for name, size, where in entries:
+            parsed = classify(name, extension, where)
+            if isinstance(parsed, BaseFileName):
+                if self._is_visible_instant(parsed.instant_time):
+                    bases.setdefault(parsed.file_id, []).append((parsed, size))
+                else:
+                    log.debug("not listed: %s (instant %s not completed as of %s)", where, parsed.instant_time, self.as_of)
+            elif isinstance(parsed, LogFileName):
+                logs.setdefault(parsed.file_id, []).append((parsed, size))
+
+        groups: list[FileGroup] = []
+        for file_id in sorted(set(bases) | set(logs)):
+            if (partition, file_id) in self._replaced:
+                continue
+            group = FileGroup(partition, file_id)
+            for name, size in bases.get(file_id, []):
+                group.add_base(name, size)
+            pending_keys = {ts for ts, fgs in pending_groups.items() if (partition, file_id) in fgs}
+            for ts in pending_keys:
+                group.add_slice_key(ts)
+            self._attach_logs(group, logs.get(file_id, []), pending_keys, log_writers)
+            latest = group.latest_slice(set(self._pending_compactions))
+            if latest is None:
+                continue
+            for path in latest.files:
+                name = path.rsplit("/", 1)[-1]
+                if name in ghosts:
+                    raise CleanedFilesError(
+                        f"{self.config.name}: the view as of {self.as_of} needs {path}, "
+                        f"which the clean at {ghosts[name].clean_instant} deleted; pick a later instant"
+                    )
+            groups.append(group)
+        return groups
+
+    def _attach_logs(
+        self,
+        group: FileGroup,
+        logs: list[tuple[LogFileName, int]],
+        pending_keys: set[str],
+        log_writers: dict[str, str],
+    ) -> None:
+        if self.config.timeline_layout_version < 2:
+            for name, size in logs:
+                base = name.instant_time
+                if not (self._is_visible_instant(base) or base in pending_keys or base in self._pending_compactions):
+                    continue
+                writer = log_writers.get(name.name)
+                if writer is None and self._first_active is not None and base >= self._first_active:
+                    # Archival removes the oldest instants first, so the writer of a
+                    # log whose base is active is active too: no completed instant
+                    # names this file, hence a failed or pending write wrote it.
+                    log.debug("not listed: %s (no completed instant wrote it)", name.name)
+                    continue
+                if writer is not None and not self._is_visible_instant(writer):
+                    continue  # written after the view's instant
+                group.add_log(base, name, size)
+            return
+        # Layout 2: the log's instant is its writer; it joins the newest slice
+        # whose base instant is not after the writer's completion time.
+        visible_logs = [(n, s) for n, s in logs if self._is_visible_instant(n.instant_time)]
+        visible_logs.sort(key=lambda item: (self._completion_time(item[0].instant_time), item[0].sort_key()))
+        for name, size in visible_logs:
+            keys = group.slice_keys()
+            completion = self._completion_time(name.instant_time)
+            position = bisect_right(keys, completion)
+            base = keys[position - 1] if position else name.instant_time
+            group.add_log(base, name, size)
+
+    # Extra reads for views of the past ---------------------------------------
+    def _cleaned_files(self, partitions: list[str]) -> dict[str, dict[str, _Ghost]]:
+        wanted = set(partitions)
+        ghosts: dict[str, dict[str, _Ghost]] = {}
+        for instant in self.timeline.completed():
+            if instant.action != CLEAN:
+                continue
+            for partition, names in self.timeline.clean_metadata(instant).deleted_file_names().items():
+                if partition in wanted:
+                    for name in names:
+                        ghosts.setdefault(partition, {})[name] = _Ghost(instant.requested_time)
+        return ghosts
+
+    def _log_writers(self) -> dict[str, str]:
+        """Log file name -> first completed instant that wrote or named it.
+
+        Table v6 log names carry the base instant only; commit metadata says
+        which delta commit wrote a log (`path`) and which logs a slice held
+        then (`logFiles`); rollbacks name the logs their command blocks went to.
+        """
+        writers: dict[str, str] = {}
+        for instant in self.timeline.completed():
+            ts = instant.requested_time
+            if instant.is_commit:
+                for stat in self.timeline.commit_metadata(instant).write_stats():
+                    if stat.file_name.startswith("."):
+                        writers.setdefault(stat.file_name, ts)
+                    for name in stat.log_files:
+                        writers.setdefault(name.rsplit("/", 1)[-1], ts)
+            elif instant.action == "rollback":
+                for names in self.timeline.rollback_metadata(instant).log_files_written.values():
+                    for name in names:
+                        writers.setdefault(name, ts)
+        return writers
+
+    # Public queries -----------------------------------------------------------
+    def latest_file_slices(self, partitions: list[str] | None = None) -> list[FileSlice]:
+        names = self._candidate_partitions() if partitions is None else list(partitions)
+        pending = set(self._pending_compactions)
+        result: list[FileSlice] = []
+        for partition, groups in self._file_groups_for(names).items():
+            for group in groups:
+                latest = group.latest_slice(pending)
+                if latest is not None:
+                    result.append(latest)
+        result.sort(key=lambda s: (s.partition, s.file_id))
+        return result

@@ -1,0 +1,148 @@
+"""Instants: one action on the timeline, in one of three states.
+
+File names (reference section 1):
+- layout 1: `<ts>.<action>` completed, `<ts>.<action>.requested|.inflight`
+  pending; a commit's inflight file is the bare `<ts>.inflight`.
+- layout 2: completed `<ts>_<completion>.<action>`, pending as in layout 1.
+Table services complete under another action: compaction as `commit`,
+log compaction as `deltacommit`, clustering as `replacecommit`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import IntEnum
+
+INSTANT_TIME_PATTERN = re.compile(r"^\d{14,}$")
+
+COMMIT = "commit"
+DELTA_COMMIT = "deltacommit"
+REPLACE_COMMIT = "replacecommit"
+CLEAN = "clean"
+ROLLBACK = "rollback"
+SAVEPOINT = "savepoint"
+RESTORE = "restore"
+COMPACTION = "compaction"
+LOG_COMPACTION = "logcompaction"
+CLUSTERING = "clustering"
+INDEXING = "indexing"
+SCHEMA_COMMIT = "schemacommit"
+
+KNOWN_ACTIONS = frozenset(
+    {COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, SAVEPOINT, RESTORE,
+     COMPACTION, LOG_COMPACTION, CLUSTERING, INDEXING, SCHEMA_COMMIT}
+)
+# The action a pending table service completes as.
+COMPLETES_AS = {COMPACTION: COMMIT, LOG_COMPACTION: DELTA_COMMIT, CLUSTERING: REPLACE_COMMIT}
+# Instants whose completion writes data files.
+COMMIT_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
+
+_COMPLETED_V2 = re.compile(r"^(\d+)_(\d+)\.([a-z_]+)$")
+_PLAIN = re.compile(r"^(\d+)\.([a-z_]+)(?:\.(requested|inflight))?$")
+
+
+class State(IntEnum):
+    REQUESTED = 1
+    INFLIGHT = 2
+    COMPLETED = 3
+
+
+@dataclass(frozen=True)
+class InstantFile:
+    """What one timeline file name says."""
+
+    requested_time: str
+    action: str
+    state: State
+    completion_time: str | None
+    file_name: str
+
+
+def parse_instant_file_name(name: str) -> InstantFile | None:
+    """Parse a timeline file name; None for files that are not instants."""
+    match = _COMPLETED_V2.match(name)
+    if match:
+        ts, completion, action = match.groups()
+        return InstantFile(ts, action, State.COMPLETED, completion, name)
+    match = _PLAIN.match(name)
+    if not match:
+        return None
+    ts, action, suffix = match.groups()
+    if action == "inflight" and suffix is None:
+        return InstantFile(ts, COMMIT, State.INFLIGHT, None, name)
+    if action not in KNOWN_ACTIONS:
+        return None
+    if suffix is None:
+        return InstantFile(ts, action, State.COMPLETED, None, name)
+    return InstantFile(ts, action, State.REQUESTED if suffix == "requested" else State.INFLIGHT, None, name)
+
+
+@dataclass(frozen=True)
+class Instant:
+    """One instant with its most advanced state.
+
+    `action` is what the instant is now (a completed compaction is a
+    `commit`); `planned_action` is what was requested (`compaction`).
+    `completion_time` is known on timeline layout 2 only.
+    """
+
+    requested_time: str
+    action: str
+    state: State
+    completion_time: str | None = None
+    planned_action: str | None = None
+    file_name: str = ""
+    requested_file_name: str | None = None
+
+    @property
+    def is_completed(self) -> bool:
+        return self.state is State.COMPLETED
+
+    @property
+    def is_commit(self) -> bool:
+        """A completed commit, deltacommit or replacecommit (writes data)."""
+        return self.is_completed and self.action in COMMIT_ACTIONS
+
+    @property
+    def is_compaction(self) -> bool:
+        return (self.planned_action or self.action) in (COMPACTION, LOG_COMPACTION)
+
+    def __str__(self) -> str:
+        done = f" completed {self.completion_time}" if self.completion_time else ""
+        return f"{self.requested_time} {self.action} {self.state.name}{done}"
+
+
+def fold_instant_files(files: list[InstantFile]) -> list[Instant]:
+    """Merge the requested/inflight/completed files of each instant time."""
+    by_time: dict[str, list[InstantFile]] = {}
+    for f in files:
+        by_time.setdefault(f.requested_time, []).append(f)
+    instants = []
+    for ts, group in by_time.items():
+        best = max(group, key=lambda f: f.state)
+        pending = [f for f in group if f.state is not State.COMPLETED]
+        planned = next((f.action for f in pending if f.action in COMPLETES_AS), None)
+        requested = next((f.file_name for f in group if f.state is State.REQUESTED), None)
+        action = best.action
+        if best.state is not State.COMPLETED and planned:
+            action = planned
+        instants.append(
+            Instant(
+                requested_time=ts,
+                action=action,
+                state=best.state,
+                completion_time=best.completion_time,
+                planned_action=planned,
+                file_name=best.file_name,
+                requested_file_name=requested,
+            )
+        )
+    instants.sort(key=lambda i: i.requested_time)
+    return instants
+
+
+def check_instant_time(text: str, what: str = "instant time") -> str:
+    if not INSTANT_TIME_PATTERN.match(text or ""):
+        raise ValueError(f"{what} {text!r} is not an instant time (yyyyMMddHHmmssSSS, digits only)")
+    return text

@@ -1,0 +1,76 @@
+"""Where the file-system view gets its file names from.
+
+`StorageListing` lists storage. The metadata table offers the same
+interface (see `metadata.mdt.listing`), so the view and its callers do not
+change when the source does.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol
+
+from metadata.file_naming import PARTITION_METADATA_PREFIX
+from metadata.storage import Storage, StoredFile, join
+
+
+class FileListing(Protocol):
+    """A source of partition names and the files in each partition."""
+
+    source: str
+
+    def partitions(self) -> list[str]:
+        """Partition paths ("" for a non-partitioned table)."""
+
+    def files_for(self, partitions: list[str]) -> dict[str, list[StoredFile]]:
+        """Files of each named partition (paths relative to the table base)."""
+
+
+class StorageListing:
+    """Lists partitions by walking storage for partition metadata files.
+
+    A folder holding `.hoodie_partition_metadata*` is a partition, as in
+    Hudi's own storage listing; hidden folders (`.hoodie` among them) are
+    not walked. Files seen while walking are kept, so listing files later
+    costs no second call for those folders.
+    """
+
+    source = "storage"
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self._files: dict[str, list[StoredFile]] = {}
+        self._partitions: list[str] | None = None
+        self._lock = threading.Lock()
+
+    def partitions(self) -> list[str]:
+        with self._lock:
+            if self._partitions is None:
+                self._partitions = self._walk()
+            return list(self._partitions)
+
+    def _walk(self) -> list[str]:
+        found: list[str] = []
+        pending = [""]
+        while pending:
+            folder = pending.pop()
+            files, folders = self.storage.list_dir(folder)
+            if any(f.name.startswith(PARTITION_METADATA_PREFIX) for f in files):
+                found.append(folder)
+                self._files[folder] = files
+                if folder:
+                    continue  # a partition holds no partitions below it
+            pending.extend(join(folder, sub) for sub in folders if not sub.startswith("."))
+        return sorted(found)
+
+    def files_for(self, partitions: list[str]) -> dict[str, list[StoredFile]]:
+        result: dict[str, list[StoredFile]] = {}
+        for partition in partitions:
+            with self._lock:
+                cached = self._files.get(partition)
+            if cached is None:
+                cached, _ = self.storage.list_dir(partition)
+                with self._lock:
+                    self._files[partition] = cached
+            result[partition] = cached
+        return result

@@ -1,0 +1,67 @@
+"""Partition paths and the values they encode."""
+
+from __future__ import annotations
+
+from urllib.parse import quote, unquote
+
+from metadata.errors import HudiFormatError
+
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+# The metadata table names the partition of a non-partitioned table ".".
+NON_PARTITIONED_ID = "."
+
+
+def parse_partition_values(
+    partition_path: str,
+    fields: tuple[str, ...],
+    hive_style: bool,
+    url_encoded: bool = False,
+) -> dict[str, str | None]:
+    """Field -> raw string value (None for Hive's default partition)."""
+    if not fields:
+        return {}
+    segments = partition_path.split("/") if partition_path else []
+
+    def value_of(text: str) -> str | None:
+        text = unquote(text) if url_encoded else text
+        return None if text == HIVE_DEFAULT_PARTITION else text
+
+    if hive_style:
+        values: dict[str, str | None] = {}
+        for segment in segments:
+            if "=" not in segment:
+                raise HudiFormatError(partition_path, f"hive-style partition segment {segment!r} has no '='")
+            key, _, raw = segment.partition("=")
+            values[key] = value_of(raw)
+        missing = [f for f in fields if f not in values]
+        if missing:
+            raise HudiFormatError(partition_path, f"partition path lacks field(s) {', '.join(missing)} (fields: {', '.join(fields)})")
+        return {f: values[f] for f in fields}
+    if len(fields) == 1:
+        # A single field may hold slashes (e.g. a yyyy/MM/dd value).
+        return {fields[0]: value_of(partition_path)}
+    if len(segments) != len(fields):
+        raise HudiFormatError(
+            partition_path, f"partition path has {len(segments)} segment(s) but the table has {len(fields)} partition fields ({', '.join(fields)})"
+        )
+    return {f: value_of(s) for f, s in zip(fields, segments)}
+
+
+def format_partition_path(values: dict[str, object], fields: tuple[str, ...], hive_style: bool, url_encode: bool = False) -> str:
+    """The partition path Hudi writes for these values."""
+    segments = []
+    for f in fields:
+        raw = values.get(f)
+        text = HIVE_DEFAULT_PARTITION if raw is None or raw == "" else str(raw)
+        if url_encode:
+            text = quote(text, safe="")
+        segments.append(f"{f}={text}" if hive_style else text)
+    return "/".join(segments)
+
+
+def to_metadata_partition(partition: str) -> str:
+    return partition or NON_PARTITIONED_ID
+
+
+def from_metadata_partition(partition_id: str) -> str:
+    return "" if partition_id == NON_PARTITIONED_ID else partition_id

@@ -1,0 +1,197 @@
+"""`.hoodie/hoodie.properties`: the table's configuration."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+from metadata.errors import HudiFormatError, HudiTableNotFound, UnsupportedTableError
+from metadata.storage import Storage
+
+PROPERTIES_PATH = ".hoodie/hoodie.properties"
+SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
+
+
+class TableType(str, Enum):
+    COPY_ON_WRITE = "COPY_ON_WRITE"
+    MERGE_ON_READ = "MERGE_ON_READ"
+
+
+class BaseFileFormat(str, Enum):
+    PARQUET = "PARQUET"
+    HFILE = "HFILE"
+
+    @property
+    def extension(self) -> str:
+        return "." + self.value.lower()
+
+
+def parse_java_properties(text: str) -> dict[str, str]:
+    """Parse a Java .properties file (the subset Hudi writes, plus continuations)."""
+    props: dict[str, str] = {}
+    logical: list[str] = []
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        # An odd number of trailing backslashes continues the line.
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            logical.append(line[:-1])
+            continue
+        logical.append(line)
+        entry = "".join(logical)
+        logical = []
+        match = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:\s]\s*(.*)$", entry)
+        if match:
+            key, value = match.group(1), match.group(2)
+        else:
+            key, value = entry, ""
+        props[_unescape(key)] = _unescape(value)
+    return props
+
+
+def _unescape(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2 : i + 6]):
+                out.append(chr(int(text[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def format_java_properties(props: dict[str, str]) -> str:
+    """Write properties the way Java does (escaping ':' '=' and '#')."""
+
+    def esc(text: str, is_key: bool) -> str:
+        out = []
+        for ch in text:
+            if ch in "\\:=#!" or (is_key and ch == " "):
+                out.append("\\" + ch)
+            elif ch == "\n":
+                out.append("\\n")
+            else:
+                out.append(ch)
+        return "".join(out)
+
+    lines = ["#Properties saved by hudi-bridge"]
+    lines += [f"{esc(k, True)}={esc(v, False)}" for k, v in sorted(props.items())]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """Typed view of hoodie.properties; `raw` keeps every key."""
+
+    name: str
+    table_type: TableType
+    version: int
+    timeline_layout_version: int
+    timeline_path: str
+    base_file_format: BaseFileFormat
+    partition_fields: tuple[str, ...]
+    record_key_fields: tuple[str, ...]
+    precombine_field: str | None
+    hive_style_partitioning: bool
+    url_encode_partitioning: bool
+    populate_meta_fields: bool
+    metadata_partitions: tuple[str, ...]
+    raw: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def is_partitioned(self) -> bool:
+        return bool(self.partition_fields)
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_type is TableType.MERGE_ON_READ
+
+    @classmethod
+    def load(cls, storage: Storage) -> "TableConfig":
+        path = storage.full_path(PROPERTIES_PATH)
+        try:
+            data = storage.read_bytes(PROPERTIES_PATH)
+        except FileNotFoundError as exc:
+            raise HudiTableNotFound(f"{path}: no hoodie.properties; {storage.uri} is not a Hudi table") from exc
+        except OSError as exc:
+            raise HudiTableNotFound(f"{path}: cannot read hoodie.properties: {exc}") from exc
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise HudiFormatError(path, f"not UTF-8 text ({exc.reason})", offset=exc.start) from exc
+        return cls.from_properties(parse_java_properties(text), source=path)
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str], source: str = PROPERTIES_PATH) -> "TableConfig":
+        def required(key: str) -> str:
+            value = props.get(key)
+            if value is None or value == "":
+                raise HudiFormatError(source, f"required key {key} is missing")
+            return value
+
+        name = required("hoodie.table.name")
+        version_text = props.get("hoodie.table.version", "")
+        try:
+            version = int(version_text)
+        except ValueError:
+            raise HudiFormatError(source, f"hoodie.table.version is {version_text!r}, not a number") from None
+        if version not in SUPPORTED_TABLE_VERSIONS:
+            raise UnsupportedTableError(
+                f"{source}: table version {version} is not supported "
+                f"(supported: {', '.join(map(str, SUPPORTED_TABLE_VERSIONS))}; Hudi 0.14/0.15 write 6, 1.0 writes 8, 1.1 writes 9)"
+            )
+        type_text = props.get("hoodie.table.type", "COPY_ON_WRITE").upper()
+        try:
+            table_type = TableType(type_text)
+        except ValueError:
+            raise HudiFormatError(source, f"hoodie.table.type is {type_text!r}; expected COPY_ON_WRITE or MERGE_ON_READ") from None
+        format_text = props.get("hoodie.table.base.file.format", "PARQUET").upper()
+        if format_text == "LANCE":
+            raise UnsupportedTableError(
+                f"{source}: base file format LANCE is not supported by hudi-bridge (only PARQUET data tables; HFILE inside metadata tables)"
+            )
+        if format_text not in ("PARQUET", "HFILE"):
+            raise UnsupportedTableError(f"{source}: base file format {format_text!r} is not supported (PARQUET, or HFILE in a metadata table)")
+        base_format = BaseFileFormat(format_text)
+        default_layout = "2" if version >= 8 else "1"
+        layout = int(props.get("hoodie.timeline.layout.version", default_layout) or default_layout)
+        if version >= 8 and layout < 2 or version < 8 and layout != 1:
+            raise HudiFormatError(source, f"timeline layout {layout} does not go with table version {version}")
+        timeline_path = ".hoodie/" + props.get("hoodie.timeline.path", "timeline") if layout >= 2 else ".hoodie"
+        return cls(
+            name=name,
+            table_type=table_type,
+            version=version,
+            timeline_layout_version=layout,
+            timeline_path=timeline_path,
+            base_file_format=base_format,
+            partition_fields=_split_fields(props.get("hoodie.table.partition.fields", "")),
+            record_key_fields=_split_fields(props.get("hoodie.table.recordkey.fields", "")),
+            precombine_field=props.get("hoodie.table.precombine.field") or None,
+            hive_style_partitioning=_bool(props.get("hoodie.datasource.write.hive_style_partitioning", "false")),
+            url_encode_partitioning=_bool(props.get("hoodie.datasource.write.partitionpath.urlencode", "false")),
+            populate_meta_fields=_bool(props.get("hoodie.populate.meta.fields", "true")),
+            metadata_partitions=_split_fields(props.get("hoodie.table.metadata.partitions", "")),
+            raw=dict(props),
+        )
+
+
+def _split_fields(text: str) -> tuple[str, ...]:
+    # CustomKeyGenerator stores "field:TYPE"; the type is not part of the name.
+    return tuple(part.split(":")[0].strip() for part in text.split(",") if part.strip())
+
+
+def _bool(text: str) -> bool:
+    return text.strip().lower() == "true"
+

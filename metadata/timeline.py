@@ -1,0 +1,157 @@
+"""The active timeline of a table (layouts 1 and 2) and its instant metadata."""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+from typing import Any, Callable, TypeVar
+
+from metadata.commit_metadata import CleanMetadata, CommitMetadata, CompactionPlan, RollbackMetadata
+from metadata.errors import HudiFormatError, InstantNotFound
+from metadata.instant import (
+    CLEAN,
+    ROLLBACK,
+    Instant,
+    fold_instant_files,
+    parse_instant_file_name,
+)
+from metadata.instant_content import decode_instant_content
+from metadata.storage import Storage, join
+from metadata.table_config import TableConfig
+
+T = TypeVar("T")
+
+ARCHIVE_FOLDER_V1 = ".hoodie/archived"
+
+
+class Timeline:
+    """Instants of the active timeline, read with one listing.
+
+    Instant metadata is read lazily and cached, so planning that needs only
+    a few commits reads only those files.
+    """
+
+    def __init__(self, storage: Storage, config: TableConfig, instants: list[Instant]) -> None:
+        self.storage = storage
+        self.config = config
+        self.instants = instants
+        self._by_time = {i.requested_time: i for i in instants}
+        self._cache: dict[tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, storage: Storage, config: TableConfig) -> "Timeline":
+        files, _ = storage.list_dir(config.timeline_path)
+        parsed = [p for p in (parse_instant_file_name(f.name) for f in files) if p is not None]
+        return cls(storage, config, fold_instant_files(parsed))
+
+    # Queries -------------------------------------------------------------
+    @property
+    def uses_completion_time(self) -> bool:
+        """Layout 2 orders changes by completion time (table v8+)."""
+        return self.config.timeline_layout_version >= 2
+
+    def completed(self) -> list[Instant]:
+        return [i for i in self.instants if i.is_completed]
+
+    def pending(self) -> list[Instant]:
+        return [i for i in self.instants if not i.is_completed]
+
+    def commits(self) -> list[Instant]:
+        """Completed commit, deltacommit and replacecommit instants."""
+        return [i for i in self.instants if i.is_commit]
+
+    def latest_completed(self) -> Instant | None:
+        done = self.completed()
+        return done[-1] if done else None
+
+    def latest_commit(self) -> Instant | None:
+        done = self.commits()
+        return done[-1] if done else None
+
+    def get(self, requested_time: str) -> Instant | None:
+        return self._by_time.get(requested_time)
+
+    def require(self, requested_time: str) -> Instant:
+        instant = self._by_time.get(requested_time)
+        if instant is None:
+            raise InstantNotFound(
+                f"instant {requested_time} is not on the active timeline of {self.config.name} "
+                f"({len(self.instants)} instants, {self._span()})"
+            )
+        return instant
+
+    def is_completed(self, requested_time: str) -> bool:
+        instant = self._by_time.get(requested_time)
+        return instant is not None and instant.is_completed
+
+    def first_active_time(self) -> str | None:
+        return self.instants[0].requested_time if self.instants else None
+
+    @cached_property
+    def has_archived_instants(self) -> bool:
+        """Whether instants older than the active timeline were archived."""
+        folder = join(self.config.timeline_path, "history") if self.uses_completion_time else ARCHIVE_FOLDER_V1
+        files, folders = self.storage.list_dir(folder)
+        return any(not f.name.startswith(".") for f in files) or bool(folders)
+
+    def _span(self) -> str:
+        if not self.instants:
+            return "empty"
+        return f"from {self.instants[0].requested_time} to {self.instants[-1].requested_time}"
+
+    # Instant content -----------------------------------------------------
+    def instant_path(self, instant: Instant, file_name: str | None = None) -> str:
+        return join(self.config.timeline_path, file_name or instant.file_name)
+
+    def read_content(self, instant: Instant, file_name: str | None = None) -> dict[str, Any]:
+        path = self.instant_path(instant, file_name)
+        try:
+            data = self.storage.read_bytes(path)
+        except FileNotFoundError:
+            raise HudiFormatError(self.storage.full_path(path), "instant file disappeared while reading the timeline") from None
+        return decode_instant_content(self.storage.full_path(path), data)
+
+    def _cached(self, kind: str, instant: Instant, build: Callable[[], T]) -> T:
+        key = (kind, instant.requested_time)
+        with self._lock:
+            if key in self._cache:
+                return self._cache[key]
+        value = build()
+        with self._lock:
+            self._cache[key] = value
+        return value
+
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        if not instant.is_commit:
+            raise ValueError(f"{instant} is not a completed commit")
+        source = self.storage.full_path(self.instant_path(instant))
+        return self._cached("commit", instant, lambda: CommitMetadata.from_dict(source, self.read_content(instant)))
+
+    def clean_metadata(self, instant: Instant) -> CleanMetadata:
+        if instant.action != CLEAN or not instant.is_completed:
+            raise ValueError(f"{instant} is not a completed clean")
+        source = self.storage.full_path(self.instant_path(instant))
+        return self._cached("clean", instant, lambda: CleanMetadata.from_dict(source, self.read_content(instant)))
+
+    def rollback_metadata(self, instant: Instant) -> RollbackMetadata:
+        if instant.action != ROLLBACK or not instant.is_completed:
+            raise ValueError(f"{instant} is not a completed rollback")
+        source = self.storage.full_path(self.instant_path(instant))
+        return self._cached("rollback", instant, lambda: RollbackMetadata.from_dict(source, self.read_content(instant)))
+
+    def compaction_plan(self, instant: Instant) -> CompactionPlan:
+        """The plan in a compaction's `.requested` file."""
+        name = instant.requested_file_name
+        if not instant.is_compaction or name is None:
+            return CompactionPlan(())
+        source = self.storage.full_path(self.instant_path(instant, name))
+        return self._cached("plan", instant, lambda: CompactionPlan.from_dict(source, self.read_content(instant, name)))
+
+    def latest_schema(self) -> str | None:
+        """The Avro schema of the latest commit that recorded one."""
+        for instant in reversed(self.commits()):
+            schema = self.commit_metadata(instant).schema
+            if schema:
+                return schema
+        return self.config.raw.get("hoodie.table.create.schema") or None

@@ -1,0 +1,44 @@
+"""The command line: each table command, human and --json forms."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from engine_bridge.cli import main
+from metadata import HudiTable
+from metadata.sample import build_sample_table
+
+
+def test_table_commands_json(tmp_path) -> None:
+    path = str(tmp_path / "trips")
+    build_sample_table(path)
+    runner = CliRunner()
+    shown = json.loads(runner.invoke(main, ["table", "show", path, "--json"]).output)
+    assert shown["name"] == "trips" and shown["table_version"] == 8 and shown["table_type"] == "MERGE_ON_READ"
+    parts = json.loads(runner.invoke(main, ["table", "partitions", path, "--json"]).output)
+    assert parts == ["city=amsterdam", "city=chennai", "city=san_francisco", "city=sao_paulo"]
+    files = json.loads(runner.invoke(main, ["table", "files", path, "--partition", "city=chennai", "--json"]).output)
+    table = HudiTable.open(path)
+    assert [f["file_id"] for f in files] == [s.file_id for s in table.file_slices("city=chennai")]
+    assert any(f["log_files"] for f in files)
+    first = table.timeline.commits()[0].requested_time
+    old = json.loads(runner.invoke(main, ["table", "files", path, "--as-of", first, "--json"]).output)
+    assert {f["base_instant"] for f in old} == {first}
+    timeline = json.loads(runner.invoke(main, ["table", "timeline", path, "--json"]).output)
+    assert [t["action"] for t in timeline].count("commit") == 1  # the compaction
+
+
+def test_table_errors_exit_2(tmp_path) -> None:
+    result = CliRunner().invoke(main, ["table", "show", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "not a Hudi table" in result.output
+
+
+def test_demo_runs(tmp_path) -> None:
+    result = CliRunner().invoke(main, ["demo", "--path", str(tmp_path / "demo"), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert len(report["partitions"]) == 4
+    assert report["table"]["latest_completed"] == report["timeline"][-1]["requested_time"]

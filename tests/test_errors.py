@@ -1,0 +1,136 @@
+"""Acceptance: bad input gets a clear error naming the file and the problem."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from metadata import HudiError, HudiFormatError, HudiTable, HudiTableNotFound, UnsupportedTableError
+from metadata.builder import TableBuilder
+
+SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string())])
+
+
+def built(tmp_path: Path, version: int = 6) -> Path:
+    path = tmp_path / f"t{version}"
+    builder = TableBuilder(str(path), SCHEMA, version=version, partition_fields=["city"])
+    builder.write([{"id": 1, "city": "sf"}, {"id": 2, "city": "la"}])
+    builder.write([{"id": 1, "city": "sf"}])
+    return path
+
+
+def set_property(path: Path, key: str, value: str) -> None:
+    props = path / ".hoodie" / "hoodie.properties"
+    lines = [l for l in props.read_text().splitlines() if not l.startswith(key + "=")]
+    props.write_text("\n".join(lines + [f"{key}={value}"]) + "\n")
+
+
+def test_missing_properties(tmp_path: Path) -> None:
+    (tmp_path / "nothing").mkdir()
+    with pytest.raises(HudiTableNotFound, match=r"hoodie\.properties.*not a Hudi table"):
+        HudiTable.open(str(tmp_path / "nothing"))
+
+
+def test_unreadable_properties(tmp_path: Path) -> None:
+    path = built(tmp_path)
+    props = path / ".hoodie" / "hoodie.properties"
+    props.unlink()
+    props.mkdir()  # a folder where the file should be: unreadable as a file
+    with pytest.raises(HudiTableNotFound, match="hoodie.properties"):
+        HudiTable.open(str(path))
+
+
+def test_properties_not_utf8(tmp_path: Path) -> None:
+    path = built(tmp_path)
+    (path / ".hoodie" / "hoodie.properties").write_bytes(b"hoodie.table.name=\xff\xfe\n")
+    with pytest.raises(HudiFormatError, match=r"hoodie\.properties at offset 18: not UTF-8"):
+        HudiTable.open(str(path))
+
+
+def test_unknown_table_version(tmp_path: Path) -> None:
+    path = built(tmp_path)
+    set_property(path, "hoodie.table.version", "7")
+    with pytest.raises(UnsupportedTableError, match=r"hoodie\.properties: table version 7 is not supported"):
+        HudiTable.open(str(path))
+
+
+def test_missing_table_name(tmp_path: Path) -> None:
+    path = built(tmp_path)
+    props = path / ".hoodie" / "hoodie.properties"
+    props.write_text("\n".join(l for l in props.read_text().splitlines() if not l.startswith("hoodie.table.name=")))
+    with pytest.raises(HudiFormatError, match="hoodie.table.name is missing"):
+        HudiTable.open(str(path))
+
+
+def test_lance_base_format(tmp_path: Path) -> None:
+    path = built(tmp_path, version=8)
+    set_property(path, "hoodie.table.version", "9")
+    set_property(path, "hoodie.table.base.file.format", "LANCE")
+    with pytest.raises(UnsupportedTableError, match="LANCE is not supported"):
+        HudiTable.open(str(path))
+
+
+def _completed_commit_file(path: Path) -> Path:
+    timeline = path / ".hoodie"
+    return sorted(p for p in timeline.iterdir() if p.name.endswith(".commit"))[-1]
+
+
+def test_malformed_commit_json(tmp_path: Path) -> None:
+    path = built(tmp_path)
+    commit = _completed_commit_file(path)
+    commit.write_text('{\n  "partitionToWriteStats": {,\n}')
+    table = HudiTable.open(str(path))
+    with pytest.raises(HudiFormatError) as info:
+        table.timeline.commit_metadata(table.timeline.commits()[-1])
+    assert commit.name in str(info.value)
+    assert "malformed JSON" in str(info.value) and "line 2, column 29" in str(info.value)
+
+
+def test_wrongly_typed_commit_field(tmp_path: Path) -> None:
+    path = built(tmp_path)
+    _completed_commit_file(path).write_text('{"partitionToWriteStats": {"city=sf": "oops"}}')
+    table = HudiTable.open(str(path))
+    with pytest.raises(HudiFormatError, match=r"partitionToWriteStats\['city=sf'\] is not a list"):
+        table.timeline.commit_metadata(table.timeline.commits()[-1])
+
+
+def test_truncated_avro_instant(tmp_path: Path) -> None:
+    path = built(tmp_path, version=8)
+    timeline = path / ".hoodie" / "timeline"
+    commit = sorted(p for p in timeline.iterdir() if p.name.endswith(".commit"))[-1]
+    data = commit.read_bytes()
+    commit.write_bytes(data[: len(data) // 2])
+    table = HudiTable.open(str(path))
+    with pytest.raises(HudiFormatError) as info:
+        table.timeline.commit_metadata(table.timeline.commits()[-1])
+    assert commit.name in str(info.value) and "Avro" in str(info.value)
+
+
+def test_base_file_name_that_does_not_parse(tmp_path: Path) -> None:
+    path = built(tmp_path)
+    bad = path / "city=sf" / "not-a-hudi-name.parquet"
+    bad.write_bytes(b"PAR1")
+    with pytest.raises(HudiFormatError) as info:
+        HudiTable.open(str(path)).file_slices()
+    assert "city=sf/not-a-hudi-name.parquet" in str(info.value)
+    assert "looks like a base file" in str(info.value)
+
+
+def test_bad_as_of(tmp_path: Path) -> None:
+    path = built(tmp_path)
+    with pytest.raises(ValueError, match="as-of instant 'yesterday' is not an instant time"):
+        HudiTable.open(str(path)).file_slices(as_of="yesterday")
+
+
+def test_as_of_before_archived_timeline_says_so(tmp_path: Path) -> None:
+    path = built(tmp_path)
+    archived = path / ".hoodie" / "archived"
+    archived.mkdir(exist_ok=True)
+    (archived / ".commits_.archive.1_1-0-1").write_bytes(b"#HUDI#")
+    (archived / "commits_.archive.1_1-0-1").write_bytes(b"#HUDI#")
+    with pytest.raises(HudiError, match="older than the active timeline"):
+        HudiTable.open(str(path)).file_slices(as_of="20000101000000000")
+    assert os.path.exists(archived)
