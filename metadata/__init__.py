@@ -14,6 +14,7 @@ from metadata.errors import (
 from metadata.file_group import FileGroup, FileSlice
 from metadata.fs_view import FileSystemView
 from metadata.instant import Instant, State
+from metadata.mdt.metadata_table import MetadataTable
 from metadata.table import HudiTable
 from metadata.table_config import TableConfig, TableType
 from metadata.timeline import Timeline
@@ -21,6 +22,6 @@ from metadata.timeline import Timeline
 __all__ = [
     "CleanMetadata", "CleanedFilesError", "CommitMetadata", "CompactionPlan", "FileGroup", "FileSlice",
     "FileSystemView", "HudiError", "HudiFormatError", "HudiTable", "HudiTableNotFound", "Instant",
-    "InstantNotFound", "MetadataTableUnavailable", "RollbackMetadata", "State", "TableConfig", "TableType",
+    "InstantNotFound", "MetadataTable", "MetadataTableUnavailable", "RollbackMetadata", "State", "TableConfig", "TableType",
     "Timeline", "UnsupportedTableError", "WriteStat",
 ]

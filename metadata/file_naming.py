@@ -85,8 +85,8 @@ def classify(name: str, base_extension: str, where: str = "") -> BaseFileName | 
     A name that ends like a base file (or looks like a log file) but does
     not parse raises HudiFormatError: silently skipping it could hide data.
     """
-    if name.startswith(PARTITION_METADATA_PREFIX):
-        return None
+    if name.startswith(PARTITION_METADATA_PREFIX) or name.startswith("._"):
+        return None  # partition metadata, and macOS AppleDouble companions
     if is_log_file_name(name):
         if name.endswith(".crc"):
             return None

@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from metadata.errors import HudiError
+from metadata.errors import HudiError, MetadataTableUnavailable
 from metadata.file_group import FileSlice
 from metadata.fs_view import FileSystemView
 from metadata.instant import Instant
@@ -64,7 +64,18 @@ class HudiTable:
             return self._listing
 
     def _choose_listing(self) -> FileListing:
-        self.listing_note = "storage listing"
+        if self.use_metadata is False:
+            self.listing_note = "storage listing (metadata table not requested)"
+            return StorageListing(self.storage)
+        from metadata.mdt.listing import metadata_listing_or_reason
+
+        listing, reason = metadata_listing_or_reason(self)
+        if listing is not None:
+            self.listing_note = "metadata table files partition"
+            return listing
+        if self.use_metadata:
+            raise MetadataTableUnavailable(reason)
+        self.listing_note = f"storage listing ({reason})"
         return StorageListing(self.storage)
 
     # Views ----------------------------------------------------------------------

@@ -1,0 +1,158 @@
+"""MetadataTable: the public face of the metadata table (RFC-15, RFC-27).
+
+Partitions are named as the data table names them ("" when not
+partitioned); the MDT's "." stays inside.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pyarrow as pa
+
+from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
+from metadata.errors import HudiError, MetadataTableUnavailable
+from metadata.mdt import keys
+from metadata.mdt.reader import KeyQuery, MetadataTableReader
+from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, live_files
+from metadata.partition_path import from_metadata_partition, to_metadata_partition
+from metadata.table import HudiTable
+
+log = logging.getLogger(__name__)
+
+FILES = "files"
+COLUMN_STATS = "column_stats"
+PARTITION_STATS = "partition_stats"
+
+
+class MetadataTable:
+    def __init__(self, table: HudiTable, reader: MetadataTableReader) -> None:
+        self.table = table
+        self.reader = reader
+        self._column_types: dict[str, pa.DataType] | None = None
+
+    @classmethod
+    def open(cls, table_or_path: HudiTable | str) -> "MetadataTable":
+        """Raises MetadataTableUnavailable (with the reason) when absent or unusable."""
+        table = table_or_path if isinstance(table_or_path, HudiTable) else HudiTable.open(table_or_path, use_metadata=False)
+        if FILES not in table.config.metadata_partitions:
+            raise MetadataTableUnavailable(
+                f"{table.base_uri}: hoodie.table.metadata.partitions does not list 'files' "
+                f"(listed: {', '.join(table.config.metadata_partitions) or 'none'})"
+            )
+        return cls(table, MetadataTableReader(table))
+
+    def _require(self, partition: str) -> None:
+        if partition not in self.table.config.metadata_partitions:
+            raise MetadataTableUnavailable(
+                f"{self.table.base_uri}: the metadata table has no built '{partition}' partition "
+                f"(built: {', '.join(self.table.config.metadata_partitions)})"
+            )
+
+    @property
+    def problems(self) -> list[HudiError]:
+        """Corrupt or truncated log blocks found while reading (earlier blocks were used)."""
+        return list(self.reader.problems)
+
+    # files partition ---------------------------------------------------------------------
+    def partitions(self) -> list[str]:
+        records = self.reader.read(FILES, KeyQuery(keys=[ALL_PARTITIONS_KEY]))
+        return sorted(from_metadata_partition(p) for p in live_files(records.get(ALL_PARTITIONS_KEY)))
+
+    def files(self, partition: str) -> dict[str, int]:
+        return self.files_for([partition])[partition]
+
+    def files_for(self, partitions: list[str]) -> dict[str, dict[str, int]]:
+        """File name -> size for each partition, in one pass over the MDT."""
+        wanted = {to_metadata_partition(p): p for p in partitions}
+        records = self.reader.read(FILES, KeyQuery(keys=list(wanted)))
+        return {name: live_files(records.get(key)) for key, name in wanted.items()}
+
+    # Statistics ------------------------------------------------------------------------------
+    def column_stats(self, columns: list[str], partitions: list[str] | None = None) -> pa.Table:
+        """One row per file: partition, fileName, valueCount, and c_minValue,
+        c_maxValue, c_nullCount for each column (typed by the table schema)."""
+        self._require(COLUMN_STATS)
+        records = self.reader.read(COLUMN_STATS, KeyQuery(prefixes=self._prefixes(columns, partitions)))
+        return self._transpose(records, columns, partitions, per_file=True)
+
+    def partition_stats(self, columns: list[str], partitions: list[str] | None = None) -> pa.Table:
+        """One row per partition, same columns as column_stats."""
+        self._require(PARTITION_STATS)
+        records = self.reader.read(PARTITION_STATS, KeyQuery(prefixes=self._prefixes(columns, partitions)))
+        return self._transpose(records, columns, partitions, per_file=False)
+
+    @staticmethod
+    def _prefixes(columns: list[str], partitions: list[str] | None) -> list[str]:
+        if partitions is None:
+            return [keys.column_index_id(c) for c in columns]
+        return [keys.column_index_id(c) + keys.partition_index_id(p) for c in columns for p in partitions]
+
+    def column_types(self) -> dict[str, pa.DataType]:
+        """Arrow type of every (nested, dotted) column of the table schema."""
+        if self._column_types is None:
+            types: dict[str, pa.DataType] = {name: pa.string() for name in META_FIELDS}
+
+            def walk(prefix: str, dtype: pa.DataType) -> None:
+                types[prefix] = dtype
+                if pa.types.is_struct(dtype):
+                    for i in range(dtype.num_fields):
+                        walk(f"{prefix}.{dtype.field(i).name}", dtype.field(i).type)
+
+            for f in avro_to_arrow_schema(self.table.avro_schema()):
+                walk(f.name, f.type)
+            self._column_types = types
+        return self._column_types
+
+    def _transpose(self, records: dict[str, MetadataRecord], columns: list[str], partitions: list[str] | None, per_file: bool) -> pa.Table:
+        known = partitions if partitions is not None else self.partitions()
+        by_id = {keys.partition_index_id(p): p for p in known}
+        rows: dict[tuple[str, str], dict[str, Any]] = {}
+        for key, record in sorted(records.items()):
+            stats = record.column_stats
+            if stats is None or stats.is_deleted or stats.column_name not in columns:
+                continue
+            partition = by_id.get(key[12:24])
+            if partition is None:
+                log.debug("stats record %s: partition id %s is not a live partition; skipped", key, key[12:24])
+                continue
+            name = stats.file_name if per_file else partition
+            row = rows.setdefault((partition, name), {"partition": partition, "fileName": name, "valueCount": None})
+            if stats.value_count is not None:
+                row["valueCount"] = max(row["valueCount"] or 0, stats.value_count)
+            row[f"{stats.column_name}_minValue"] = stats.min_value
+            row[f"{stats.column_name}_maxValue"] = stats.max_value
+            row[f"{stats.column_name}_nullCount"] = stats.null_count
+        ordered = [rows[k] for k in sorted(rows)]
+        types = self.column_types()
+        arrays = {
+            "partition": pa.array([r["partition"] for r in ordered], pa.string()),
+            "fileName": pa.array([r["fileName"] for r in ordered], pa.string()),
+            "valueCount": pa.array([r["valueCount"] for r in ordered], pa.int64()),
+        }
+        for column in columns:
+            dtype = types.get(column)
+            for suffix in ("minValue", "maxValue"):
+                arrays[f"{column}_{suffix}"] = _typed_array([r.get(f"{column}_{suffix}") for r in ordered], dtype, column)
+            arrays[f"{column}_nullCount"] = pa.array([r.get(f"{column}_nullCount") for r in ordered], pa.int64())
+        return pa.table(arrays)
+
+
+def _typed_array(values: list[Any], dtype: pa.DataType | None, column: str) -> pa.Array:
+    """Values in the column's type; a value that does not fit becomes null
+    (no statistics, so the file is kept) and is logged."""
+    if dtype is None:
+        return pa.array(values)
+    try:
+        return pa.array(values, type=dtype)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        fitted = []
+        for value in values:
+            try:
+                pa.array([value], type=dtype)
+                fitted.append(value)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+                log.debug("column %s: stats value %r does not fit %s; treated as missing", column, value, dtype)
+                fitted.append(None)
+        return pa.array(fitted, type=dtype)

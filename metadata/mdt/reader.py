@@ -1,0 +1,201 @@
+"""Reading the metadata table consistently (reference sections 4, 5 and 9).
+
+For each MDT partition: the latest file slice of every file group at or
+before the latest completed MDT instant; its base HFile, then its log blocks
+oldest first, keeping only blocks of valid instants (a completed data-table
+instant or an MDT-only instant, not after the latest completed MDT instant)
+and dropping blocks a rollback command block cancels. Records of one key
+merge as section 5 says. Lookups by key or key prefix read only the HFile
+blocks that can hold them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from metadata.errors import HudiError, HudiFormatError, MetadataTableUnavailable
+from metadata.file_group import FileSlice
+from metadata.instant import DELTA_COMMIT
+from metadata.log_format import BlockType, LogBlock, decode_avro_records, decode_delete_keys, read_log_blocks
+from metadata.mdt.hfile_reader import HFileReader
+from metadata.mdt.records import MetadataRecord, decode_record, merge_records, record_from_dict
+from metadata.storage import join
+from metadata.table import HudiTable
+
+log = logging.getLogger(__name__)
+
+METADATA_FOLDER = ".hoodie/metadata"
+
+
+@dataclass
+class _LogContent:
+    blocks: list[LogBlock]
+    problems: list[HudiFormatError]
+
+
+class KeyQuery:
+    """Which keys to read: all, exact keys, or key prefixes."""
+
+    def __init__(self, keys: Iterable[str] | None = None, prefixes: Iterable[str] | None = None) -> None:
+        self.keys = None if keys is None else set(keys)
+        self.prefixes = None if prefixes is None else sorted(set(prefixes))
+
+    def scan(self, reader: HFileReader) -> Iterator[tuple[bytes, bytes]]:
+        if self.keys is not None:
+            wanted = {k.encode("utf-8") for k in self.keys}
+            for row, value in reader.scan_prefixes(sorted(wanted)):
+                if row in wanted:
+                    yield row, value
+        elif self.prefixes is not None:
+            yield from reader.scan_prefixes([p.encode("utf-8") for p in self.prefixes])
+        else:
+            yield from reader.iter_all()
+
+    def matches(self, key: str) -> bool:
+        if self.keys is not None:
+            return key in self.keys
+        if self.prefixes is not None:
+            return any(key.startswith(p) for p in self.prefixes)
+        return True
+
+
+class MetadataTableReader:
+    """Merged reads of one data table's metadata table."""
+
+    def __init__(self, data_table: HudiTable) -> None:
+        self.data_table = data_table
+        storage = data_table.storage.child(METADATA_FOLDER)
+        if not storage.exists(".hoodie/hoodie.properties"):
+            raise MetadataTableUnavailable(f"{data_table.base_uri}: no metadata table at {METADATA_FOLDER}")
+        try:
+            self.mdt = HudiTable.open(storage.uri if "://" in storage.uri else storage.base_path,
+                                      filesystem=data_table.storage.filesystem, use_metadata=False)
+        except HudiError as exc:
+            raise MetadataTableUnavailable(f"{data_table.base_uri}: metadata table unreadable ({exc})") from exc
+        latest = self.mdt.timeline.latest_completed()
+        if latest is None:
+            raise MetadataTableUnavailable(f"{data_table.base_uri}: metadata table has no completed instant")
+        self.latest_instant = latest.requested_time
+        self.problems: list[HudiFormatError] = []
+        self._lock = threading.Lock()
+        self._readers: dict[str, HFileReader] = {}
+        self._logs: dict[str, _LogContent] = {}
+        self._valid = self._valid_instants()
+
+    # Which log blocks count -----------------------------------------------------------
+    def _valid_instants(self) -> set[str]:
+        data_completed = {i.requested_time for i in self.data_table.timeline.completed()}
+        data_all = {i.requested_time for i in self.data_table.timeline.instants}
+        data_first = self.data_table.timeline.first_active_time()
+        valid = set()
+        for instant in self.mdt.timeline.completed():
+            ts = instant.requested_time
+            if ts > self.latest_instant:
+                continue
+            if ts in data_completed:
+                valid.add(ts)
+            elif instant.action != DELTA_COMMIT or self._is_initialisation(ts):
+                valid.add(ts)  # MDT-only: compaction, clean, rollback, initialisation
+            elif ts not in data_all and data_first is not None and ts < data_first:
+                valid.add(ts)  # its data instant was archived, so it completed
+            else:
+                log.debug("MDT instant %s ignored: its data-table instant is not completed", ts)
+        return valid
+
+    @staticmethod
+    def _is_initialisation(ts: str) -> bool:
+        # v8+: 00000000000000000, ...001; v6: <instant> + 3-digit suffix (010 and up).
+        return ts.startswith("00000000000000") or len(ts) > 17
+
+    def is_valid_block(self, block: LogBlock) -> bool:
+        return block.instant_time is not None and block.instant_time in self._valid
+
+    # File slices --------------------------------------------------------------------------
+    def file_slices(self, mdt_partition: str) -> list[FileSlice]:
+        return self.mdt.file_slices(partition=mdt_partition, as_of=self.latest_instant)
+
+    def _hfile(self, relative: str) -> HFileReader:
+        with self._lock:
+            reader = self._readers.get(relative)
+        if reader is None:
+            reader = HFileReader.open(self.mdt.storage, relative)
+            with self._lock:
+                reader = self._readers.setdefault(relative, reader)
+        return reader
+
+    def _log(self, relative: str) -> _LogContent:
+        with self._lock:
+            content = self._logs.get(relative)
+        if content is None:
+            path = self.mdt.storage.full_path(relative)
+            result = read_log_blocks(self.mdt.storage.read_bytes(relative), path)
+            for problem in result.problems:
+                log.warning("metadata table log: %s (earlier blocks are used)", problem)
+            content = _LogContent(result.blocks, result.problems)
+            with self._lock:
+                self._logs[relative] = content
+                self.problems.extend(result.problems)
+        return content
+
+    def _valid_blocks(self, file_slice: FileSlice) -> list[tuple[str, LogBlock]]:
+        kept: list[tuple[str, LogBlock]] = []
+        for relative in file_slice.log_files:
+            for block in self._log(relative).blocks:
+                if not self.is_valid_block(block):
+                    log.debug("skipping %s block of instant %s in %s", block.block_type.name, block.instant_time, relative)
+                    continue
+                if block.is_rollback:
+                    target = block.target_instant_time
+                    kept = [(p, b) for p, b in kept if b.instant_time != target]
+                    continue
+                kept.append((relative, block))
+        return kept
+
+    # Records ------------------------------------------------------------------------------
+    def read(self, mdt_partition: str, query: KeyQuery) -> dict[str, MetadataRecord]:
+        """Merged records of one MDT partition that the query selects."""
+        merged: dict[str, MetadataRecord] = {}
+        for file_slice in self.file_slices(mdt_partition):
+            records: dict[str, MetadataRecord] = {}
+            if file_slice.base_file:
+                reader = self._hfile(file_slice.base_file)
+                schema = reader.schema_json()
+                if schema is None:
+                    raise HudiFormatError(reader.path, "HFile file info has no 'schema'")
+                for row, value in query.scan(reader):
+                    key = row.decode("utf-8")
+                    records[key] = merge_records(records.get(key), decode_record(key, value, schema, reader.path))
+            for relative, block in self._valid_blocks(file_slice):
+                where = self.mdt.storage.full_path(relative)
+                for key, record in self._block_records(block, where, query):
+                    if record is None:
+                        records.pop(key, None)
+                    else:
+                        records[key] = merge_records(records.get(key), record)
+            for key, record in records.items():
+                merged[key] = merge_records(merged.get(key), record)
+        return merged
+
+    def _block_records(self, block: LogBlock, where: str, query: KeyQuery) -> Iterator[tuple[str, MetadataRecord | None]]:
+        if block.block_type is BlockType.HFILE_DATA:
+            inner = HFileReader.from_bytes(block.content, f"{where} (HFILE_DATA block at offset {block.offset})")
+            schema = block.schema or inner.schema_json()
+            if schema is None:
+                raise HudiFormatError(where, "HFILE_DATA block has no schema", offset=block.offset)
+            for row, value in query.scan(inner):
+                key = row.decode("utf-8")
+                yield key, decode_record(key, value, schema, where)
+        elif block.block_type is BlockType.DELETE:
+            for key, _partition in decode_delete_keys(block, where):
+                if key is not None and query.matches(key):
+                    yield key, None
+        elif block.block_type is BlockType.AVRO_DATA:
+            for data in decode_avro_records(block, where):
+                key = data.get("key") or ""
+                if query.matches(key):
+                    yield key, record_from_dict(data, where)
+        elif block.block_type is BlockType.CORRUPT:
+            log.warning("%s: corrupt block at offset %d skipped", where, block.offset)
