@@ -141,6 +141,23 @@ def table_files(path: str, partition: str | None, as_of: str | None, no_metadata
     _emit(as_json, rows, lambda: console.print(_rich_table(f"File slices ({t.listing_note})", _slice_rows(slices))))
 
 
+@table.command("validate")
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def table_validate(path: str, as_json: bool) -> None:
+    """Compare the metadata table's file listing with storage (RFC-15 validate)."""
+    from metadata.mdt.validate import validate_metadata
+
+    try:
+        report = validate_metadata(_open(path, no_metadata=True))
+    except HudiError as exc:
+        _fail(exc)
+        return
+    _emit(as_json, report.to_dict(), lambda: [console.print(line) for line in report.differences() or ["metadata table and storage agree"]])
+    if not report.ok:
+        sys.exit(1)
+
+
 def _slice_rows(slices: list[FileSlice]) -> list[dict[str, Any]]:
     """Names rather than paths, so the table fits a terminal."""
     return [

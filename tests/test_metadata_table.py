@@ -338,3 +338,22 @@ def test_unavailable_reasons(fixture_root: Path) -> None:
         HudiTable.open(table_path(fixture_root, "sample_table__cow__v9_txns_simple_nometa"), use_metadata=True).file_slices()
 
 
+
+
+@requires_fixtures
+def test_validate_mode(tmp_path: Path, fixture_root: Path) -> None:
+    from metadata.mdt.validate import validate_metadata
+
+    for stem in MDT_FIXTURES:
+        report = validate_metadata(table_path(fixture_root, stem))
+        assert report.ok, (stem, report.differences())
+    path = _copy_fixture(fixture_root, "sample_table__cow__v9_txns_simple_meta", tmp_path)
+    victim = next((path / "region=eu").glob("*.parquet"))
+    victim.unlink()
+    stray = path / "region=us" / "11111111-2222-3333-4444-555555555555-0_0-1-1_20260307162434124.parquet"
+    stray.write_bytes(b"PAR1")
+    report = validate_metadata(str(path))
+    assert not report.ok
+    assert report.files_only_in_metadata == {"region=eu": [victim.name]}
+    assert report.files_only_in_storage == {"region=us": [stray.name]}
+    assert any(victim.name in line for line in report.differences())

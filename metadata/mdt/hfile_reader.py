@@ -11,7 +11,8 @@ import gzip
 import struct
 import threading
 import zlib
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -40,6 +41,7 @@ ReadAt = Callable[[int, int], bytes]
 
 MAX_TAGS_KEY = b"hfile.MAX_TAGS_LEN"
 KEY_VALUE_VERSION_KEY = b"KEY_VALUE_VERSION"
+BLOCK_CACHE_SIZE = 64
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class HFileReader:
         self.path = path
         self.blocks_read = 0
         self._lock = threading.Lock()
-        self._block_cache: dict[int, bytes] = {}
+        self._block_cache: OrderedDict[int, tuple[list[bytes], list[bytes]]] = OrderedDict()
         self.trailer = self._read_trailer()
         codec = self.trailer.compression_codec
         if codec not in (CODEC_GZ, CODEC_NONE):
@@ -195,17 +197,24 @@ class HFileReader:
                 self._index_rows = [row_of_key(e.first_row) for e in entries]
             return self._data_index
 
-    def _data_block(self, entry: IndexEntry) -> bytes:
+    def _data_block(self, entry: IndexEntry) -> tuple[list[bytes], list[bytes]]:
+        """Rows and values of a data block, parsed once (LRU of recent blocks)."""
         with self._lock:
             cached = self._block_cache.get(entry.offset)
-        if cached is not None:
-            return cached
+            if cached is not None:
+                self._block_cache.move_to_end(entry.offset)
+                return cached
         _, payload, _ = self._block(entry.offset, (DATA_MAGIC,))
+        rows: list[bytes] = []
+        values: list[bytes] = []
+        for row, value in self._cells(payload, entry.offset):
+            rows.append(row)
+            values.append(value)
         with self._lock:
-            if len(self._block_cache) > 64:
-                self._block_cache.clear()
-            self._block_cache[entry.offset] = payload
-        return payload
+            self._block_cache[entry.offset] = (rows, values)
+            while len(self._block_cache) > BLOCK_CACHE_SIZE:
+                self._block_cache.popitem(last=False)
+        return rows, values
 
     def _cells(self, payload: bytes, offset: int) -> Iterator[tuple[bytes, bytes]]:
         pos = 0
@@ -239,9 +248,10 @@ class HFileReader:
         return value.decode("utf-8") if value is not None else None
 
     def iter_all(self) -> Iterator[tuple[bytes, bytes]]:
-        """Every (row, value) in key order."""
+        """Every (row, value) in key order (blocks are not cached: a scan reads each once)."""
         for entry in self.data_index:
-            yield from self._cells(self._data_block(entry), entry.offset)
+            _, payload, _ = self._block(entry.offset, (DATA_MAGIC,))
+            yield from self._cells(payload, entry.offset)
 
     def _start_block(self, row: bytes) -> int:
         self.data_index  # noqa: B018 - loads the index and the row list
@@ -251,11 +261,11 @@ class HFileReader:
         """Cells whose row starts with `prefix`, reading only blocks that can hold them."""
         index = self.data_index
         for i in range(self._start_block(prefix), len(index)):
-            for row, value in self._cells(self._data_block(index[i]), index[i].offset):
-                if row.startswith(prefix):
-                    yield row, value
-                elif row > prefix:
+            rows, values = self._data_block(index[i])
+            for j in range(bisect_left(rows, prefix), len(rows)):
+                if not rows[j].startswith(prefix):
                     return
+                yield rows[j], values[j]
 
     def scan_prefixes(self, prefixes: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
         """Cells matching any prefix, in key order; each block is read at most once."""

@@ -1,0 +1,36 @@
+"""Helpers shared by the benchmarks: timing, peak memory, the JSON report."""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+import tracemalloc
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+
+@contextmanager
+def measured(report: dict[str, Any], name: str, trace_memory: bool = True) -> Iterator[None]:
+    """Record seconds (and Python heap peak in MiB) of a block under `name`."""
+    if trace_memory:
+        tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        report[f"{name}_seconds"] = round(time.perf_counter() - start, 4)
+        if trace_memory:
+            report[f"{name}_peak_heap_mib"] = round(tracemalloc.get_traced_memory()[1] / 2**20, 2)
+            tracemalloc.stop()
+
+
+def finish(report: dict[str, Any]) -> None:
+    report["process_max_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    json.dump(report, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
