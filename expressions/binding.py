@@ -1,0 +1,295 @@
+"""Binding a tree to a schema: names resolved, literals coerced to column types.
+
+After binding, every leaf's reference names a real (possibly nested) field
+and every literal holds a Python value of that field's Arrow type, so the
+evaluators compare like with like. A literal that cannot be represented
+exactly in the column type (2.5 against an integer column) is rewritten to
+the equivalent exact predicate (`i > 2.5` is `i >= 3`, `i = 2.5` is false).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from datetime import date, datetime, timezone
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
+from typing import Any
+
+import pyarrow as pa
+
+from expressions.errors import CoercionError, UnknownColumnError
+from expressions.tree import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    Comparison,
+    Expr,
+    In,
+    IsNotNull,
+    IsNull,
+    Literal,
+    Not,
+    Op,
+    Or,
+    Ref,
+    StartsWith,
+    Unknown,
+    and_,
+    or_,
+    push_not_down,
+)
+
+
+class Schema:
+    """Field lookup by dotted path, with the engine's case rules."""
+
+    def __init__(self, schema: pa.Schema, case_sensitive: bool = False) -> None:
+        self.case_sensitive = case_sensitive
+        self.types: dict[str, pa.DataType] = {}
+        self._exact: dict[str, str] = {}
+        for f in schema:
+            self._add(f.name, f.type)
+
+    def _add(self, name: str, dtype: pa.DataType) -> None:
+        self.types[name] = dtype
+        self._exact[name if self.case_sensitive else name.lower()] = name
+        if pa.types.is_struct(dtype):
+            for i in range(dtype.num_fields):
+                self._add(f"{name}.{dtype.field(i).name}", dtype.field(i).type)
+
+    def resolve(self, ref: Ref) -> tuple[str, pa.DataType] | None:
+        candidates = [ref.name]
+        if len(ref.path) > 1:
+            candidates.append(".".join(ref.path[1:]))  # `t.col`: a table qualifier
+        for name in candidates:
+            key = name if self.case_sensitive else name.lower()
+            if key in self._exact:
+                exact = self._exact[key]
+                return exact, self.types[exact]
+        return None
+
+    def suggest(self, name: str) -> str | None:
+        matches = difflib.get_close_matches(name, list(self.types), n=1, cutoff=0.5)
+        if not matches and not self.case_sensitive:
+            lowered = {n.lower(): n for n in self.types}
+            found = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
+            matches = [lowered[f] for f in found]
+        return matches[0] if matches else None
+
+
+def bind(expr: Expr, schema: pa.Schema | Schema, case_sensitive: bool = False, strict: bool = True) -> Expr:
+    """Resolve and coerce; `strict=False` turns unknown columns into Unknown
+    leaves (used for statistics, where a column may simply have none)."""
+    lookup = schema if isinstance(schema, Schema) else Schema(schema, case_sensitive)
+    return _bind(push_not_down(expr), lookup, strict)
+
+
+def _bind(expr: Expr, schema: Schema, strict: bool) -> Expr:
+    if isinstance(expr, And):
+        return and_(_bind(expr.left, schema, strict), _bind(expr.right, schema, strict))
+    if isinstance(expr, Or):
+        return or_(_bind(expr.left, schema, strict), _bind(expr.right, schema, strict))
+    if isinstance(expr, (AlwaysTrue, AlwaysFalse, Unknown)):
+        return expr
+    if isinstance(expr, Not):
+        return _bind(push_not_down(expr), schema, strict)
+    ref: Ref = expr.ref  # type: ignore[attr-defined]
+    found = schema.resolve(ref)
+    if found is None:
+        if strict:
+            raise UnknownColumnError(ref.name, schema.suggest(ref.name), ref.position)
+        return Unknown(f"column {ref.name} is not known here", refs=(ref,))
+    name, dtype = found
+    bound_ref = Ref(tuple(name.split(".")), ref.position)
+    if ref.cast is not None and not widens(dtype, ref.cast):
+        return Unknown(f"CAST({name} AS {ref.cast}) is not a widening cast of {dtype}", refs=(bound_ref,))
+    if isinstance(expr, (IsNull, IsNotNull)):
+        return type(expr)(bound_ref)
+    if isinstance(expr, StartsWith):
+        if not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
+            return Unknown(f"LIKE on non-string column {name}", refs=(bound_ref,))
+        return StartsWith(bound_ref, expr.prefix, expr.negated)
+    try:
+        if isinstance(expr, Comparison):
+            return _bind_comparison(expr, bound_ref, dtype)
+        if isinstance(expr, In):
+            return _bind_in(expr, bound_ref, dtype)
+    except CoercionError as exc:
+        if strict:
+            raise
+        return Unknown(str(exc), refs=(bound_ref,))
+    raise TypeError(f"cannot bind {expr!r}")
+
+
+_WIDER = {
+    "SMALLINT": lambda t: pa.types.is_int8(t) or pa.types.is_int16(t),
+    "INT": lambda t: pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t),
+    "BIGINT": pa.types.is_integer,
+    "DOUBLE": lambda t: pa.types.is_floating(t) or pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t),
+    "FLOAT": lambda t: pa.types.is_float32(t) or pa.types.is_int8(t) or pa.types.is_int16(t),
+    "TIMESTAMP": lambda t: pa.types.is_date(t) or pa.types.is_timestamp(t),
+    "STRING": lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
+    "VARCHAR": lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
+}
+_WIDER["INTEGER"] = _WIDER["INT"]
+
+
+def widens(dtype: pa.DataType, cast: str) -> bool:
+    """Whether CAST(column AS cast) keeps order and equality of every value,
+    so a predicate on the cast holds exactly when it holds on the column."""
+    check = _WIDER.get(cast.split("(")[0].strip())
+    return bool(check and check(dtype))
+
+
+def _bind_comparison(expr: Comparison, ref: Ref, dtype: pa.DataType) -> Expr:
+    literal = expr.literal
+    if literal.is_null:
+        if expr.op is Op.NULL_SAFE_EQ:
+            return IsNull(ref)
+        return AlwaysFalse()  # any comparison with NULL is NULL: never selects
+    exact, value = coerce(literal, dtype, ref)
+    if exact:
+        return Comparison(expr.op, ref, Literal(value, str(dtype), literal.position), expr.origin)
+    # The literal lies strictly between two representable values.
+    low, high = value
+    op = expr.op
+    if op in (Op.EQ, Op.NULL_SAFE_EQ):
+        return AlwaysFalse()
+    if op is Op.NE:
+        return IsNotNull(ref)
+    if op in (Op.GT, Op.GE):
+        return Comparison(Op.GE, ref, Literal(high, str(dtype), literal.position), expr.origin)
+    return Comparison(Op.LE, ref, Literal(low, str(dtype), literal.position), expr.origin)
+
+
+def _bind_in(expr: In, ref: Ref, dtype: pa.DataType) -> Expr:
+    values: list[Literal] = []
+    has_null = False
+    for literal in expr.literals:
+        if literal.is_null:
+            has_null = True
+            continue
+        exact, value = coerce(literal, dtype, ref)
+        if exact:
+            values.append(Literal(value, str(dtype), literal.position))
+    kept = tuple(values)
+    if has_null:
+        kept = kept + (Literal(None, "null"),)
+    if not values and not has_null:
+        # No value can be equal: IN is false, NOT IN is true for non-null rows.
+        return IsNotNull(ref) if expr.negated else AlwaysFalse()
+    return In(ref, kept, expr.negated, expr.origin)
+
+
+def coerce(literal: Literal, dtype: pa.DataType, ref: Ref) -> tuple[bool, Any]:
+    """(True, value) when exact; (False, (below, above)) when the literal
+    falls between two values of the type; raises CoercionError otherwise."""
+    value, kind = literal.value, literal.kind
+
+    def fail(why: str) -> CoercionError:
+        return CoercionError(
+            f"literal {_show(literal)} cannot be compared with column {ref.name} of type {dtype}: {why}",
+            literal.position or ref.position,
+        )
+
+    try:
+        if pa.types.is_boolean(dtype):
+            if isinstance(value, bool):
+                return True, value
+            if isinstance(value, str) and value.lower() in ("true", "false"):
+                return True, value.lower() == "true"
+            raise fail("not a boolean")
+        if pa.types.is_integer(dtype):
+            number = _number(value, kind, fail)
+            if isinstance(number, float) and (math.isnan(number) or math.isinf(number)):
+                raise fail("not a finite number")
+            exact = Decimal(number) if not isinstance(number, Decimal) else number
+            low, high = int(exact.to_integral_value(ROUND_FLOOR)), int(exact.to_integral_value(ROUND_CEILING))
+            info = _int_range(dtype)
+            if low == high:
+                if not info[0] <= low <= info[1]:
+                    raise fail(f"out of range {info[0]}..{info[1]}")
+                return True, low
+            return False, (low, high)
+        if pa.types.is_floating(dtype):
+            number = _number(value, kind, fail)
+            return True, float(number)
+        if pa.types.is_decimal(dtype):
+            number = _number(value, kind, fail)
+            if isinstance(number, float):
+                if math.isnan(number) or math.isinf(number):
+                    raise fail("not a finite number")
+                number = Decimal(repr(number))
+            exact = Decimal(number)
+            quantum = Decimal(1).scaleb(-dtype.scale)
+            low = exact.quantize(quantum, rounding=ROUND_FLOOR)
+            high = exact.quantize(quantum, rounding=ROUND_CEILING)
+            if low == high:
+                if len(low.as_tuple().digits) > dtype.precision:
+                    raise fail(f"more than {dtype.precision} digits")
+                return True, low
+            return False, (low, high)
+        if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+            if isinstance(value, str):
+                return True, value
+            raise fail("a string column needs a string literal")
+        if pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype) or pa.types.is_fixed_size_binary(dtype):
+            if isinstance(value, bytes):
+                return True, value
+            if isinstance(value, str):
+                return True, value.encode("utf-8")
+            raise fail("not binary")
+        if pa.types.is_date(dtype):
+            if isinstance(value, datetime):
+                if value.time() == datetime.min.time():
+                    return True, value.date()
+                return False, (value.date(), date.fromordinal(value.date().toordinal() + 1))
+            if isinstance(value, date):
+                return True, value
+            if isinstance(value, str):
+                return True, date.fromisoformat(value.strip())
+            raise fail("not a date")
+        if pa.types.is_timestamp(dtype):
+            if isinstance(value, datetime):
+                moment = value
+            elif isinstance(value, date):
+                moment = datetime(value.year, value.month, value.day)
+            elif isinstance(value, str):
+                moment = datetime.fromisoformat(value.strip().replace(" ", "T", 1))
+            else:
+                raise fail("not a timestamp")
+            if dtype.tz is not None and moment.tzinfo is None:
+                moment = moment.replace(tzinfo=timezone.utc)  # zone-less literals are UTC
+            if dtype.tz is None and moment.tzinfo is not None:
+                moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+            return True, moment
+    except CoercionError:
+        raise
+    except (ValueError, InvalidOperation, OverflowError) as exc:
+        raise fail(str(exc)) from None
+    raise fail("this column type has no literal coercion")
+
+
+def _number(value: Any, kind: str, fail: Any) -> int | float | Decimal:
+    if isinstance(value, bool):
+        raise fail("a boolean is not a number")
+    if isinstance(value, (int, float, Decimal)):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text)
+        except ValueError:
+            return Decimal(text)
+    raise fail(f"a {kind} is not a number")
+
+
+def _int_range(dtype: pa.DataType) -> tuple[int, int]:
+    bits = dtype.bit_width
+    if pa.types.is_unsigned_integer(dtype):
+        return 0, 2**bits - 1
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+def _show(literal: Literal) -> str:
+    return repr(literal.value) if literal.kind != "string" else f"'{literal.value}'"

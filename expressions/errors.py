@@ -1,0 +1,26 @@
+"""Errors of the expression front ends and of binding; each says where."""
+
+from __future__ import annotations
+
+
+class ExpressionError(ValueError):
+    def __init__(self, message: str, position: tuple[int, int] | None = None) -> None:
+        self.position = position
+        where = f" (line {position[0]}, column {position[1]})" if position else ""
+        super().__init__(message + where)
+
+
+class SqlSyntaxError(ExpressionError):
+    """The SQL text does not parse."""
+
+
+class UnknownColumnError(ExpressionError):
+    def __init__(self, name: str, suggestion: str | None, position: tuple[int, int] | None = None) -> None:
+        self.name = name
+        self.suggestion = suggestion
+        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+        super().__init__(f"unknown column {name!r}{hint}", position)
+
+
+class CoercionError(ExpressionError):
+    """A literal cannot take the type of the column it is compared with."""

@@ -1,0 +1,241 @@
+"""Column-statistics evaluation: may a file hold a matching row?
+
+Conservative by construction: every leaf answers "may match" unless the
+statistics prove no row can match, and any doubt (missing stats, NaN bounds,
+types that do not compare, a string max that may be truncated) keeps the
+file. Evaluated for all files at once with `pyarrow.compute`.
+
+Stats table layout: one row per file with `fileName`, `valueCount` and for
+each column c: `c_minValue`, `c_maxValue`, `c_nullCount`. A column without
+these fields has no statistics; a null in them means none for that file.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from expressions.binding import bind
+from expressions.eval_rows import SPARK_NAN_DIALECTS, is_nan_literal
+from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, StartsWith, Unknown, Visitor, visit
+
+log = logging.getLogger(__name__)
+
+MAX_CHAR = "\U0010ffff"
+SHORT_IN_LIST = 32
+
+
+def stats_schema(stats: pa.Table) -> pa.Schema:
+    """Column name -> type, from the `<c>_minValue` fields."""
+    return pa.schema(
+        [pa.field(name[: -len("_minValue")], stats.schema.field(name).type)
+         for name in stats.column_names if name.endswith("_minValue")]
+    )
+
+
+def upper_prefix_bound(prefix: str) -> str | None:
+    """Smallest string greater than every string starting with `prefix`."""
+    chars = list(prefix)
+    while chars:
+        last = ord(chars[-1])
+        if last < 0x10FFFF:
+            step = 1 if not 0xD7FF <= last < 0xE000 else 0xE000 - last
+            chars[-1] = chr(last + step)
+            return "".join(chars)
+        chars.pop()
+    return None
+
+
+class _Column:
+    def __init__(self, stats: pa.Table, name: str) -> None:
+        self.min = stats.column(f"{name}_minValue")
+        self.max = stats.column(f"{name}_maxValue")
+        self.nulls = stats.column(f"{name}_nullCount") if f"{name}_nullCount" in stats.column_names else None
+        self.count = stats.column("valueCount") if "valueCount" in stats.column_names else None
+        self.type = self.min.type
+        self.is_float = pa.types.is_floating(self.type)
+        self.is_string = pa.types.is_string(self.type) or pa.types.is_large_string(self.type)
+        has_bounds = pc.and_(pc.is_valid(self.min), pc.is_valid(self.max))
+        if self.is_float:  # NaN bounds say nothing
+            has_bounds = pc.and_(has_bounds, pc.invert(pc.or_(pc.is_nan(self.min), pc.is_nan(self.max))))
+        self.has_bounds = pc.fill_null(has_bounds, False)
+        if self.nulls is not None and self.count is not None:
+            self.all_null = pc.fill_null(pc.and_(pc.equal(self.nulls, self.count), pc.invert(self.has_bounds)), False)
+            self.non_null = pc.fill_null(pc.greater(pc.subtract(self.count, self.nulls), 0), True)
+        else:
+            self.all_null = pa.chunked_array([pa.array([False] * len(self.min))])
+            self.non_null = pa.chunked_array([pa.array([True] * len(self.min))])
+
+
+class StatsEvaluator(Visitor[pa.ChunkedArray]):
+    def __init__(self, stats: pa.Table) -> None:
+        self.stats = stats
+        self.length = stats.num_rows
+        self._columns: dict[str, _Column] = {}
+
+    def _column(self, name: str) -> _Column:
+        if name not in self._columns:
+            self._columns[name] = _Column(self.stats, name)
+        return self._columns[name]
+
+    def _all(self, value: bool) -> pa.ChunkedArray:
+        return pa.chunked_array([pa.array([value] * self.length, pa.bool_())])
+
+    def always_true(self) -> pa.ChunkedArray:
+        return self._all(True)
+
+    def always_false(self) -> pa.ChunkedArray:
+        return self._all(False)
+
+    def and_(self, left: pa.ChunkedArray, right: pa.ChunkedArray) -> pa.ChunkedArray:
+        return pc.and_(left, right)
+
+    def or_(self, left: pa.ChunkedArray, right: pa.ChunkedArray) -> pa.ChunkedArray:
+        return pc.or_(left, right)
+
+    def unknown(self, node: Unknown) -> pa.ChunkedArray:
+        log.debug("kept every file: %s", node.reason)
+        return self._all(True)
+
+    def _finish(self, column: _Column, decided: Any, needs_values: bool = True) -> pa.ChunkedArray:
+        """Keep where undecided; a column with only NULLs holds no match for
+        predicates that need a value."""
+        may = pc.fill_null(pc.if_else(column.has_bounds, decided, True), True)
+        if needs_values:
+            may = pc.and_(may, pc.invert(column.all_null))
+        return may
+
+    def _safe(self, name: str, build) -> pa.ChunkedArray:  # type: ignore[no-untyped-def]
+        try:
+            return build()
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            log.debug("kept every file for a predicate on %s: statistics do not compare (%s)", name, exc)
+            return self._all(True)
+
+    # Leaves -----------------------------------------------------------------------------
+    def comparison(self, node: Comparison) -> pa.ChunkedArray:
+        name = node.ref.name
+        column = self._column(name)
+        value = node.literal.value
+        if column.is_float and is_nan_literal(value):
+            return pc.invert(column.all_null)  # NaN rows are invisible to min/max
+        return self._safe(name, lambda: self._compare(node, column, value))
+
+    def _compare(self, node: Comparison, column: _Column, value: Any) -> pa.ChunkedArray:
+        scalar = pa.scalar(value, type=column.type)
+        op = Op.EQ if node.op is Op.NULL_SAFE_EQ else node.op
+        lo, hi = column.min, column.max
+        if op is Op.EQ:
+            decided = pc.and_(pc.less_equal(lo, scalar), self._max_at_least(column, value, scalar, strict=False))
+        elif op is Op.NE:
+            if column.is_float:
+                return pc.invert(column.all_null)  # NaN rows are unequal to everything and not in min/max
+            decided = pc.invert(pc.and_(pc.equal(lo, scalar), pc.equal(hi, scalar)))
+        elif op is Op.LT:
+            decided = pc.less(lo, scalar)
+        elif op is Op.LE:
+            decided = pc.less_equal(lo, scalar)
+        elif op is Op.GT:
+            decided = self._max_at_least(column, value, scalar, strict=True)
+        else:
+            decided = self._max_at_least(column, value, scalar, strict=False)
+        if column.is_float and op in (Op.GT, Op.GE) and node.origin not in ("trino", "presto"):
+            # Spark/Hive: NaN is above every number, and NaN rows leave no trace in max.
+            decided = pc.or_(decided, column.non_null)
+        return self._finish(column, decided)
+
+    def _max_at_least(self, column: _Column, value: Any, scalar: pa.Scalar, strict: bool) -> pa.ChunkedArray:
+        """max > v (or >=), also true where a string max may be a truncated
+        prefix of larger values: v starts with max."""
+        hi = column.max
+        result = pc.greater(hi, scalar) if strict else pc.greater_equal(hi, scalar)
+        if column.is_string and isinstance(value, str):
+            extended = pc.binary_join_element_wise(hi, MAX_CHAR, "")
+            truncation_doubt = pc.and_(pc.less_equal(hi, scalar), pc.greater(extended, scalar))
+            result = pc.or_(result, truncation_doubt)
+        return result
+
+    def in_(self, node: In) -> pa.ChunkedArray:
+        name = node.ref.name
+        column = self._column(name)
+        values = [l.value for l in node.literals if not l.is_null]
+        if node.negated:
+            if len(values) != len(node.literals):
+                return self._all(False)  # x NOT IN (.., NULL) is never true
+            return self._safe(name, lambda: self._not_in(column, values))
+        if column.is_float and any(is_nan_literal(v) for v in values):
+            return pc.invert(column.all_null)
+        if not values:
+            return self._all(False)
+        return self._safe(name, lambda: self._in(node, column, values))
+
+    def _in(self, node: In, column: _Column, values: list[Any]) -> pa.ChunkedArray:
+        if len(values) <= SHORT_IN_LIST:
+            decided = None
+            for v in values:
+                scalar = pa.scalar(v, type=column.type)
+                hit = pc.and_(pc.less_equal(column.min, scalar), self._max_at_least(column, v, scalar, strict=False))
+                decided = hit if decided is None else pc.or_(decided, hit)
+            return self._finish(column, decided)
+        # Long lists: the list's range must overlap [min, max], and a file
+        # holding a single value must hold one of the list's.
+        value_array = pa.array(values, type=column.type)
+        low, high = pc.min_max(value_array).values()
+        overlaps = pc.and_(pc.less_equal(column.min, high), self._max_at_least(column, low.as_py(), low, strict=False))
+        single = pc.equal(column.min, column.max)
+        point_ok = pc.is_in(column.min, value_set=value_array)
+        decided = pc.and_(overlaps, pc.or_(pc.invert(single), point_ok))
+        return self._finish(column, decided)
+
+    def _not_in(self, column: _Column, values: list[Any]) -> pa.ChunkedArray:
+        if column.is_float:
+            return pc.invert(column.all_null)
+        value_array = pa.array(values, type=column.type)
+        only_listed = pc.and_(pc.equal(column.min, column.max), pc.is_in(column.min, value_set=value_array))
+        return self._finish(column, pc.invert(only_listed))
+
+    def is_null(self, node: IsNull) -> pa.ChunkedArray:
+        column = self._column(node.ref.name)
+        if column.nulls is None:
+            return self._all(True)
+        return pc.fill_null(pc.greater(column.nulls, 0), True)
+
+    def is_not_null(self, node: IsNotNull) -> pa.ChunkedArray:
+        return self._column(node.ref.name).non_null
+
+    def starts_with(self, node: StartsWith) -> pa.ChunkedArray:
+        name = node.ref.name
+        column = self._column(name)
+        if not column.is_string:
+            return self._all(True)
+        return self._safe(name, lambda: self._starts_with(node, column))
+
+    def _starts_with(self, node: StartsWith, column: _Column) -> pa.ChunkedArray:
+        prefix = node.prefix
+        if node.negated:
+            # Every value between two strings with the prefix has it too.
+            both = pc.and_(pc.starts_with(column.min, prefix), pc.starts_with(column.max, prefix))
+            return self._finish(column, pc.invert(both))
+        scalar = pa.scalar(prefix, pa.string())
+        decided = self._max_at_least(column, prefix, scalar, strict=False)
+        upper = upper_prefix_bound(prefix)
+        if upper is not None:
+            decided = pc.and_(decided, pc.less(column.min, pa.scalar(upper, pa.string())))
+        return self._finish(column, decided)
+
+
+def may_match(expr: Expr, stats: pa.Table) -> pa.BooleanArray:
+    """Per file: True when it may hold a matching row."""
+    bound = bind(expr, stats_schema(stats), strict=False)
+    result = visit(bound, StatsEvaluator(stats))
+    return pc.fill_null(result, True).combine_chunks()
+
+
+def prune_files(expr: Expr, stats: pa.Table) -> list[str]:
+    """fileName values of the files that may match, in input order."""
+    keep = may_match(expr, stats)
+    return stats.column("fileName").filter(keep).to_pylist()

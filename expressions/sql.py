@@ -1,0 +1,341 @@
+"""SQL front end (sqlglot) and printer for hive, spark, trino and presto.
+
+`parse_sql` turns a WHERE clause into a HudiExpression: AND/OR/NOT,
+comparisons, BETWEEN, IN, IS [NOT] NULL, null-safe equality, LIKE 'abc%'
+(a prefix), typed literals (DATE '...', TIMESTAMP '...', casts of literals).
+Unquoted identifiers are case-insensitive in all four dialects and are
+lowercased; quoted ones keep their case. Anything else (functions, column
+against column, arithmetic) becomes an Unknown leaf that never prunes.
+`to_sql` prints a tree back in a dialect; `parse_sql(to_sql(e, d), d) == e`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from expressions.errors import SqlSyntaxError
+from expressions.tree import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    Comparison,
+    Expr,
+    In,
+    IsNotNull,
+    IsNull,
+    Literal,
+    Not,
+    Op,
+    Or,
+    Ref,
+    StartsWith,
+    Unknown,
+    and_,
+    or_,
+)
+
+DIALECTS = ("hive", "spark", "trino", "presto")
+NEUTRAL = "spark"  # the dialect Unknown leaves keep their SQL in
+
+_OPS = {exp.EQ: Op.EQ, exp.NEQ: Op.NE, exp.LT: Op.LT, exp.LTE: Op.LE, exp.GT: Op.GT, exp.GTE: Op.GE, exp.NullSafeEQ: Op.NULL_SAFE_EQ}
+_OP_CLASSES = {v: k for k, v in _OPS.items()}
+
+_INTEGER_TYPES = {"TINYINT", "SMALLINT", "INT", "BIGINT", "INTEGER"}
+_FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL", "DOUBLE PRECISION"}
+_STRING_TYPES = {"VARCHAR", "CHAR", "STRING", "TEXT", "NCHAR", "NVARCHAR"}
+_TIMESTAMP_TYPES = {"TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMPLTZ", "TIMESTAMPNTZ", "DATETIME"}
+_PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def _check_dialect(dialect: str) -> str:
+    if dialect not in DIALECTS:
+        raise ValueError(f"dialect {dialect!r} is not one of {', '.join(DIALECTS)}")
+    return dialect
+
+
+def parse_sql(text: str, dialect: str = "spark") -> Expr:
+    """The HudiExpression of a WHERE clause (without the WHERE keyword)."""
+    _check_dialect(dialect)
+    try:
+        tree = sqlglot.parse_one(text, read=dialect)
+    except ParseError as exc:
+        first = exc.errors[0] if exc.errors else {}
+        raise SqlSyntaxError(f"cannot parse {dialect} SQL: {first.get('description', exc)}", (first.get("line", 1), first.get("col", 1))) from None
+    except TokenError as exc:
+        start = getattr(exc, "start", None) or 0
+        line = text.count("\n", 0, start) + 1
+        column = start - (text.rfind("\n", 0, start) + 1) + 1
+        raise SqlSyntaxError(f"cannot tokenize {dialect} SQL (unclosed quote or bad character)", (line, column)) from None
+    return _Converter(text, dialect).convert(tree)
+
+
+class _Converter:
+    def __init__(self, text: str, dialect: str) -> None:
+        self.text = text
+        self.dialect = dialect
+
+    def position(self, name: str) -> tuple[int, int] | None:
+        match = re.search(r"(?<![\w.])" + re.escape(name) + r"(?!\w)", self.text, re.IGNORECASE)
+        if match is None:
+            return None
+        start = match.start()
+        return self.text.count("\n", 0, start) + 1, start - (self.text.rfind("\n", 0, start) + 1) + 1
+
+    def unknown(self, node: exp.Expression, reason: str) -> Unknown:
+        refs = tuple(r for r in (self.ref(c) for c in node.find_all(exp.Column)) if r is not None)
+        return Unknown(reason, node.sql(dialect=NEUTRAL), refs)
+
+    def convert(self, node: exp.Expression) -> Expr:
+        converted = self._convert(node)
+        inner = node.this if isinstance(node, exp.Escape) else node
+        # sqlglot marks NOT LIKE / NOT IN / NOT BETWEEN with a `negate` argument.
+        return Not(converted) if inner.args.get("negate") else converted
+
+    def _convert(self, node: exp.Expression) -> Expr:
+        if isinstance(node, exp.Paren):
+            return self.convert(node.this)
+        if isinstance(node, exp.And):
+            return And(self.convert(node.this), self.convert(node.expression))
+        if isinstance(node, exp.Or):
+            return Or(self.convert(node.this), self.convert(node.expression))
+        if isinstance(node, exp.Not):
+            return Not(self.convert(node.this))
+        if isinstance(node, exp.Boolean):
+            return AlwaysTrue() if node.this else AlwaysFalse()
+        if isinstance(node, exp.NullSafeNEQ):
+            return Not(self.comparison(Op.NULL_SAFE_EQ, node))
+        if type(node) in _OPS:
+            return self.comparison(_OPS[type(node)], node)
+        if isinstance(node, exp.Between):
+            ref = self.ref(node.this)
+            low, high = self.literal(node.args["low"]), self.literal(node.args["high"])
+            if ref is None or low is None or high is None:
+                return self.unknown(node, "BETWEEN needs a column and two literals")
+            return And(Comparison(Op.GE, ref, low, self.dialect), Comparison(Op.LE, ref, high, self.dialect))
+        if isinstance(node, exp.In):
+            ref = self.ref(node.this)
+            if ref is None or node.args.get("query") is not None:
+                return self.unknown(node, "IN needs a column and a list of literals")
+            literals = [self.literal(e) for e in node.expressions]
+            if any(l is None for l in literals):
+                return self.unknown(node, "IN list holds something other than literals")
+            return In(ref, tuple(literals), False, self.dialect)  # type: ignore[arg-type]
+        if isinstance(node, exp.Is):
+            ref = self.ref(node.this)
+            if ref is not None and isinstance(node.expression, exp.Null):
+                return IsNull(ref)
+            return self.unknown(node, "IS with something other than NULL")
+        if isinstance(node, exp.Escape) and isinstance(node.this, exp.Like):
+            return self.like(node.this, node.expression)
+        if isinstance(node, exp.Like):
+            return self.like(node, None)
+        return self.unknown(node, f"{type(node).__name__} is not supported for pruning")
+
+    def comparison(self, op: Op, node: exp.Expression) -> Expr:
+        left, right = node.this, node.expression
+        ref, literal = self.ref(left), self.literal(right)
+        if ref is None or literal is None:
+            ref, literal = self.ref(right), self.literal(left)
+            op = op.flipped()
+        if ref is None or literal is None:
+            return self.unknown(node, "a comparison of a column with a literal is needed")
+        return Comparison(op, ref, literal, self.dialect)
+
+    def like(self, node: exp.Like, escape: exp.Expression | None) -> Expr:
+        ref = self.ref(node.this)
+        pattern = node.expression
+        if ref is None or not (isinstance(pattern, exp.Literal) and pattern.is_string):
+            return self.unknown(node, "LIKE needs a column and a string pattern")
+        escape_char = escape.this if isinstance(escape, exp.Literal) else ("\\" if self.dialect in ("hive", "spark") else None)
+        text, wildcards = _split_like(pattern.this, escape_char)
+        if not wildcards:
+            return Comparison(Op.EQ, ref, Literal(text, "string"), self.dialect)
+        if wildcards == [len(text)] and pattern.this.endswith("%"):
+            return StartsWith(ref, text)
+        return self.unknown(node, "only LIKE 'prefix%' prunes")
+
+    def ref(self, node: exp.Expression) -> Ref | None:
+        cast = None
+        if isinstance(node, (exp.Cast, exp.TryCast)) and isinstance(node.this, (exp.Column, exp.Dot)):
+            cast = node.to.sql(dialect=NEUTRAL).upper()
+            node = node.this
+        identifiers = _identifiers(node)
+        if identifiers is None:
+            return None
+        names = [p.this if p.quoted else p.this.lower() for p in identifiers]
+        path = tuple(names)
+        return Ref(path, self.position(".".join(path)) or self.position(path[-1]), cast)
+
+    def literal(self, node: exp.Expression) -> Literal | None:
+        if isinstance(node, exp.Neg):
+            inner = self.literal(node.this)
+            if inner is None or inner.kind not in ("integer", "decimal", "float"):
+                return None
+            return Literal(-inner.value, inner.kind)
+        if isinstance(node, exp.Null):
+            return Literal(None, "null")
+        if isinstance(node, exp.Boolean):
+            return Literal(bool(node.this), "boolean")
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                return Literal(node.this, "string")
+            return _number(node.this)
+        if isinstance(node, (exp.Cast, exp.TryCast)):
+            inner = self.literal(node.this)
+            if inner is None:
+                return None
+            return _cast_literal(inner, node.to)
+        return None
+
+
+def _identifiers(node: exp.Expression) -> list[exp.Identifier] | None:
+    """Identifiers of a column reference in source order (a.b.c parses as Dot(Column, ...))."""
+    if isinstance(node, exp.Column):
+        return [p for p in node.parts if isinstance(p, exp.Identifier)]
+    if isinstance(node, exp.Dot):
+        head = _identifiers(node.this)
+        tail = node.expression
+        if head is None or not isinstance(tail, exp.Identifier):
+            return None
+        return head + [tail]
+    return None
+
+
+def _number(text: str) -> Literal:
+    if re.fullmatch(r"[+-]?\d+", text):
+        return Literal(int(text), "integer")
+    if re.search(r"[eE]", text):
+        return Literal(float(text), "float")
+    return Literal(Decimal(text), "decimal")
+
+
+def _cast_literal(inner: Literal, to: exp.DataType) -> Literal | None:
+    target = to.this.name if hasattr(to.this, "name") else str(to.this)
+    value = inner.value
+    if value is None:
+        return Literal(None, "null")
+    try:
+        if target == "DATE":
+            return Literal(date.fromisoformat(str(value).strip()), "date")
+        if target in _TIMESTAMP_TYPES:
+            return Literal(datetime.fromisoformat(str(value).strip().replace(" ", "T", 1)), "timestamp")
+        if target in _INTEGER_TYPES:
+            return Literal(int(Decimal(str(value))), "integer")
+        if target in _FLOAT_TYPES:
+            return Literal(float(value), "float")
+        if target == "DECIMAL":
+            return Literal(Decimal(str(value)), "decimal")
+        if target in _STRING_TYPES:
+            return Literal(str(value), "string")
+        if target == "BOOLEAN":
+            return Literal(str(value).lower() in ("true", "1"), "boolean")
+    except (ValueError, ArithmeticError):
+        return None
+    return None
+
+
+def _split_like(pattern: str, escape: str | None) -> tuple[str, list[int]]:
+    """Literal text of a LIKE pattern and the positions of its wildcards."""
+    out: list[str] = []
+    wildcards: list[int] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if escape and ch == escape and i + 1 < len(pattern):
+            out.append(pattern[i + 1])
+            i += 2
+            continue
+        if ch in "%_":
+            wildcards.append(len(out))
+            if ch == "_":
+                out.append("\0")  # a single-character wildcard breaks the prefix
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out), wildcards
+
+
+# Printing -----------------------------------------------------------------------------
+def to_sql(expr: Expr, dialect: str = "spark") -> str:
+    """SQL text of a tree in a dialect."""
+    _check_dialect(dialect)
+    return _to_glot(expr).sql(dialect=dialect)
+
+
+def _column(ref: Ref) -> exp.Expression:
+    parts = [exp.to_identifier(p, quoted=not _PLAIN_NAME.match(p)) for p in ref.path]
+    column: exp.Expression = exp.Column(this=parts[-1])
+    if len(parts) == 2:
+        column = exp.Column(this=parts[1], table=parts[0])
+    elif len(parts) > 2:
+        column = exp.Dot.build([exp.Column(this=parts[0]), *parts[1:]])
+    if ref.cast:
+        column = exp.Cast(this=column, to=exp.DataType.build(ref.cast, dialect=NEUTRAL))
+    return column
+
+
+def _literal(value: Any) -> exp.Expression:
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int):
+        return exp.Literal.number(value)
+    if isinstance(value, Decimal):
+        text = format(value, "f")
+        return exp.Literal.number(text if "." in text else text + ".0")  # a point keeps it a decimal
+    if isinstance(value, float):
+        return exp.Cast(this=exp.Literal.string(repr(value)), to=exp.DataType.build("DOUBLE"))
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, datetime):
+        return exp.Cast(this=exp.Literal.string(value.replace(tzinfo=None).isoformat(sep=" ")), to=exp.DataType.build("TIMESTAMP"))
+    if isinstance(value, date):
+        return exp.Cast(this=exp.Literal.string(value.isoformat()), to=exp.DataType.build("DATE"))
+    if isinstance(value, bytes):
+        return exp.Literal.string(value.decode("utf-8", "replace"))
+    raise TypeError(f"no SQL literal for {type(value).__name__}")
+
+
+def _to_glot(expr: Expr) -> exp.Expression:
+    if isinstance(expr, And):
+        return exp.And(this=_paren(expr.left), expression=_paren(expr.right))
+    if isinstance(expr, Or):
+        return exp.Or(this=_paren(expr.left), expression=_paren(expr.right))
+    if isinstance(expr, Not):
+        return exp.Not(this=exp.Paren(this=_to_glot(expr.child)))
+    if isinstance(expr, AlwaysTrue):
+        return exp.true()
+    if isinstance(expr, AlwaysFalse):
+        return exp.false()
+    if isinstance(expr, Comparison):
+        return _OP_CLASSES[expr.op](this=_column(expr.ref), expression=_literal(expr.literal.value))
+    if isinstance(expr, In):
+        node = exp.In(this=_column(expr.ref), expressions=[_literal(l.value) for l in expr.literals])
+        return exp.Not(this=node) if expr.negated else node
+    if isinstance(expr, IsNull):
+        return exp.Is(this=_column(expr.ref), expression=exp.Null())
+    if isinstance(expr, IsNotNull):
+        return exp.Not(this=exp.Is(this=_column(expr.ref), expression=exp.Null()))
+    if isinstance(expr, StartsWith):
+        escaped = "".join("!" + ch if ch in "%_!" else ch for ch in expr.prefix)
+        like = exp.Like(this=_column(expr.ref), expression=exp.Literal.string(escaped + "%"))
+        node = exp.Escape(this=like, expression=exp.Literal.string("!")) if escaped != expr.prefix else like
+        return exp.Not(this=node) if expr.negated else node
+    if isinstance(expr, Unknown):
+        if not expr.sql:
+            raise ValueError(f"cannot print an unknown predicate without its SQL ({expr.reason})")
+        return sqlglot.parse_one(expr.sql, read=NEUTRAL)
+    raise TypeError(f"cannot print {expr!r}")
+
+
+def _paren(expr: Expr) -> exp.Expression:
+    node = _to_glot(expr)
+    return exp.Paren(this=node) if isinstance(expr, (And, Or)) else node

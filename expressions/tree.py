@@ -1,0 +1,336 @@
+"""The HudiExpression tree: immutable nodes, exact negation, visitors.
+
+Leaves compare one column reference with typed literals. Anything the
+evaluators cannot reason about is an explicit `Unknown` node: it never
+prunes and is not an error. `negate()` is exact under SQL's three-valued
+logic, so NOT can be pushed down to the leaves before evaluation.
+
+`origin` (the dialect a leaf came from) is not part of equality: the same
+predicate from any dialect is the same tree. It only picks NaN semantics
+when rows are evaluated (Spark orders NaN above every number and equal to
+itself; Trino follows IEEE).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Op(str, Enum):
+    EQ = "="
+    NE = "<>"
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+    NULL_SAFE_EQ = "<=>"
+
+    def flipped(self) -> "Op":
+        """The operator with its operands swapped (5 < a  ==  a > 5)."""
+        return {Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE}.get(self, self)
+
+
+_NEGATED = {Op.EQ: Op.NE, Op.NE: Op.EQ, Op.LT: Op.GE, Op.GE: Op.LT, Op.GT: Op.LE, Op.LE: Op.GT}
+
+
+class Expr:
+    """Base of every node."""
+
+    def negate(self) -> "Expr":
+        raise NotImplementedError
+
+    def accept(self, visitor: "Visitor[T]") -> T:
+        raise NotImplementedError
+
+    def __and__(self, other: "Expr") -> "Expr":
+        return and_(self, other)
+
+    def __or__(self, other: "Expr") -> "Expr":
+        return or_(self, other)
+
+    def __invert__(self) -> "Expr":
+        return self.negate()
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A column, possibly nested (`a.b` is ("a", "b")). `position` (line,
+    column in the SQL text) is for error messages only."""
+
+    path: tuple[str, ...]
+    position: tuple[int, int] | None = field(default=None, compare=False)
+    cast: str | None = None  # CAST(col AS <cast>); binding keeps it only when it widens
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A typed literal: `kind` is one of null, boolean, integer, decimal,
+    float, string, date, timestamp, binary (before binding) or an Arrow type
+    name after binding."""
+
+    value: Any
+    kind: str
+    position: tuple[int, int] | None = field(default=None, compare=False)
+
+    @property
+    def is_null(self) -> bool:
+        return self.value is None
+
+
+@dataclass(frozen=True)
+class AlwaysTrue(Expr):
+    def negate(self) -> Expr:
+        return AlwaysFalse()
+
+    def accept(self, visitor: "Visitor[T]") -> T:
+        return visitor.always_true()
+
+
+@dataclass(frozen=True)
+class AlwaysFalse(Expr):
+    def negate(self) -> Expr:
+        return AlwaysTrue()
+
+    def accept(self, visitor: "Visitor[T]") -> T:
+        return visitor.always_false()
+
+
+@dataclass(frozen=True)
+class And(Expr):
+    left: Expr
+    right: Expr
+
+    def negate(self) -> Expr:
+        return or_(self.left.negate(), self.right.negate())
+
+    def accept(self, visitor: "Visitor[T]") -> T:
+        return visitor.and_(self.left.accept(visitor), self.right.accept(visitor))
+
+
+@dataclass(frozen=True)
+class Or(Expr):
+    left: Expr
+    right: Expr
+
+    def negate(self) -> Expr:
+        return and_(self.left.negate(), self.right.negate())
+
+    def accept(self, visitor: "Visitor[T]") -> T:
+        return visitor.or_(self.left.accept(visitor), self.right.accept(visitor))
+
+
+@dataclass(frozen=True)
+class Not(Expr):
+    """Only exists before `push_not_down`; evaluators never see it."""
+
+    child: Expr
+
+    def negate(self) -> Expr:
+        return self.child
+
+    def accept(self, visitor: "Visitor[T]") -> T:
+        return push_not_down(self).accept(visitor)
+
+
+@dataclass(frozen=True)
+class Comparison(Expr):
+    op: Op
+    ref: Ref
+    literal: Literal
+    origin: str | None = field(default=None, compare=False)
+
+    def negate(self) -> Expr:
+        if self.op is Op.NULL_SAFE_EQ:
+            if self.literal.is_null:
+                return IsNotNull(self.ref)
+            # NOT (a <=> v) holds when a is NULL or a differs from v.
+            return or_(IsNull(self.ref), Comparison(Op.NE, self.ref, self.literal, self.origin))
+        return Comparison(_NEGATED[self.op], self.ref, self.literal, self.origin)
+
+    def accept(self, visitor: "Visitor[T]") -> T:
+        return visitor.comparison(self)
+
+
+@dataclass(frozen=True)
+class In(Expr):
+    ref: Ref
+    literals: tuple[Literal, ...]
+    negated: bool = False
+    origin: str | None = field(default=None, compare=False)
+
+    def negate(self) -> Expr:
+        return In(self.ref, self.literals, not self.negated, self.origin)
+
+    def accept(self, visitor: "Visitor[T]") -> T:
+        return visitor.in_(self)
+
+
+@dataclass(frozen=True)
+class IsNull(Expr):
+    ref: Ref
+
+    def negate(self) -> Expr:
+        return IsNotNull(self.ref)
+
+    def accept(self, visitor: "Visitor[T]") -> T:
+        return visitor.is_null(self)
+
+
+@dataclass(frozen=True)
+class IsNotNull(Expr):
+    ref: Ref
+
+    def negate(self) -> Expr:
+        return IsNull(self.ref)
+
+    def accept(self, visitor: "Visitor[T]") -> T:
+        return visitor.is_not_null(self)
+
+
+@dataclass(frozen=True)
+class StartsWith(Expr):
+    """`ref LIKE 'prefix%'`; `negated` is NOT LIKE."""
+
+    ref: Ref
+    prefix: str
+    negated: bool = False
+
+    def negate(self) -> Expr:
+        return StartsWith(self.ref, self.prefix, not self.negated)
+
+    def accept(self, visitor: "Visitor[T]") -> T:
+        return visitor.starts_with(self)
+
+
+@dataclass(frozen=True)
+class Unknown(Expr):
+    """A predicate the evaluators cannot reason about (a function, a
+    column compared with a column...). It keeps every file. `sql` keeps its
+    text so the tree can be printed back."""
+
+    reason: str
+    sql: str | None = None
+    refs: tuple[Ref, ...] = ()
+
+    def negate(self) -> Expr:
+        return Unknown(self.reason, f"NOT ({self.sql})" if self.sql else None, self.refs)
+
+    def accept(self, visitor: "Visitor[T]") -> T:
+        return visitor.unknown(self)
+
+
+LEAVES = (Comparison, In, IsNull, IsNotNull, StartsWith, Unknown)
+
+
+def and_(*parts: Expr) -> Expr:
+    """AND with constant folding (TRUE is neutral, FALSE absorbs)."""
+    result: Expr = AlwaysTrue()
+    for part in parts:
+        if isinstance(part, AlwaysFalse) or isinstance(result, AlwaysFalse):
+            result = AlwaysFalse()
+        elif isinstance(result, AlwaysTrue):
+            result = part
+        elif not isinstance(part, AlwaysTrue):
+            result = And(result, part)
+    return result
+
+
+def or_(*parts: Expr) -> Expr:
+    result: Expr = AlwaysFalse()
+    for part in parts:
+        if isinstance(part, AlwaysTrue) or isinstance(result, AlwaysTrue):
+            result = AlwaysTrue()
+        elif isinstance(result, AlwaysFalse):
+            result = part
+        elif not isinstance(part, AlwaysFalse):
+            result = Or(result, part)
+    return result
+
+
+def not_(child: Expr) -> Expr:
+    return Not(child)
+
+
+def push_not_down(expr: Expr) -> Expr:
+    """The same predicate with no Not node (negations moved into leaves)."""
+    if isinstance(expr, Not):
+        return push_not_down(expr.child).negate()
+    if isinstance(expr, And):
+        return and_(push_not_down(expr.left), push_not_down(expr.right))
+    if isinstance(expr, Or):
+        return or_(push_not_down(expr.left), push_not_down(expr.right))
+    return expr
+
+
+def references(expr: Expr) -> list[Ref]:
+    """Every column reference, in order of appearance."""
+    found: list[Ref] = []
+
+    def walk(node: Expr) -> None:
+        if isinstance(node, (And, Or)):
+            walk(node.left)
+            walk(node.right)
+        elif isinstance(node, Not):
+            walk(node.child)
+        elif isinstance(node, Unknown):
+            found.extend(node.refs)
+        elif hasattr(node, "ref"):
+            found.append(node.ref)  # type: ignore[attr-defined]
+
+    walk(expr)
+    return found
+
+
+def conjuncts(expr: Expr) -> list[Expr]:
+    if isinstance(expr, And):
+        return conjuncts(expr.left) + conjuncts(expr.right)
+    return [expr]
+
+
+class Visitor(Generic[T]):
+    """Bottom-up visitor over a NOT-free tree (pyiceberg's BooleanExpressionVisitor shape)."""
+
+    def always_true(self) -> T:
+        raise NotImplementedError
+
+    def always_false(self) -> T:
+        raise NotImplementedError
+
+    def and_(self, left: T, right: T) -> T:
+        raise NotImplementedError
+
+    def or_(self, left: T, right: T) -> T:
+        raise NotImplementedError
+
+    def comparison(self, node: Comparison) -> T:
+        raise NotImplementedError
+
+    def in_(self, node: In) -> T:
+        raise NotImplementedError
+
+    def is_null(self, node: IsNull) -> T:
+        raise NotImplementedError
+
+    def is_not_null(self, node: IsNotNull) -> T:
+        raise NotImplementedError
+
+    def starts_with(self, node: StartsWith) -> T:
+        raise NotImplementedError
+
+    def unknown(self, node: Unknown) -> T:
+        raise NotImplementedError
+
+
+def visit(expr: Expr, visitor: Visitor[T]) -> T:
+    return push_not_down(expr).accept(visitor)
