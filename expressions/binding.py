@@ -77,9 +77,14 @@ class Schema:
         return matches[0] if matches else None
 
 
-def bind(expr: Expr, schema: pa.Schema | Schema, case_sensitive: bool = False, strict: bool = True) -> Expr:
-    """Resolve and coerce; `strict=False` turns unknown columns into Unknown
-    leaves (used for statistics, where a column may simply have none)."""
+def bind(expr: Expr, schema: pa.Schema | Schema | dict | str, case_sensitive: bool = False, strict: bool = True) -> Expr:
+    """Resolve and coerce against an Arrow schema or an Avro schema (dict or
+    JSON text); `strict=False` turns unknown columns into Unknown leaves (used
+    for statistics, where a column may simply have none)."""
+    if isinstance(schema, (dict, str)):
+        from metadata.avro_schema import avro_to_arrow_schema, with_meta_fields
+
+        schema = with_meta_fields(avro_to_arrow_schema(schema))
     lookup = schema if isinstance(schema, Schema) else Schema(schema, case_sensitive)
     return _bind(push_not_down(expr), lookup, strict)
 

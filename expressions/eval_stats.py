@@ -13,7 +13,7 @@ these fields has no statistics; a null in them means none for that file.
 from __future__ import annotations
 
 import logging
-import math
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -51,6 +51,8 @@ def upper_prefix_bound(prefix: str) -> str | None:
 
 
 class _Column:
+    """One column's statistics; derived masks are computed once, when first needed."""
+
     def __init__(self, stats: pa.Table, name: str) -> None:
         self.min = stats.column(f"{name}_minValue")
         self.max = stats.column(f"{name}_maxValue")
@@ -59,16 +61,30 @@ class _Column:
         self.type = self.min.type
         self.is_float = pa.types.is_floating(self.type)
         self.is_string = pa.types.is_string(self.type) or pa.types.is_large_string(self.type)
+
+    @cached_property
+    def has_bounds(self) -> pa.ChunkedArray:
         has_bounds = pc.and_(pc.is_valid(self.min), pc.is_valid(self.max))
         if self.is_float:  # NaN bounds say nothing
             has_bounds = pc.and_(has_bounds, pc.invert(pc.or_(pc.is_nan(self.min), pc.is_nan(self.max))))
-        self.has_bounds = pc.fill_null(has_bounds, False)
-        if self.nulls is not None and self.count is not None:
-            self.all_null = pc.fill_null(pc.and_(pc.equal(self.nulls, self.count), pc.invert(self.has_bounds)), False)
-            self.non_null = pc.fill_null(pc.greater(pc.subtract(self.count, self.nulls), 0), True)
-        else:
-            self.all_null = pa.chunked_array([pa.array([False] * len(self.min))])
-            self.non_null = pa.chunked_array([pa.array([True] * len(self.min))])
+        return pc.fill_null(has_bounds, False)
+
+    @cached_property
+    def all_null(self) -> pa.ChunkedArray:
+        if self.nulls is None or self.count is None:
+            return pa.chunked_array([pa.array([False] * len(self.min))])
+        return pc.fill_null(pc.and_(pc.equal(self.nulls, self.count), pc.invert(self.has_bounds)), False)
+
+    @cached_property
+    def non_null(self) -> pa.ChunkedArray:
+        if self.nulls is None or self.count is None:
+            return pa.chunked_array([pa.array([True] * len(self.min))])
+        return pc.fill_null(pc.greater(pc.subtract(self.count, self.nulls), 0), True)
+
+    @cached_property
+    def extended_max(self) -> pa.ChunkedArray:
+        """max followed by the largest character: above every string that starts with max."""
+        return pc.binary_join_element_wise(self.max, MAX_CHAR, "")
 
 
 class StatsEvaluator(Visitor[pa.ChunkedArray]):
@@ -154,8 +170,7 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
         hi = column.max
         result = pc.greater(hi, scalar) if strict else pc.greater_equal(hi, scalar)
         if column.is_string and isinstance(value, str):
-            extended = pc.binary_join_element_wise(hi, MAX_CHAR, "")
-            truncation_doubt = pc.and_(pc.less_equal(hi, scalar), pc.greater(extended, scalar))
+            truncation_doubt = pc.and_(pc.less_equal(hi, scalar), pc.greater(column.extended_max, scalar))
             result = pc.or_(result, truncation_doubt)
         return result
 

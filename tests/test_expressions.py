@@ -227,3 +227,14 @@ def test_partition_pruning_exact_with_default_partition() -> None:
     assert prune_partitions(parse_sql("hour > 1 AND fare > 10", "trino"), partitions, fields, types, True) == partitions[1:]
     assert prune_partitions(parse_sql("hour = 1 OR fare > 10", "trino"), partitions, fields, types, True) == partitions
     assert prune_partitions(parse_sql("NOT (hour = 1 OR fare > 10)", "trino"), partitions, fields, types, True) == partitions[1:]
+
+
+def test_bind_to_avro_schema() -> None:
+    avro = {"type": "record", "name": "r", "fields": [
+        {"name": "trip_date", "type": ["null", {"type": "int", "logicalType": "date"}]},
+        {"name": "amount", "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}]},
+    ]}
+    bound = bind(parse_sql("trip_date = '2024-01-02' AND amount > 1.234 AND _hoodie_commit_time > '2024'", "spark"), avro)
+    assert to_sql(bound, "spark") == (
+        "(trip_date = CAST('2024-01-02' AS DATE) AND amount >= 1.24) AND _hoodie_commit_time > '2024'"
+    )

@@ -13,7 +13,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from metadata import HudiTable, MetadataTable, MetadataTableUnavailable
-from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records, read_log_blocks, decode_delete_keys
 from metadata.mdt import keys
 from metadata.mdt.hfile_reader import HFileReader
@@ -38,13 +37,9 @@ def slices_of(table: HudiTable) -> list[tuple]:
 
 def committed_storage_files(table: HudiTable, partition: str) -> set[str]:
     """Files in storage written by completed instants (what the MDT should list)."""
-    storage = HudiTable.open(table.base_uri, use_metadata=False)
-    names = set()
-    for f in storage.listing.files_for([partition])[partition]:
-        parsed = classify(f.name, ".parquet")
-        if isinstance(parsed, (BaseFileName, LogFileName)) and storage.timeline.is_completed(parsed.instant_time):
-            names.add(f.name)
-    return names
+    from metadata.mdt.validate import committed_files
+
+    return {f.name for f in committed_files(table, table.listing.files_for([partition])[partition])}
 
 
 # Listing ---------------------------------------------------------------------
@@ -357,3 +352,17 @@ def test_validate_mode(tmp_path: Path, fixture_root: Path) -> None:
     assert report.files_only_in_metadata == {"region=eu": [victim.name]}
     assert report.files_only_in_storage == {"region=us": [stray.name]}
     assert any(victim.name in line for line in report.differences())
+
+
+def test_unsupported_codec_is_named() -> None:
+    from metadata import HudiFormatError
+    from metadata.mdt.hfile_format import TRAILER_SIZE, decode_varint
+
+    data = bytearray(write_hfile(_stats_cells(10), METADATA_RECORD_SCHEMA_JSON))
+    start = len(data) - TRAILER_SIZE
+    trailer = HFileReader.from_bytes(bytes(data)).trailer
+    trailer.compression_codec = 3  # SNAPPY
+    data[start:] = trailer.encode()
+    with pytest.raises(HudiFormatError, match="x.hfile: HFile compression codec SNAPPY is not supported"):
+        HFileReader.from_bytes(bytes(data), "x.hfile")
+    assert decode_varint(bytes(data), start + 8)[0] > 0

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.listing import StorageListing
 from metadata.mdt.metadata_table import MetadataTable
+from metadata.storage import StoredFile
 from metadata.table import HudiTable
 
 
@@ -47,13 +48,13 @@ def validate_metadata(path_or_table: HudiTable | str) -> ValidationReport:
     report = ValidationReport()
     from_mdt, from_storage = set(mdt.partitions()), set(storage.partitions())
     report.partitions_only_in_metadata = sorted(from_mdt - from_storage)
-    report.partitions_only_in_storage = sorted(p for p in from_storage - from_mdt if _committed(table, storage.files_for([p])[p]))
+    report.partitions_only_in_storage = sorted(p for p in from_storage - from_mdt if committed_files(table, storage.files_for([p])[p]))
     common = sorted(from_mdt & from_storage)
     mdt_files = mdt.files_for(common)
     stored = storage.files_for(common)
     extension = table.config.base_file_format.extension
     for partition in common:
-        committed = {f.name: f.size for f in _committed(table, stored[partition], extension)}
+        committed = {f.name: f.size for f in committed_files(table, stored[partition], extension)}
         listed = mdt_files[partition]
         only_mdt = sorted(set(listed) - set(committed))
         only_storage = sorted(set(committed) - set(listed))
@@ -75,7 +76,8 @@ def validate_metadata(path_or_table: HudiTable | str) -> ValidationReport:
     return report
 
 
-def _committed(table: HudiTable, files, extension: str = ".parquet"):
+def committed_files(table: HudiTable, files: list[StoredFile], extension: str = ".parquet") -> list[StoredFile]:
+    """Base and log files whose writing instant completed (what the MDT lists)."""
     kept = []
     for f in files:
         parsed = classify(f.name, extension, f.relative_path)
