@@ -15,6 +15,7 @@ Times in `as_of` are requested instant times.
 from __future__ import annotations
 
 import logging
+import threading
 from bisect import bisect_right
 from dataclasses import dataclass
 
@@ -71,6 +72,7 @@ class FileSystemView:
             elif instant.action == CLEAN:
                 self._deleted_partitions |= timeline.clean_metadata(instant).deleted_partitions()
         self._groups_cache: dict[str, list[FileGroup]] = {}
+        self._lock = threading.RLock()  # one lister serves many planner threads
 
     # Visibility -----------------------------------------------------------
     def _is_visible_instant(self, ts: str) -> bool:
@@ -105,6 +107,10 @@ class FileSystemView:
         return self._file_groups_for([partition])[partition]
 
     def _file_groups_for(self, partitions: list[str]) -> dict[str, list[FileGroup]]:
+        with self._lock:
+            return self._file_groups_locked(partitions)
+
+    def _file_groups_locked(self, partitions: list[str]) -> dict[str, list[FileGroup]]:
         missing = [p for p in partitions if p not in self._groups_cache]
         if missing:
             listed = self.listing.files_for(missing)

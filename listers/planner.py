@@ -1,0 +1,183 @@
+"""Candidate-file planning: partition pruning, then data skipping.
+
+Stages, each counted in the explanation:
+1. partition values: exact evaluation on the values in partition paths;
+2. partition_stats (metadata table): partitions whose statistics exclude
+   the predicate;
+3. column_stats (metadata table): file slices none of whose files (base
+   file or any log file) may hold a matching row.
+A stage that cannot be used (no metadata table, index not built, no column
+of the predicate indexed) is skipped and the explanation says why; files are
+then kept. Without statistics, planning still prunes partitions.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from expressions import Expr, may_match, parse_sql, to_sql
+from expressions.eval_partitions import prune_partitions
+from expressions.tree import references
+from listers.directory_lister import DirectoryLister
+from metadata import FileSlice, HudiError, MetadataTable
+from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Stage:
+    name: str
+    kept: int
+    total: int
+    seconds: float
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stage": self.name, "kept": self.kept, "of": self.total, "seconds": round(self.seconds, 4), "note": self.note}
+
+
+@dataclass
+class Plan:
+    predicate: str
+    files: list[FileSlice]
+    stages: list[Stage] = field(default_factory=list)
+    not_used: list[str] = field(default_factory=list)
+    residual: str = ""
+    listing: str = ""
+
+    def explain(self) -> str:
+        lines = [f"predicate: {self.predicate}", f"listing: {self.listing}"]
+        for stage in self.stages:
+            note = f" ({stage.note})" if stage.note else ""
+            lines.append(f"{stage.name}: kept {stage.kept} of {stage.total} in {stage.seconds * 1000:.1f} ms{note}")
+        lines += [f"not used: {reason}" for reason in self.not_used]
+        lines.append(f"residual predicate (engines still filter rows): {self.residual}")
+        lines.append(f"candidate file slices: {len(self.files)}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "predicate": self.predicate,
+            "listing": self.listing,
+            "stages": [s.to_dict() for s in self.stages],
+            "not_used": self.not_used,
+            "residual": self.residual,
+            "files": [s.to_dict() for s in self.files],
+        }
+
+
+def plan(
+    path_or_uri: str | DirectoryLister,
+    predicate: str | Expr,
+    dialect: str = "spark",
+    as_of: str | None = None,
+    use_metadata: bool = True,
+) -> Plan:
+    """Candidate file slices for a predicate, with an explanation."""
+    lister = path_or_uri if isinstance(path_or_uri, DirectoryLister) else DirectoryLister.open(path_or_uri, use_metadata, as_of)
+    expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
+    text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
+    return _Planner(lister, expr, dialect).run(text)
+
+
+class _Planner:
+    def __init__(self, lister: DirectoryLister, expr: Expr, dialect: str) -> None:
+        self.lister = lister
+        self.table = lister.table
+        self.expr = expr
+        self.dialect = dialect
+        self.not_used: list[str] = []
+        self.stages: list[Stage] = []
+
+    def _types(self) -> dict[str, pa.DataType]:
+        types = {name: pa.string() for name in META_FIELDS}
+        try:
+            types.update({f.name: f.type for f in avro_to_arrow_schema(self.table.avro_schema())})
+        except HudiError as exc:
+            self.not_used.append(f"table schema ({exc}); partition values compared as text")
+        return types
+
+    def _mdt(self) -> MetadataTable | None:
+        if self.lister.listing_source != "metadata table":
+            self.not_used.append(f"statistics: no usable metadata table ({self.lister.listing_note})")
+            return None
+        listing = self.table.listing
+        return listing.mdt  # type: ignore[attr-defined]
+
+    def run(self, text: str) -> Plan:
+        config = self.table.config
+        start = time.perf_counter()
+        partitions = self.lister.list_partitions()
+        self.stages.append(Stage("list partitions", len(partitions), len(partitions), time.perf_counter() - start))
+        types = self._types()
+        columns = sorted({r.path[0] if len(r.path) == 1 else r.name for r in references(self.expr)})
+
+        start = time.perf_counter()
+        if config.partition_fields:
+            kept = prune_partitions(self.expr, partitions, config.partition_fields, types, config.hive_style_partitioning,
+                                    config.url_encode_partitioning)
+            self.stages.append(Stage("partition values", len(kept), len(partitions), time.perf_counter() - start))
+        else:
+            kept = partitions
+        mdt = self._mdt()
+        data_columns = [c for c in columns if c not in config.partition_fields]
+        kept = self._partition_stats(mdt, kept, data_columns)
+        slices = [s for part in self.lister.list_files_batch(kept).values() for s in part]
+        slices = self._column_stats(mdt, kept, slices, data_columns)
+        return Plan(
+            predicate=text,
+            files=sorted(slices, key=lambda s: (s.partition, s.file_id)),
+            stages=self.stages,
+            not_used=self.not_used,
+            residual=to_sql(self.expr, self.dialect),
+            listing=self.lister.listing_note,
+        )
+
+    def _partition_stats(self, mdt: MetadataTable | None, partitions: list[str], columns: list[str]) -> list[str]:
+        if mdt is None or not columns or not partitions:
+            return partitions
+        if "partition_stats" not in self.table.config.metadata_partitions:
+            self.not_used.append("partition_stats: not built for this table")
+            return partitions
+        if not self.table.config.partition_fields:
+            return partitions
+        start = time.perf_counter()
+        stats = mdt.partition_stats(columns, partitions)
+        keep = may_match(self.expr, stats).to_pylist()
+        excluded = {p for p, k in zip(stats.column("partition").to_pylist(), keep) if not k}
+        kept = [p for p in partitions if p not in excluded]  # no stats row: kept
+        self.stages.append(Stage("partition_stats", len(kept), len(partitions), time.perf_counter() - start))
+        return kept
+
+    def _column_stats(self, mdt: MetadataTable | None, partitions: list[str], slices: list[FileSlice], columns: list[str]) -> list[FileSlice]:
+        if mdt is None or not columns or not slices:
+            if not columns and mdt is not None:
+                self.not_used.append("column_stats: the predicate names no data column")
+            return slices
+        if "column_stats" not in self.table.config.metadata_partitions:
+            self.not_used.append("column_stats: not built for this table")
+            return slices
+        start = time.perf_counter()
+        stats = mdt.column_stats(columns, partitions)
+        indexed = [c for c in columns if stats.num_rows and stats.column(f"{c}_minValue").null_count < stats.num_rows]
+        if not indexed:
+            self.not_used.append(f"column_stats: none of {', '.join(columns)} is indexed")
+            return slices
+        verdict = dict(zip(stats.column("fileName").to_pylist(), may_match(self.expr, stats).to_pylist()))
+        kept = []
+        for s in slices:
+            names = ([s.base_file_name] if s.base_file_name else []) + s.log_file_names
+            # A file without a stats row may hold anything; keep it.
+            if any(verdict.get(name, True) for name in names):
+                kept.append(s)
+            else:
+                log.debug("dropped %s/%s: statistics exclude the predicate for %s", s.partition, s.file_id, names)
+        self.stages.append(Stage("column_stats", len(kept), len(slices), time.perf_counter() - start,
+                                 f"columns with stats: {', '.join(indexed)}"))
+        return kept
