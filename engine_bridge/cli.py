@@ -184,7 +184,66 @@ def _rich_table(title: str, rows: list[dict[str, Any]]) -> Table:
     return table_
 
 
+# plan / incremental ------------------------------------------------------------------
+@main.command("plan")
+@click.argument("path")
+@click.option("--where", "where", required=True, help="Predicate (a WHERE clause without WHERE).")
+@click.option("--dialect", default="spark", type=click.Choice(["hive", "spark", "trino", "presto"]), show_default=True)
+@click.option("--as-of", default=None, help="Plan on the table as of this instant.")
+@click.option("--no-metadata", is_flag=True, help="Do not use the metadata table.")
+@click.option("--explain", is_flag=True, help="Print how each stage pruned.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_metadata: bool, explain: bool, as_json: bool) -> None:
+    """Candidate file slices for a predicate (partition pruning + data skipping)."""
+    from expressions import ExpressionError
+    from listers import plan
+
+    try:
+        result = plan(path, where, dialect=dialect, as_of=as_of, use_metadata=not no_metadata)
+    except (HudiError, ExpressionError) as exc:
+        _fail(exc)
+        return
+
+    def render() -> None:
+        if explain:
+            console.print(result.explain())
+        console.print(_rich_table("Candidate file slices", _slice_rows(result.files)))
+
+    _emit(as_json, result.to_dict(), render)
+
+
+@main.command("incremental")
+@click.argument("path")
+@click.option("--begin", required=True, help="Exclusive start (requested time on v6, completion time on v8+).")
+@click.option("--end", default=None, help="Inclusive end.")
+@click.option("--max-commits", type=int, default=None, help="At most this many instants (-1: all).")
+@click.option("--fallback", is_flag=True, help="Fall back to a full scan when the range cannot be served incrementally.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def incremental_command(path: str, begin: str, end: str | None, max_commits: int | None, fallback: bool, as_json: bool) -> None:
+    """What changed between two instants (RFC-04), planned from the timeline."""
+    from listers import incremental
+
+    try:
+        result = incremental(path, begin, end, max_commits, fallback_to_full_scan=fallback)
+    except (HudiError, ValueError) as exc:
+        _fail(exc)
+        return
+
+    def render() -> None:
+        console.print(f"[bold]instants[/]: {', '.join(i.requested_time for i in result.instants) or 'none'}")
+        console.print(f"[bold]partitions[/]: {', '.join(result.partitions) or 'none'}")
+        if result.full_scan:
+            console.print(f"[yellow]full scan[/]: {result.fallback_reason}")
+        console.print(f"[bold]row filter[/]: {result.row_filter}")
+        console.print(_rich_table("Files", _slice_rows(result.files)))
+
+    _emit(as_json, result.to_dict(), render)
+
+
 # demo ----------------------------------------------------------------------------
+DEMO_QUERY = "city IN ('chennai', 'amsterdam') AND trip_date >= DATE '2024-01-05'"
+
+
 @main.command()
 @click.option("--path", default=None, help="Where to build the sample table (default: a temporary folder).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -195,11 +254,15 @@ def demo(path: str | None, as_json: bool) -> None:
     target = path or tempfile.mkdtemp(prefix="hudi-bridge-demo-") + "/trips"
     build_sample_table(target)
     t = HudiTable.open(target)
+    from listers import plan
+
+    query = plan(target, DEMO_QUERY, dialect="trino")
     report = {
         "table": table_summary(t),
         "timeline": timeline_rows(t),
         "partitions": t.partitions(),
         "file_slices": [s.to_dict() for s in t.file_slices()],
+        "plan": query.to_dict(),
     }
 
     def render() -> None:
@@ -209,6 +272,8 @@ def demo(path: str | None, as_json: bool) -> None:
         console.print(_rich_table("Timeline", report["timeline"]))
         console.print("[bold]partitions[/]: " + ", ".join(report["partitions"]))
         console.print(_rich_table(f"Latest file slices ({t.listing_note})", _slice_rows(t.file_slices())))
+        console.rule("Planning a query")
+        console.print(query.explain())
 
     _emit(as_json, report, render)
 

@@ -109,6 +109,9 @@ class _Converter:
             return Not(self.convert(node.this))
         if isinstance(node, exp.Boolean):
             return AlwaysTrue() if node.this else AlwaysFalse()
+        bare = self.ref(node) if isinstance(node, (exp.Column, exp.Dot)) else None
+        if bare is not None:  # WHERE flag  ==  WHERE flag = TRUE
+            return Comparison(Op.EQ, bare, Literal(True, "boolean"), self.dialect)
         if isinstance(node, exp.NullSafeNEQ):
             return Not(self.comparison(Op.NULL_SAFE_EQ, node))
         if type(node) in _OPS:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from expressions import Expr, may_match, parse_sql, to_sql
+from expressions import Expr, bind, may_match, parse_sql, to_sql
 from expressions.eval_partitions import prune_partitions
 from expressions.tree import references
 from listers.directory_lister import DirectoryLister
@@ -116,6 +116,9 @@ class _Planner:
         partitions = self.lister.list_partitions()
         self.stages.append(Stage("list partitions", len(partitions), len(partitions), time.perf_counter() - start))
         types = self._types()
+        # Unknown columns and impossible literals are user errors: say so
+        # rather than silently planning without pruning.
+        bind(self.expr, pa.schema(list(types.items())), strict=True)
         columns = sorted({r.path[0] if len(r.path) == 1 else r.name for r in references(self.expr)})
 
         start = time.perf_counter()

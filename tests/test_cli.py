@@ -42,3 +42,24 @@ def test_demo_runs(tmp_path) -> None:
     report = json.loads(result.output)
     assert len(report["partitions"]) == 4
     assert report["table"]["latest_completed"] == report["timeline"][-1]["requested_time"]
+
+
+def test_plan_and_incremental_commands(tmp_path) -> None:
+    path = str(tmp_path / "trips")
+    builder = build_sample_table(path)
+    runner = CliRunner()
+    result = runner.invoke(main, ["plan", path, "--where", "city = 'chennai'", "--dialect", "trino", "--json"])
+    assert result.exit_code == 0, result.output
+    planned = json.loads(result.output)
+    assert {f["partition"] for f in planned["files"]} == {"city=chennai"}
+    assert planned["stages"][1]["stage"] == "partition values" and planned["stages"][1]["kept"] == 1
+    explained = runner.invoke(main, ["plan", path, "--where", "city = 'chennai'", "--explain"])
+    assert "partition values: kept 1 of 4" in explained.output
+    bad = runner.invoke(main, ["plan", path, "--where", "cty = 'x'"])
+    assert bad.exit_code == 2 and "did you mean 'city'" in bad.output
+    commits = HudiTable.open(path).timeline.commits()
+    begin = commits[-2].completion_time
+    inc = json.loads(runner.invoke(main, ["incremental", path, "--begin", begin, "--json"]).output)
+    assert inc["instants"] == [commits[-1].requested_time]
+    assert inc["row_filter"] == f"_hoodie_commit_time IN ('{commits[-1].requested_time}')"
+    assert builder.name == "trips"

@@ -80,6 +80,13 @@ def test_literal_on_left_is_flipped_and_like_without_wildcards_is_equality() -> 
     assert isinstance(parse_sql("name LIKE 'a_c%'", "trino"), Unknown)
 
 
+def test_bare_boolean_column() -> None:
+    assert parse_sql("is_active", "trino") == parse_sql("is_active = TRUE", "spark")
+    assert parse_sql("NOT is_active", "hive") == parse_sql("NOT (is_active = true)", "presto")
+    table = pa.table({"is_active": [True, False, None]})
+    assert evaluate_rows(parse_sql("is_active", "spark"), table).to_pylist() == [True, False, False]
+
+
 def test_unsupported_things_become_unknown_never_errors() -> None:
     for text in ["lower(city) = 'sf'", "a = b", "a + 1 > 3", "x IN (SELECT y FROM t)", "upper(s) LIKE 'A%'"]:
         expr = parse_sql(text, "spark")

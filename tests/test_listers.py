@@ -101,7 +101,7 @@ def rows_of(base: str, slice_) -> pa.Table:  # type: ignore[no-untyped-def]
 PREDICATES = {
     "quickstart_trips_table__mor__avro__v8_trips_8i3u1d": ["city = 'chennai'", "fare > 40", "fare < 20 OR city = 'sao_paulo'", "rider = 'rider-Z'"],
     "sample_table__cow__v9_txns_simple_meta": ["amount > 1000", "region = 'eu' AND amount < 100", "txn_date = DATE '2024-01-16'", "currency <> 'USD'"],
-    "sample_table__mor__avro__v9_txns_simple_meta": ["amount > 1000", "region IN ('us', 'apac') AND txn_type = 'refund'", "is_international"],
+    "sample_table__mor__avro__v9_txns_simple_meta": ["amount > 1000", "region IN ('us', 'apac') AND txn_type = 'refund'", "is_international = true"],
     "sample_table__cow__v9_txns_nonpart_meta": ["amount BETWEEN 100 AND 200", "merchant_name LIKE 'Am%'", "txn_id = 'TXN-015'"],
 }
 
