@@ -105,7 +105,7 @@ class _Planner:
 
     def _mdt(self) -> MetadataTable | None:
         if self.lister.listing_source != "metadata table":
-            self.not_used.append(f"statistics: no usable metadata table ({self.lister.listing_note})")
+            self.not_used.append("partition_stats and column_stats: no metadata table in use (see listing)")
             return None
         listing = self.table.listing
         return listing.mdt  # type: ignore[attr-defined]

@@ -158,6 +158,11 @@ class FileSystemView:
             for ts in pending_keys:
                 group.add_slice_key(ts)
             self._attach_logs(group, logs.get(file_id, []), pending_keys, log_writers)
+            if not group.slice_keys():
+                continue
+            if not ghosts:
+                groups.append(group)
+                continue
             latest = group.latest_slice(set(self._pending_compactions))
             if latest is None:
                 continue

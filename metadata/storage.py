@@ -30,6 +30,8 @@ class StoredFile:
 
 def join(*parts: str) -> str:
     """Join relative path parts, ignoring empty ones ("" is the base itself)."""
+    if len(parts) == 2 and parts[0] and parts[1] and "/" not in (parts[0][-1], parts[1][0]):
+        return f"{parts[0]}/{parts[1]}"  # the common case, on hot paths
     kept = [p.strip("/") for p in parts if p and p.strip("/")]
     return "/".join(kept)
 

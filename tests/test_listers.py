@@ -133,7 +133,8 @@ def test_plan_explains_each_stage(fixture_root: Path) -> None:
     assert "column_stats" in text and "residual predicate" in text
     assert p.to_dict()["files"] == [s.to_dict() for s in p.files]
     no_stats = plan(table_path(fixture_root, "sample_table__cow__v9_txns_simple_nometa"), "region = 'eu' AND amount > 1", dialect="trino")
-    assert any("no usable metadata table" in r for r in no_stats.not_used)
+    assert any("no metadata table in use" in r for r in no_stats.not_used)
+    assert "does not list 'files'" in no_stats.listing
     assert {s.partition for s in no_stats.files} == {"region=eu"}
 
 

@@ -50,4 +50,6 @@ def metadata_listing_or_reason(table: "HudiTable") -> tuple[MetadataListing | No
     try:
         return MetadataListing(MetadataTable.open(table)), ""
     except HudiError as exc:
-        return None, str(exc)
+        reason = str(exc)
+        prefix = f"{table.base_uri}: "
+        return None, reason[len(prefix):] if reason.startswith(prefix) else reason
