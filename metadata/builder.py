@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from metadata.builder_mdt import FilesPartitionWriter
 from metadata.avro_schema import META_FIELDS, arrow_to_avro_schema, with_meta_fields
 from metadata.commit_metadata import CommitMetadata, WriteStat
 from metadata.file_naming import BaseFileName, LogFileName
@@ -88,10 +89,13 @@ class TableBuilder:
         precombine_field: str | None = None,
         start_time: str = "20240101000000000",
         max_rows_per_file: int | None = None,
+        metadata_table: bool = False,
         filesystem: pafs.FileSystem | None = None,
     ) -> None:
         if version not in (6, 8):
             raise ValueError(f"the builder writes table versions 6 and 8, not {version}")
+        if metadata_table and version < 8:
+            raise ValueError("the builder writes metadata tables for table version 8 only")
         if table_type not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
             raise ValueError(f"table_type must be COPY_ON_WRITE or MERGE_ON_READ, not {table_type!r}")
         self.storage = Storage.open(base_path, filesystem)
@@ -115,7 +119,10 @@ class TableBuilder:
         self._plans: dict[str, dict[tuple[str, str], pa.Table]] = {}
         self._task = 0
         self._partitions_written: set[str] = set()
+        self.metadata_table = metadata_table
         self._write_properties()
+        self._mdt = FilesPartitionWriter(self.storage, name, self.next_instant_time) if metadata_table else None
+        self._mdt_partitions: set[str] = set()
 
     # Basics -------------------------------------------------------------------
     @property
@@ -155,6 +162,8 @@ class TableBuilder:
         }
         if self.precombine_field:
             props["hoodie.table.precombine.field"] = self.precombine_field
+        if self.metadata_table:
+            props["hoodie.table.metadata.partitions"] = "files"
         if self.version >= 8:
             props["hoodie.timeline.path"] = "timeline"
             props["hoodie.timeline.history.path"] = "history"
@@ -369,6 +378,8 @@ class TableBuilder:
             extra_metadata={"schema": json.dumps(self.avro_schema)},
             partition_to_replace_file_ids={p: tuple(ids) for p, ids in staged.replaced.items()},
         )
+        if self._mdt is not None:
+            self._record_in_metadata_table(ts, staged)
         self._write_completed(ts, staged.action, self._encode_commit(meta, staged.action == "replacecommit"))
         self._plans.pop(ts, None)
         for key, group in staged.groups.items():
@@ -386,6 +397,16 @@ class TableBuilder:
             for file_id in ids:
                 self._groups[(partition, file_id)].replaced = True
         return ts
+
+    def _record_in_metadata_table(self, ts: str, staged: _Staged) -> None:
+        assert self._mdt is not None
+        added: dict[str, dict[str, int]] = {}
+        for stat in staged.stats:
+            added.setdefault(stat.partition_path, {})[stat.file_name] = stat.file_size_in_bytes
+        new = {p for p in added if p not in self._mdt_partitions}
+        self._mdt_partitions |= new
+        self._mdt_partitions -= staged.dropped_partitions
+        self._mdt.record(ts, added, new_partitions=new, dropped_partitions=staged.dropped_partitions)
 
     # Replace commits ------------------------------------------------------------------------
     def insert_overwrite(self, rows: pa.Table | list[dict[str, Any]], table_wide: bool = False) -> str:
@@ -463,6 +484,9 @@ class TableBuilder:
             },
             "version": 2,
         }
+        if self._mdt is not None:
+            gone = {p for p, g in partition_gone.items() if g}
+            self._mdt.record(ts, {}, deleted, dropped_partitions=gone)
         self._write_completed(ts, "clean", encode_avro_instant(CLEAN_METADATA, record))
         return ts
 

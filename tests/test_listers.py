@@ -255,3 +255,46 @@ def test_incremental_before_archived_timeline(tmp_path: Path) -> None:
     with pytest.raises(IncrementalRangeError, match="before the active timeline"):
         incremental(str(tmp_path / "t"), "20000101000000000")
     assert incremental(str(tmp_path / "t"), "20000101000000000", fallback_to_full_scan=True).full_scan
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_builder_metadata_table_matches_storage_through_awkward_cases(tmp_path: Path, table_type: str) -> None:
+    from metadata.mdt.validate import validate_metadata
+
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    path = str(tmp_path / "t")
+    builder = TableBuilder(path, schema, partition_fields=["p"], version=8, table_type=table_type, metadata_table=True)
+    builder.write([{"id": i, "p": f"p{i % 4}"} for i in range(12)])
+    builder.write([{"id": 1, "p": "p1"}, {"id": 2, "p": "p2"}])
+    builder.write([{"id": 99, "p": "p1"}], complete=False)  # failed: never in the metadata table
+    builder.delete_partitions(["p=p3"])
+    builder.insert_overwrite([{"id": 50, "p": "p0"}])
+    builder.clean()
+    if table_type == "MERGE_ON_READ":
+        builder.run_compaction(builder.schedule_compaction())
+    report = validate_metadata(path)
+    assert report.ok, report.differences()
+    table = HudiTable.open(path)
+    assert table.listing.source == "metadata table"
+    assert table.partitions() == ["p=p0", "p=p1", "p=p2"]
+    expected = {(p, f): v for (p, f), v in builder.expected_latest_files().items()}
+    assert {(s.partition, s.file_id): (s.base_file_name, tuple(s.log_file_names)) for s in table.file_slices()} == expected
+
+
+def test_200_threads_200_partitions_one_metadata_table_open(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    path = str(tmp_path / "wide")
+    builder = TableBuilder(path, schema, partition_fields=["p"], version=8, metadata_table=True)
+    builder.write([{"id": i, "p": f"{i % 200:03d}"} for i in range(400)])
+    builder.write([{"id": i, "p": f"{i % 200:03d}"} for i in range(0, 400, 7)])
+    handler = CountingHandler()
+    lister = DirectoryLister.open(path, filesystem=pafs.PyFileSystem(handler))
+    partitions = lister.list_partitions()
+    assert len(partitions) == 200
+    with ThreadPoolExecutor(max_workers=200) as pool:
+        results = list(pool.map(lambda p: [(s.file_id, s.base_file_name) for s in lister.list_files(p)], partitions))
+    expected = builder.expected_latest_files()
+    assert [sorted(r) for r in results] == [sorted((f, v[0]) for (q, f), v in expected.items() if q == p) for p in partitions]
+    assert [d for d in handler.listed if "/.hoodie" not in d] == []
+    props = [p for p in handler.opened if p.endswith(".hoodie/metadata/.hoodie/hoodie.properties")]
+    assert len(props) == 1 and handler.opened[props[0]] == 1
