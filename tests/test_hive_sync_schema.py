@@ -1,0 +1,74 @@
+"""Hive sync schema mapping, Spark DataSource properties and evolution rules."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hive_sync.schema import (
+    HiveColumn, SchemaEvolutionError, hive_columns, hive_type, schema_change, schema_from_properties, spark_table_properties,
+)
+
+AVRO = {
+    "type": "record", "name": "r",
+    "fields": [
+        {"name": "id", "type": ["null", "int"]},
+        {"name": "big", "type": "long"},
+        {"name": "ratio", "type": ["null", "float"]},
+        {"name": "name", "type": ["null", "string"]},
+        {"name": "blob", "type": ["null", "bytes"]},
+        {"name": "day", "type": ["null", {"type": "int", "logicalType": "date"}]},
+        {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]},
+        {"name": "amount", "type": ["null", {"type": "fixed", "name": "f", "size": 5, "logicalType": "decimal", "precision": 10, "scale": 2}]},
+        {"name": "tags", "type": ["null", {"type": "array", "items": "string"}]},
+        {"name": "attrs", "type": ["null", {"type": "map", "values": ["null", "long"]}]},
+        {"name": "inner", "type": ["null", {"type": "record", "name": "i", "fields": [{"name": "a", "type": "int"}, {"name": "b", "type": ["null", "string"]}]}]},
+        {"name": "region", "type": ["null", "string"]},
+    ],
+}
+
+
+def test_hive_types() -> None:
+    data, parts = hive_columns(AVRO, ("region",))
+    types = {c.name: c.type for c in data}
+    assert [c.name for c in data[:5]] == ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"]
+    assert types["id"] == "int" and types["big"] == "bigint" and types["ratio"] == "float"
+    assert types["blob"] == "binary" and types["day"] == "date" and types["ts"] == "bigint"
+    assert types["amount"] == "decimal(10,2)"
+    assert types["tags"] == "array<string>" and types["attrs"] == "map<string,bigint>"
+    assert types["inner"] == "struct<a:int,b:string>"
+    assert "region" not in types and parts == [HiveColumn("region", "string")]
+    assert hive_type(AVRO["fields"][6]["type"], support_timestamp=True) == "timestamp"
+
+
+def test_spark_schema_properties_round_trip_and_split() -> None:
+    props = spark_table_properties(AVRO, ("region",))
+    assert props["spark.sql.sources.provider"] == "hudi"
+    assert props["spark.sql.sources.schema.numPartCols"] == "1" and props["spark.sql.sources.schema.partCol.0"] == "region"
+    schema = schema_from_properties(props)
+    names = [f["name"] for f in schema["fields"]]
+    assert names[-1] == "region" and names[:2] == ["_hoodie_commit_time", "_hoodie_commit_seqno"]
+    by_name = {f["name"]: f for f in schema["fields"]}
+    assert by_name["amount"]["type"] == "decimal(10,2)" and by_name["ts"]["type"] == "timestamp"
+    assert by_name["big"]["nullable"] is False and by_name["id"]["type"] == "integer"
+    assert by_name["inner"]["type"]["fields"][0] == {"name": "a", "type": "integer", "nullable": False, "metadata": {}}
+    wide = {"type": "record", "name": "w", "fields": [{"name": f"column_with_a_long_name_{i}", "type": ["null", "string"]} for i in range(200)]}
+    big = spark_table_properties(wide, ())
+    count = int(big["spark.sql.sources.schema.numParts"])
+    assert count > 1 and all(len(big[f"spark.sql.sources.schema.part.{i}"]) <= 4000 for i in range(count))
+    assert len(schema_from_properties(big)["fields"]) == 205
+    assert json.loads(json.dumps(schema))  # plain JSON
+
+
+def test_schema_evolution_rules() -> None:
+    current = [HiveColumn("id", "int"), HiveColumn("r", "float"), HiveColumn("s", "struct<a:int>"), HiveColumn("name", "string")]
+    change = schema_change(current, [HiveColumn("id", "bigint"), HiveColumn("r", "double"), HiveColumn("s", "struct<a:int,b:string>"),
+                                     HiveColumn("name", "string"), HiveColumn("extra", "date")], "db.t")
+    assert [c.name for c in change.added] == ["extra"]
+    assert [(c.name, old) for c, old in change.changed] == [("id", "int"), ("r", "float"), ("s", "struct<a:int>")]
+    assert schema_change(current, current, "db.t").is_empty
+    with pytest.raises(SchemaEvolutionError, match="db.t: column name cannot change from string to int"):
+        schema_change(current, [HiveColumn("name", "int")], "db.t")
+    with pytest.raises(SchemaEvolutionError, match="bigint to int"):
+        schema_change([HiveColumn("id", "bigint")], [HiveColumn("id", "int")], "db.t")
