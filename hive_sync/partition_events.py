@@ -1,0 +1,88 @@
+"""Partition events a sync must apply (reference section 10).
+
+After a first full sync, only partitions written or replaced by completed
+instants after the last synced one are examined: present in the table and
+absent from the metastore is ADD, a different location is UPDATE, gone from
+the table but still in the metastore is DROP. When the last synced instant
+is no longer on the active timeline (or was never synced), the whole table
+is compared with the metastore.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from metadata import HudiTable
+from metadata.partition_path import HIVE_DEFAULT_PARTITION, parse_partition_values
+from metadata.storage import join
+
+
+class EventKind(str, Enum):
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    DROP = "DROP"
+
+
+@dataclass(frozen=True)
+class PartitionEvent:
+    kind: EventKind
+    partition: str
+    values: tuple[str, ...]
+    location: str
+
+
+def partition_location(table: HudiTable, partition: str) -> str:
+    base = table.base_uri.rstrip("/")
+    return join(base, partition) if partition else base
+
+
+def partition_values(table: HudiTable, partition: str) -> tuple[str, ...]:
+    config = table.config
+    values = parse_partition_values(partition, config.partition_fields, config.hive_style_partitioning, config.url_encode_partitioning)
+    return tuple(HIVE_DEFAULT_PARTITION if values[f] is None else str(values[f]) for f in config.partition_fields)
+
+
+def changed_partitions(table: HudiTable, last_synced: str | None) -> set[str] | None:
+    """Partitions touched after `last_synced`; None when a full diff is needed."""
+    timeline = table.timeline
+    first = timeline.first_active_time()
+    if last_synced is None or first is None or (last_synced < first and timeline.has_archived_instants):
+        return None
+    touched: set[str] = set()
+    for instant in timeline.completed():
+        if instant.requested_time <= last_synced:
+            continue
+        if instant.is_commit:
+            touched |= timeline.commit_metadata(instant).touched_partitions()
+        elif instant.action == "clean":
+            touched |= timeline.clean_metadata(instant).deleted_partitions()
+    return touched
+
+
+def partition_events(table: HudiTable, in_metastore: dict[tuple[str, ...], str], last_synced: str | None) -> list[PartitionEvent]:
+    """Events that bring the metastore's partitions (values -> location) in step."""
+    if not table.config.is_partitioned:
+        return []
+    changed = changed_partitions(table, last_synced)
+    live = set(table.partitions()) if changed is None else {p for p in changed if table.file_slices(partition=p)}
+    candidates = live | (changed or set())
+    events: list[PartitionEvent] = []
+    known_values = dict(in_metastore)
+    for partition in sorted(candidates):
+        values = partition_values(table, partition)
+        location = partition_location(table, partition)
+        registered = known_values.get(values)
+        if partition in live:
+            if registered is None:
+                events.append(PartitionEvent(EventKind.ADD, partition, values, location))
+            elif registered.rstrip("/") != location.rstrip("/"):
+                events.append(PartitionEvent(EventKind.UPDATE, partition, values, location))
+        elif registered is not None:
+            events.append(PartitionEvent(EventKind.DROP, partition, values, registered))
+    if changed is None:
+        live_values = {partition_values(table, p) for p in live}
+        for values, location in sorted(in_metastore.items()):
+            if values not in live_values:
+                events.append(PartitionEvent(EventKind.DROP, "/".join(values), values, location))
+    return events

@@ -1,0 +1,39 @@
+"""Partition events of a sync, on builder-made tables."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from hive_sync.partition_events import EventKind, partition_events, partition_location
+from metadata import HudiTable
+from metadata.builder import TableBuilder
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
+
+
+def test_first_full_then_incremental_events(tmp_path) -> None:
+    path = str(tmp_path / "t")
+    builder = TableBuilder(path, SCHEMA, partition_fields=["p"], version=8)
+    first = builder.write([{"id": i, "p": f"p{i % 3}"} for i in range(9)])
+    table = HudiTable.open(path)
+    full = partition_events(table, {}, None)
+    assert [(e.kind, e.values) for e in full] == [(EventKind.ADD, (f"p{i}",)) for i in range(3)]
+    metastore = {e.values: e.location for e in full}
+    metastore[("stale",)] = partition_location(table, "p=stale")
+    builder.write([{"id": 100, "p": "p7"}, {"id": 1, "p": "p1"}])
+    builder.delete_partitions(["p=p2"])
+    table = HudiTable.open(path)
+    events = partition_events(table, metastore, first)
+    assert [(e.kind, e.partition) for e in events] == [(EventKind.DROP, "p=p2"), (EventKind.ADD, "p=p7")]
+    metastore[("p0",)] = "file:///elsewhere/p=p0"
+    full_again = partition_events(table, metastore, None)
+    kinds = {(e.kind, e.values) for e in full_again}
+    assert (EventKind.UPDATE, ("p0",)) in kinds and (EventKind.DROP, ("stale",)) in kinds
+    assert (EventKind.DROP, ("p2",)) in kinds and (EventKind.ADD, ("p7",)) in kinds
+    assert partition_events(table, {e.values: e.location for e in partition_events(table, {}, None)}, None) == []
+
+
+def test_non_partitioned_has_no_events(tmp_path) -> None:
+    builder = TableBuilder(str(tmp_path / "t"), SCHEMA, version=6)
+    builder.write([{"id": 1, "p": "x"}])
+    assert partition_events(HudiTable.open(str(tmp_path / "t")), {}, None) == []
