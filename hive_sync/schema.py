@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from metadata.avro_schema import META_FIELDS
+from metadata.avro_schema import META_FIELDS, unwrap_nullable
 from metadata.errors import HudiError
 
 SCHEMA_PART_SIZE = 4000
@@ -34,15 +34,8 @@ class HiveColumn:
     comment: str = ""
 
 
-def _unwrap(avro_type: Any) -> Any:
-    if isinstance(avro_type, list):
-        non_null = [t for t in avro_type if t != "null"]
-        return non_null[0] if len(non_null) == 1 else avro_type
-    return avro_type
-
-
 def hive_type(avro_type: Any, support_timestamp: bool = False, where: str = "") -> str:
-    t = _unwrap(avro_type)
+    t, _ = unwrap_nullable(avro_type)
     if isinstance(t, list):
         raise HudiError(f"column {where}: a union of {t} has no Hive type")
     if isinstance(t, str):
@@ -79,7 +72,7 @@ def hive_type(avro_type: Any, support_timestamp: bool = False, where: str = "") 
 
 
 def _spark_type(avro_type: Any) -> Any:
-    t = _unwrap(avro_type)
+    t, _ = unwrap_nullable(avro_type)
     if isinstance(t, str):
         return {"int": "integer", "long": "long", "float": "float", "double": "double", "boolean": "boolean",
                 "string": "string", "bytes": "binary", "null": "null"}[t]
@@ -107,7 +100,7 @@ def _spark_type(avro_type: Any) -> Any:
 
 
 def _nullable(avro_type: Any) -> bool:
-    return isinstance(avro_type, list) and "null" in avro_type
+    return unwrap_nullable(avro_type)[1]
 
 
 def _spark_field(field: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,8 @@ META_FIELDS = (
 )
 
 
-def _unwrap_nullable(avro_type: Any) -> tuple[Any, bool]:
+def unwrap_nullable(avro_type: Any) -> tuple[Any, bool]:
+    """(the type inside a ["null", T] union, whether null was allowed)."""
     if isinstance(avro_type, list):
         non_null = [t for t in avro_type if t != "null"]
         if len(non_null) == 1:
@@ -35,7 +36,7 @@ def _unwrap_nullable(avro_type: Any) -> tuple[Any, bool]:
 
 def avro_type_to_arrow(avro_type: Any, where: str = "") -> pa.DataType:
     """Arrow type of an Avro type (without its nullability)."""
-    avro_type, _ = _unwrap_nullable(avro_type)
+    avro_type, _ = unwrap_nullable(avro_type)
     if isinstance(avro_type, list):
         raise HudiError(f"{where}: Avro union {avro_type} has no Arrow equivalent")
     if isinstance(avro_type, str):
@@ -78,7 +79,7 @@ def avro_type_to_arrow(avro_type: Any, where: str = "") -> pa.DataType:
 
 
 def avro_field_to_arrow(field: dict[str, Any], where: str = "") -> pa.Field:
-    _, nullable = _unwrap_nullable(field["type"])
+    _, nullable = unwrap_nullable(field["type"])
     return pa.field(field["name"], avro_type_to_arrow(field["type"], f"{where}.{field['name']}" if where else field["name"]), nullable=nullable)
 
 
