@@ -148,8 +148,10 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
         if op is Op.EQ:
             decided = pc.and_(pc.less_equal(lo, scalar), self._max_at_least(column, value, scalar, strict=False))
         elif op is Op.NE:
-            if column.is_float:
-                return pc.invert(column.all_null)  # NaN rows are unequal to everything and not in min/max
+            if column.is_float or column.is_string:
+                # NaN rows are unequal to everything and absent from min/max; string
+                # bounds may be truncated, so min == max does not mean one value.
+                return pc.invert(column.all_null)
             decided = pc.invert(pc.and_(pc.equal(lo, scalar), pc.equal(hi, scalar)))
         elif op is Op.LT:
             decided = pc.less(lo, scalar)
@@ -201,13 +203,15 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
         value_array = pa.array(values, type=column.type)
         low, high = pc.min_max(value_array).values()
         overlaps = pc.and_(pc.less_equal(column.min, high), self._max_at_least(column, low.as_py(), low, strict=False))
+        if column.is_string:  # truncated bounds: min == max need not be the only value
+            return self._finish(column, overlaps)
         single = pc.equal(column.min, column.max)
         point_ok = pc.is_in(column.min, value_set=value_array)
         decided = pc.and_(overlaps, pc.or_(pc.invert(single), point_ok))
         return self._finish(column, decided)
 
     def _not_in(self, column: _Column, values: list[Any]) -> pa.ChunkedArray:
-        if column.is_float:
+        if column.is_float or column.is_string:  # NaN rows; truncated string bounds
             return pc.invert(column.all_null)
         value_array = pa.array(values, type=column.type)
         only_listed = pc.and_(pc.equal(column.min, column.max), pc.is_in(column.min, value_set=value_array))

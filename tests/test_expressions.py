@@ -221,6 +221,13 @@ def test_truncated_string_max_is_not_trusted() -> None:
     assert prune_files(parse_sql("s LIKE 'abcd%'", "spark"), stats) == ["f"]
     assert prune_files(parse_sql("s = 'abd'", "spark"), stats) == []
     assert prune_files(parse_sql("s LIKE 'b%'", "spark"), stats) == []
+    # A file whose only value "aa" was cut to "a": min == max proves nothing.
+    one = pa.table({"fileName": ["f"], "valueCount": pa.array([1], pa.int64()), "s_minValue": ["a"], "s_maxValue": ["a"],
+                    "s_nullCount": pa.array([0], pa.int64())})
+    long_list = "(" + ", ".join(f"'{v}'" for v in ["aa"] + [f"x{i}" for i in range(40)]) + ")"
+    assert prune_files(parse_sql(f"s IN {long_list}", "spark"), one) == ["f"]
+    assert prune_files(parse_sql("s <> 'a'", "spark"), one) == ["f"]
+    assert prune_files(parse_sql("s NOT IN ('a', 'b')", "spark"), one) == ["f"]
 
 
 # Partition values ------------------------------------------------------------------------
