@@ -17,7 +17,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from metadata.avro_schema import META_FIELDS, unwrap_nullable
+import pyarrow as pa
+
+from metadata.avro_schema import META_FIELDS, avro_field_to_arrow, avro_type_to_arrow
 from metadata.errors import HudiError
 
 SCHEMA_PART_SIZE = 4000
@@ -35,76 +37,81 @@ class HiveColumn:
 
 
 def hive_type(avro_type: Any, support_timestamp: bool = False, where: str = "") -> str:
-    t, _ = unwrap_nullable(avro_type)
-    if isinstance(t, list):
-        raise HudiError(f"column {where}: a union of {t} has no Hive type")
-    if isinstance(t, str):
-        simple = {"int": "int", "long": "bigint", "float": "float", "double": "double", "boolean": "boolean",
-                  "string": "string", "bytes": "binary", "null": "void"}
-        if t in simple:
-            return simple[t]
-        raise HudiError(f"column {where}: Avro type {t!r} has no Hive type")
-    logical = t.get("logicalType")
-    base = t.get("type")
-    if logical == "decimal":
-        return f"decimal({int(t['precision'])},{int(t.get('scale', 0))})"
-    if logical == "date":
+    """Hive type of an Avro type, through the one Avro -> Arrow mapping."""
+    return _hive(avro_type_to_arrow(avro_type, where), support_timestamp)
+
+
+def _hive(t: pa.DataType, support_timestamp: bool) -> str:
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_int64(t):
+        return "bigint"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_float32(t):
+        return "float"
+    if pa.types.is_float64(t):
+        return "double"
+    if pa.types.is_string(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
+        return "binary"
+    if pa.types.is_null(t):
+        return "void"
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    if pa.types.is_date(t):
         return "date"
-    if logical in ("timestamp-micros", "timestamp-millis", "local-timestamp-micros", "local-timestamp-millis"):
+    if pa.types.is_timestamp(t):
         return "timestamp" if support_timestamp else "bigint"
-    if logical in ("time-micros", "time-millis"):
-        return "bigint" if logical == "time-micros" else "int"
-    if base == "record":
-        members = []
-        for f in t["fields"]:
-            name = f["name"]
-            members.append(f"{name}:{hive_type(f['type'], support_timestamp, f'{where}.{name}')}")
-        return f"struct<{','.join(members)}>"
-    if base == "array":
-        return f"array<{hive_type(t['items'], support_timestamp, where + '[]')}>"
-    if base == "map":
-        return f"map<string,{hive_type(t['values'], support_timestamp, where + '{}')}>"
-    if base == "enum":
+    if pa.types.is_time64(t):
+        return "bigint"
+    if pa.types.is_time32(t):
+        return "int"
+    if pa.types.is_struct(t):
+        return "struct<" + ",".join(f"{t.field(i).name}:{_hive(t.field(i).type, support_timestamp)}" for i in range(t.num_fields)) + ">"
+    if pa.types.is_list(t):
+        return f"array<{_hive(t.value_type, support_timestamp)}>"
+    if pa.types.is_map(t):
+        return f"map<string,{_hive(t.item_type, support_timestamp)}>"
+    raise HudiError(f"Arrow type {t} has no Hive type")
+
+
+def _spark(t: pa.DataType) -> Any:
+    """Spark's StructType JSON of an Arrow type."""
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_int64(t) or pa.types.is_time64(t):
+        return "long"
+    if pa.types.is_integer(t) or pa.types.is_time32(t):
+        return "integer"
+    if pa.types.is_float32(t):
+        return "float"
+    if pa.types.is_float64(t):
+        return "double"
+    if pa.types.is_string(t):
         return "string"
-    if base == "fixed":
+    if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
         return "binary"
-    return hive_type(base, support_timestamp, where)
-
-
-def _spark_type(avro_type: Any) -> Any:
-    t, _ = unwrap_nullable(avro_type)
-    if isinstance(t, str):
-        return {"int": "integer", "long": "long", "float": "float", "double": "double", "boolean": "boolean",
-                "string": "string", "bytes": "binary", "null": "null"}[t]
-    logical = t.get("logicalType")
-    base = t.get("type")
-    if logical == "decimal":
-        return f"decimal({int(t['precision'])},{int(t.get('scale', 0))})"
-    if logical == "date":
+    if pa.types.is_null(t):
+        return "null"
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    if pa.types.is_date(t):
         return "date"
-    if logical in ("timestamp-micros", "timestamp-millis"):
-        return "timestamp"
-    if logical in ("local-timestamp-micros", "local-timestamp-millis"):
-        return "timestamp_ntz"
-    if base == "record":
-        return {"type": "struct", "fields": [_spark_field(f) for f in t["fields"]]}
-    if base == "array":
-        return {"type": "array", "elementType": _spark_type(t["items"]), "containsNull": _nullable(t["items"])}
-    if base == "map":
-        return {"type": "map", "keyType": "string", "valueType": _spark_type(t["values"]), "valueContainsNull": _nullable(t["values"])}
-    if base == "enum":
-        return "string"
-    if base == "fixed":
-        return "binary"
-    return _spark_type(base)
+    if pa.types.is_timestamp(t):
+        return "timestamp" if t.tz else "timestamp_ntz"
+    if pa.types.is_struct(t):
+        return {"type": "struct", "fields": [_spark_field(t.field(i)) for i in range(t.num_fields)]}
+    if pa.types.is_list(t):
+        return {"type": "array", "elementType": _spark(t.value_type), "containsNull": t.value_field.nullable}
+    if pa.types.is_map(t):
+        return {"type": "map", "keyType": "string", "valueType": _spark(t.item_type), "valueContainsNull": t.item_field.nullable}
+    raise HudiError(f"Arrow type {t} has no Spark type")
 
 
-def _nullable(avro_type: Any) -> bool:
-    return unwrap_nullable(avro_type)[1]
-
-
-def _spark_field(field: dict[str, Any]) -> dict[str, Any]:
-    return {"name": field["name"], "type": _spark_type(field["type"]), "nullable": _nullable(field["type"]), "metadata": {}}
+def _spark_field(field: pa.Field) -> dict[str, Any]:
+    return {"name": field.name, "type": _spark(field.type), "nullable": field.nullable, "metadata": {}}
 
 
 def _with_meta(avro: dict[str, Any]) -> list[dict[str, Any]]:
@@ -123,9 +130,9 @@ def hive_columns(avro: dict[str, Any], partition_fields: tuple[str, ...], suppor
 
 def spark_schema_json(avro: dict[str, Any], partition_fields: tuple[str, ...]) -> str:
     fields = _with_meta(avro)
-    data = [_spark_field(f) for f in fields if f["name"] not in partition_fields]
+    data = [_spark_field(avro_field_to_arrow(f)) for f in fields if f["name"] not in partition_fields]
     by_name = {f["name"]: f for f in fields}
-    parts = [_spark_field(by_name[p]) if p in by_name else {"name": p, "type": "string", "nullable": True, "metadata": {}}
+    parts = [_spark_field(avro_field_to_arrow(by_name[p])) if p in by_name else {"name": p, "type": "string", "nullable": True, "metadata": {}}
              for p in partition_fields]
     return json.dumps({"type": "struct", "fields": data + parts}, separators=(",", ":"))
 

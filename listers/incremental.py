@@ -103,7 +103,7 @@ def incremental(
                 touched.setdefault(partition, set())
         partitions = sorted(touched)
         try:
-            view = table.view(end_instant.requested_time if end_instant and not table.timeline.uses_completion_time else _as_of_for(table, end_instant))
+            view = table.view(_as_of_for(table, end_instant))
             for s in view.latest_file_slices(partitions):
                 if s.file_id in touched.get(s.partition, set()) and (s.partition, s.file_id) not in replaced:
                     files.append(s)
@@ -123,11 +123,12 @@ def incremental(
 
 
 def _as_of_for(table: HudiTable, end_instant: Instant | None) -> str | None:
-    """The view that holds every instant completed by the range's end.
+    """The view that holds every instant in the range and nothing after it
+    (None: the latest view).
 
-    On v8+ a range ends at a completion time; instants requested before
-    it may complete later, so take the latest requested time among the
-    instants that completed by then."""
+    On v8+ a range ends at a completion time; instants requested before it
+    may complete later, so take the latest requested time among the
+    instants that completed by then. On v6 that is the end instant itself."""
     if end_instant is None:
         return None
     limit = _key(table, end_instant)

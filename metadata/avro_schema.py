@@ -66,9 +66,11 @@ def avro_type_to_arrow(avro_type: Any, where: str = "") -> pa.DataType:
     if base == "record":
         return pa.struct([avro_field_to_arrow(f, where) for f in avro_type["fields"]])
     if base == "array":
-        return pa.list_(avro_type_to_arrow(avro_type["items"], where))
+        items = avro_type["items"]
+        return pa.list_(pa.field("element", avro_type_to_arrow(items, where), nullable=unwrap_nullable(items)[1]))
     if base == "map":
-        return pa.map_(pa.string(), avro_type_to_arrow(avro_type["values"], where))
+        values = avro_type["values"]
+        return pa.map_(pa.string(), pa.field("value", avro_type_to_arrow(values, where), nullable=unwrap_nullable(values)[1]))
     if base == "enum":
         return pa.string()
     if base == "fixed":
