@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from metadata import HudiTable
-from metadata.partition_path import HIVE_DEFAULT_PARTITION, parse_partition_values
+from metadata.partition_path import HIVE_DEFAULT_PARTITION, format_partition_path, parse_partition_values
 from metadata.storage import join
 
 
@@ -32,8 +32,27 @@ class PartitionEvent:
     location: str
 
 
-def partition_location(table: HudiTable, partition: str) -> str:
+def table_location(table: HudiTable) -> str:
+    """The base path as Hadoop (and so the metastore) writes it: a local
+    path becomes `file:/...`, other URIs stay as they are."""
     base = table.base_uri.rstrip("/")
+    if base.startswith("file://"):
+        return "file:" + base[len("file://"):]
+    return base if "://" in base or base.startswith("file:") else "file:" + base
+
+
+def same_location(a: str, b: str) -> bool:
+    def normal(uri: str) -> str:
+        uri = uri.rstrip("/")
+        if uri.startswith("file://"):
+            return uri[len("file://"):]
+        return uri[len("file:"):] if uri.startswith("file:") else uri
+
+    return normal(a) == normal(b)
+
+
+def partition_location(table: HudiTable, partition: str) -> str:
+    base = table_location(table)
     return join(base, partition) if partition else base
 
 
@@ -62,27 +81,35 @@ def changed_partitions(table: HudiTable, last_synced: str | None) -> set[str] | 
 
 def partition_events(table: HudiTable, in_metastore: dict[tuple[str, ...], str], last_synced: str | None) -> list[PartitionEvent]:
     """Events that bring the metastore's partitions (values -> location) in step."""
+    return diff_partitions(table, in_metastore, changed_partitions(table, last_synced))
+
+
+def diff_partitions(table: HudiTable, in_metastore: dict[tuple[str, ...], str], changed: set[str] | None) -> list[PartitionEvent]:
+    """Compare the metastore with the table: all partitions when `changed` is
+    None, else only those. `in_metastore` needs to hold at least the changed
+    partitions; an empty location means unknown and never triggers UPDATE."""
     if not table.config.is_partitioned:
         return []
-    changed = changed_partitions(table, last_synced)
     live = set(table.partitions()) if changed is None else {p for p in changed if table.file_slices(partition=p)}
     candidates = live | (changed or set())
     events: list[PartitionEvent] = []
-    known_values = dict(in_metastore)
     for partition in sorted(candidates):
         values = partition_values(table, partition)
         location = partition_location(table, partition)
-        registered = known_values.get(values)
+        registered = in_metastore.get(values)
         if partition in live:
             if registered is None:
                 events.append(PartitionEvent(EventKind.ADD, partition, values, location))
-            elif registered.rstrip("/") != location.rstrip("/"):
+            elif registered and not same_location(registered, location):
                 events.append(PartitionEvent(EventKind.UPDATE, partition, values, location))
         elif registered is not None:
             events.append(PartitionEvent(EventKind.DROP, partition, values, registered))
     if changed is None:
+        config = table.config
+        fields = config.partition_fields
         live_values = {partition_values(table, p) for p in live}
         for values, location in sorted(in_metastore.items()):
             if values not in live_values:
-                events.append(PartitionEvent(EventKind.DROP, "/".join(values), values, location))
+                path = format_partition_path(dict(zip(fields, values)), fields, config.hive_style_partitioning, config.url_encode_partitioning)
+                events.append(PartitionEvent(EventKind.DROP, path, values, location))
     return events

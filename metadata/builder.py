@@ -85,6 +85,7 @@ class TableBuilder:
         version: int = 6,
         partition_fields: Iterable[str] = (),
         hive_style: bool = True,
+        url_encode: bool = False,
         record_key: str | tuple[str, ...] = "id",
         precombine_field: str | None = None,
         start_time: str = "20240101000000000",
@@ -105,6 +106,7 @@ class TableBuilder:
         self.version = version
         self.partition_fields = tuple(partition_fields)
         self.hive_style = hive_style
+        self.url_encode = url_encode
         self.record_key = (record_key,) if isinstance(record_key, str) else tuple(record_key)
         self.precombine_field = precombine_field
         self.max_rows_per_file = max_rows_per_file
@@ -152,7 +154,7 @@ class TableBuilder:
             "hoodie.table.recordkey.fields": ",".join(self.record_key),
             "hoodie.table.partition.fields": ",".join(self.partition_fields),
             "hoodie.datasource.write.hive_style_partitioning": str(self.hive_style).lower(),
-            "hoodie.datasource.write.partitionpath.urlencode": "false",
+            "hoodie.datasource.write.partitionpath.urlencode": str(self.url_encode).lower(),
             "hoodie.populate.meta.fields": "true",
             "hoodie.archivelog.folder": "archived",
             "hoodie.table.create.schema": json.dumps(arrow_to_avro_schema(self.schema, f"{self.name}_record", f"hoodie.{self.name}")),
@@ -170,6 +172,19 @@ class TableBuilder:
             props["hoodie.record.merge.mode"] = "COMMIT_TIME_ORDERING"
         self.storage.write_bytes(".hoodie/hoodie.properties", format_java_properties(props).encode())
         self.storage.make_dirs(self.timeline_path)
+
+    def add_columns(self, *fields: pa.Field) -> None:
+        """Evolve the schema: later commits record it; older rows read the
+        new columns as null."""
+        for field in fields:
+            if field.name in self.schema.names:
+                raise ValueError(f"column {field.name!r} already exists")
+        self.schema = pa.schema(list(self.schema) + list(fields))
+        self.full_schema = with_meta_fields(self.schema)
+        self.avro_schema = arrow_to_avro_schema(self.full_schema, f"{self.name}_record", f"hoodie.{self.name}")
+        for group in self._groups.values():
+            for new in fields:
+                group.rows = group.rows.append_column(new, pa.nulls(group.rows.num_rows, new.type))
 
     # Timeline files --------------------------------------------------------------
     def _write_pending(self, ts: str, action: str, requested: bytes = b"") -> None:
@@ -211,7 +226,7 @@ class TableBuilder:
             return [""] * table.num_rows
         columns = [table.column(f).to_pylist() for f in self.partition_fields]
         return [
-            format_partition_path(dict(zip(self.partition_fields, values)), self.partition_fields, self.hive_style)
+            format_partition_path(dict(zip(self.partition_fields, values)), self.partition_fields, self.hive_style, self.url_encode)
             for values in zip(*columns)
         ]
 

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 from metadata.errors import HudiFormatError
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # The metadata table names the partition of a non-partitioned table ".".
 NON_PARTITIONED_ID = "."
+
+# Hive's FileUtils.escapePathName, which Hudi's PartitionPathEncodeUtils copies:
+# ASCII control characters and these are written as %XX; nothing else is.
+_ESCAPED = frozenset(chr(c) for c in range(0x20)) | frozenset('"#%\'*/:=?\\\x7f{[]^')
+
+
+def escape_path_name(text: str) -> str:
+    """A value as Hive and Hudi write it in a path segment or partition name."""
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
+
+
+def unescape_path_name(text: str) -> str:
+    return unquote(text)
 
 
 def parse_partition_values(
@@ -23,7 +36,7 @@ def parse_partition_values(
     segments = partition_path.split("/") if partition_path else []
 
     def value_of(text: str) -> str | None:
-        text = unquote(text) if url_encoded else text
+        text = unescape_path_name(text) if url_encoded else text
         return None if text == HIVE_DEFAULT_PARTITION else text
 
     if hive_style:
@@ -54,7 +67,7 @@ def format_partition_path(values: dict[str, object], fields: tuple[str, ...], hi
         raw = values.get(f)
         text = HIVE_DEFAULT_PARTITION if raw is None or raw == "" else str(raw)
         if url_encode:
-            text = quote(text, safe="")
+            text = escape_path_name(text)
         segments.append(f"{f}={text}" if hive_style else text)
     return "/".join(segments)
 

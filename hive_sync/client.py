@@ -1,0 +1,57 @@
+"""The operations a sync needs from a metastore, whatever carries them.
+
+Each method is one round trip (one Thrift call or one SQL statement), so
+`calls` counts what a sync costs; the orchestrator batches partitions and
+never calls per partition except where the carrier has no batch form
+(HiveQL's SET LOCATION).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Protocol, Sequence
+
+from hive_sync.model import HivePartition, PartitionValues, RegisteredTable, TableDefinition
+from metadata.errors import HudiError
+
+
+class SyncError(HudiError):
+    """A sync could not be carried out; the message says what and where."""
+
+
+class MetastoreClient(Protocol):
+    calls: Counter[str]
+    # False when the carrier refuses `spark.sql.*` table properties.
+    accepts_spark_properties: bool
+
+    def describe(self) -> str:
+        """Where the client writes, for messages (`metastore thrift://...`)."""
+
+    def database_exists(self, database: str) -> bool: ...
+
+    def create_database(self, database: str) -> None: ...
+
+    def get_table(self, database: str, name: str) -> RegisteredTable | None: ...
+
+    def list_partitions(self, database: str, name: str) -> dict[PartitionValues, str]:
+        """Every partition (values -> location); one call."""
+
+    def get_partitions(self, table: TableDefinition, values: Sequence[PartitionValues]) -> dict[PartitionValues, str]:
+        """Those of `values` that are registered; one call. A location may be
+        empty when the carrier cannot tell it cheaply."""
+
+    def create_table(self, table: TableDefinition) -> None: ...
+
+    def alter_table(self, table: TableDefinition, params: dict[str, str], cascade: bool) -> None:
+        """Set columns and storage as `table` has them and `params` over the
+        existing properties; `cascade` applies the columns to partitions."""
+
+    def set_table_params(self, database: str, name: str, params: dict[str, str]) -> None: ...
+
+    def add_partitions(self, table: TableDefinition, partitions: Sequence[HivePartition]) -> None: ...
+
+    def alter_partitions(self, table: TableDefinition, partitions: Sequence[HivePartition]) -> None: ...
+
+    def drop_partitions(self, table: TableDefinition, values: Sequence[PartitionValues]) -> None: ...
+
+    def close(self) -> None: ...
