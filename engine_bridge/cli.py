@@ -12,10 +12,13 @@ import sys
 import tempfile
 from typing import Any, Callable
 
+from pathlib import Path
+
 import click
 from rich.console import Console
 from rich.table import Table
 
+from hive_sync.target import DEFAULT_BATCH_SIZE
 from metadata import FileSlice, HudiError, HudiTable
 
 console = Console()
@@ -238,6 +241,106 @@ def incremental_command(path: str, begin: str, end: str | None, max_commits: int
         console.print(_rich_table("Files", _slice_rows(result.files)))
 
     _emit(as_json, result.to_dict(), render)
+
+
+# sync ----------------------------------------------------------------------------
+@main.command("sync")
+@click.argument("path")
+@click.option("--database", required=True, help="Hive database to register the table in.")
+@click.option("--table", "table_name", default=None, help="Hive table name (default: hoodie.table.name; MOR adds _ro and _rt).")
+@click.option("--mode", default="hms", type=click.Choice(["hms", "hiveql", "spark"]), show_default=True,
+              help="hms: the metastore's Thrift API; hiveql: statements through a HiveServer2; spark: a local SparkSession.")
+@click.option("--metastore-uri", default=None, help="thrift://host:port of the Hive metastore.")
+@click.option("--hiveserver2", default=None, help="host:port of a HiveServer2 (mode hiveql).")
+@click.option("--embedded-metastore", "embedded", default=None, type=click.Path(file_okay=False),
+              help="Start the metastore PySpark's jars provide, keeping its Derby files in this folder.")
+@click.option("--batch-size", default=DEFAULT_BATCH_SIZE, show_default=True, type=click.IntRange(min=1), help="Partitions per metastore call.")
+@click.option("--no-create-database", is_flag=True, help="Fail when the database does not exist.")
+@click.option("--no-datasource-properties", is_flag=True, help="Register plain Hive tables, without spark.sql.sources.* properties.")
+@click.option("--support-timestamp", is_flag=True, help="Timestamp columns as TIMESTAMP rather than bigint.")
+@click.option("--skip-ro-suffix", is_flag=True, help="MOR: name the read-optimized table without _ro.")
+@click.option("--full", is_flag=True, help="Compare every partition with the metastore, whatever was synced before.")
+@click.option("--dry-run", is_flag=True, help="Print the planned changes without writing.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def sync_command(path: str, database: str, table_name: str | None, mode: str, metastore_uri: str | None, hiveserver2: str | None,
+                 embedded: str | None, batch_size: int, no_create_database: bool, no_datasource_properties: bool,
+                 support_timestamp: bool, skip_ro_suffix: bool, full: bool, dry_run: bool, as_json: bool) -> None:
+    """Register a Hudi table in a Hive metastore and keep it in step with the timeline."""
+    from hive_sync import SyncOptions
+
+    try:
+        options = SyncOptions(
+            database=database, table=table_name, create_database=not no_create_database, batch_size=batch_size,
+            support_timestamp=support_timestamp, skip_ro_suffix=skip_ro_suffix,
+            datasource_properties=not no_datasource_properties, full=full,
+        )
+        t = HudiTable.open(path)
+        result = run_sync(t, options, mode, metastore_uri, hiveserver2, embedded, dry_run, show_progress=not as_json)
+    except HudiError as exc:
+        _fail(exc)
+        return
+    _emit(as_json, result.to_dict(), lambda: render_sync(result.to_dict()))
+
+
+def run_sync(t: HudiTable, options: Any, mode: str, metastore_uri: str | None, hiveserver2: str | None,
+             embedded: str | None, dry_run: bool, show_progress: bool) -> Any:
+    """Open the client (starting an embedded metastore or a SparkSession when
+    asked), sync with a progress bar, and close everything again."""
+    from contextlib import ExitStack
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from hive_sync import EmbeddedMetastore, open_client, sync
+
+    with ExitStack() as stack:
+        if embedded:
+            if metastore_uri:
+                raise click.UsageError("give either --metastore-uri or --embedded-metastore, not both")
+            if show_progress:
+                console.print(f"starting an embedded metastore in {embedded} ...")
+            metastore_uri = stack.enter_context(EmbeddedMetastore(embedded)).uri
+        spark = None
+        if mode == "spark":
+            from engine_bridge.spark_session import local_spark_session
+
+            if not metastore_uri:
+                raise click.UsageError("mode spark needs --metastore-uri or --embedded-metastore")
+            spark = local_spark_session(metastore_uri, str(Path(embedded or tempfile.gettempdir()) / "warehouse"))
+            stack.callback(spark.stop)
+        client = open_client(mode, metastore_uri, hiveserver2, spark)
+        stack.callback(client.close)
+        if not show_progress:
+            return sync(t, client, options, dry_run=dry_run)
+        progress = stack.enter_context(
+            Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=Console(stderr=True), transient=True)
+        )
+        task = progress.add_task("syncing", total=None)
+
+        def report(what: str, count: int) -> None:
+            progress.update(task, description=what, advance=count)
+
+        return sync(t, client, options, dry_run=dry_run, progress=report)
+
+
+def render_sync(report: dict[str, Any]) -> None:
+    verb = "applied" if report["applied"] else "nothing to do" if report["noop"] else "planned (dry run)"
+    console.rule(f"Hive sync of {report['base_uri']} into {report['database']}: {verb}")
+    if report["create_database"]:
+        console.print(f"create database {report['database']}")
+    for plan in report["tables"]:
+        parts = plan["partitions"]
+        console.print(
+            f"[bold]{plan['table']}[/]: {'create' if plan['create'] else 'update'}"
+            f"; partitions +{len(parts['ADD'])} ~{len(parts['UPDATE'])} -{len(parts['DROP'])}"
+            f"{' (full diff)' if plan['full_diff'] else ''}"
+        )
+        for column in plan["added_columns"]:
+            console.print(f"  add column {column}")
+        for column in plan["changed_columns"]:
+            console.print(f"  change column {column}")
+        if plan["marker"]:
+            console.print(f"  synced up to {plan['marker']}")
+    console.print(f"metastore calls: {report['metastore_calls']}")
 
 
 # demo ----------------------------------------------------------------------------

@@ -42,3 +42,7 @@ def table_path(root: Path, stem: str) -> str:
 @pytest.fixture
 def fixture_table(request: pytest.FixtureRequest, fixture_root: Path) -> str:
     return table_path(fixture_root, request.param)
+
+
+# Real Hive services, started once per session on 127.0.0.1 -----------------------
+from tests.hive_services import hiveserver2, metastore, spark  # noqa: E402,F401  (session fixtures)

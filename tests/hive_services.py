@@ -1,0 +1,69 @@
+"""Session fixtures: a real Hive metastore (PySpark's Hive 2.3 jars on
+Derby), Spark's Thrift server as HiveServer2, and a local SparkSession on
+that metastore. All on 127.0.0.1 and free ports; stopped at session end."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hive_sync.embedded import EmbeddedMetastore, free_port, spark_home, stop_process, wait_for_port
+
+NO_JAVA = "Java is not on PATH; the real Hive metastore cannot start"
+
+
+def _require_java() -> None:
+    if shutil.which("java") is None:
+        pytest.skip(NO_JAVA)
+
+
+@pytest.fixture(scope="session")
+def metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedMetastore]:
+    _require_java()
+    with EmbeddedMetastore(tmp_path_factory.mktemp("metastore")) as ms:
+        yield ms
+
+
+@pytest.fixture(scope="session")
+def spark(metastore: EmbeddedMetastore) -> Iterator[Any]:
+    from engine_bridge.spark_session import local_spark_session
+
+    session = local_spark_session(metastore.uri, str(metastore.warehouse), "hudi-bridge-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def hiveserver2(metastore: EmbeddedMetastore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """host:port of Spark's Thrift server (HiveServer2) on the same metastore."""
+    folder = tmp_path_factory.mktemp("hiveserver2")
+    port = free_port()
+    submit = spark_home() / "bin" / "spark-submit"
+    command = [
+        str(submit), "--master", "local[1]",
+        "--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
+        "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.driver.bindAddress=127.0.0.1",
+        "--conf", "spark.driver.host=127.0.0.1",
+        "--conf", f"spark.hadoop.hive.metastore.uris={metastore.uri}",
+        "--conf", f"spark.sql.warehouse.dir={metastore.warehouse}",
+        "--hiveconf", f"hive.server2.thrift.port={port}",
+        "--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1",
+        "spark-internal",
+    ]
+    env = {**os.environ, "SPARK_HOME": str(spark_home()), "PYSPARK_PYTHON": sys.executable}
+    log_path = Path(folder) / "hiveserver2.log"
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=folder, env=env)
+    try:
+        wait_for_port(port, process, 180.0, log_path, "Spark's Thrift server")
+        yield f"127.0.0.1:{port}"
+    finally:
+        stop_process(process)
