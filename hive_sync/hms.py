@@ -72,6 +72,12 @@ class HmsClient:
     def close(self) -> None:
         self._client.close()
 
+    def __enter__(self) -> "HmsClient":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def describe(self) -> str:
         return f"metastore {self.uri}"
 
