@@ -338,8 +338,10 @@ def render_sync(report: dict[str, Any]) -> None:
             console.print(f"  add column {column}")
         for column in plan["changed_columns"]:
             console.print(f"  change column {column}")
-        if plan["marker"]:
-            console.print(f"  synced up to {plan['marker']}")
+        marker = plan["marker"]
+        if marker:
+            completed = marker.get("last_commit_completion_time_sync")
+            console.print(f"  marked synced up to {marker.get('last_commit_time_sync')}" + (f" (completed {completed})" if completed else ""))
     console.print(f"metastore calls: {report['metastore_calls']}")
 
 
@@ -349,18 +351,19 @@ DEMO_QUERY = "city IN ('chennai', 'amsterdam') AND trip_date >= DATE '2024-01-05
 
 @main.command()
 @click.option("--path", default=None, help="Where to build the sample table (default: a temporary folder).")
+@click.option("--no-sync", is_flag=True, help="Skip the Hive sync into an embedded metastore.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def demo(path: str | None, as_json: bool) -> None:
-    """Build the sample table and show what hudi-bridge reads from it."""
+def demo(path: str | None, no_sync: bool, as_json: bool) -> None:
+    """Build the sample table, plan a query on it and sync it into an embedded metastore."""
+    from hive_sync import SyncOptions
+    from listers import plan
     from metadata.sample import build_sample_table
 
     target = path or tempfile.mkdtemp(prefix="hudi-bridge-demo-") + "/trips"
     build_sample_table(target)
     t = HudiTable.open(target)
-    from listers import plan
-
     query = plan(target, DEMO_QUERY, dialect="trino")
-    report = {
+    report: dict[str, Any] = {
         "table": table_summary(t),
         "timeline": timeline_rows(t),
         "partitions": t.partitions(),
@@ -368,7 +371,7 @@ def demo(path: str | None, as_json: bool) -> None:
         "plan": query.to_dict(),
     }
 
-    def render() -> None:
+    def render_table() -> None:
         console.rule(f"Sample table at {target}")
         for key, value in report["table"].items():
             console.print(f"[bold]{key}[/]: {value}")
@@ -378,7 +381,22 @@ def demo(path: str | None, as_json: bool) -> None:
         console.rule("Planning a query")
         console.print(query.explain())
 
-    _emit(as_json, report, render)
+    if not as_json:
+        render_table()
+    if not no_sync:
+        metastore_folder = str(Path(target).parent / "metastore")
+        try:
+            result = run_sync(t, SyncOptions(database="demo"), "hms", None, None, metastore_folder, False, show_progress=not as_json)
+        except HudiError as exc:
+            _fail(exc)
+            return
+        report["sync"] = result.to_dict()
+        if not as_json:
+            render_sync(report["sync"])
+            console.print(f"(the metastore's Derby files are in {metastore_folder}; `hudi-bridge sync {target} --database demo "
+                          f"--embedded-metastore {metastore_folder}` syncs again)")
+    if as_json:
+        _emit(True, report, lambda: None)
 
 
 if __name__ == "__main__":

@@ -36,12 +36,16 @@ def test_table_errors_exit_2(tmp_path) -> None:
     assert "not a Hudi table" in result.output
 
 
-def test_demo_runs(tmp_path) -> None:
-    result = CliRunner().invoke(main, ["demo", "--path", str(tmp_path / "demo"), "--json"])
+def test_demo_runs_and_syncs_into_an_embedded_metastore(tmp_path) -> None:
+    result = CliRunner().invoke(main, ["demo", "--path", str(tmp_path / "demo" / "trips"), "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert len(report["partitions"]) == 4
     assert report["table"]["latest_completed"] == report["timeline"][-1]["requested_time"]
+    sync = report["sync"]
+    assert sync["applied"] and [t["table"] for t in sync["tables"]] == ["demo.trips_ro", "demo.trips_rt"]
+    assert all(sorted(t["partitions"]["ADD"]) == sorted(report["partitions"]) for t in sync["tables"])
+    assert (tmp_path / "demo" / "metastore" / "metastore_db").is_dir()
 
 
 def test_plan_and_incremental_commands(tmp_path) -> None:
