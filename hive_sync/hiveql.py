@@ -85,7 +85,10 @@ class SqlClient:
         try:
             return self._execute(sql)
         except Exception as exc:  # pyhive and py4j raise their own types
-            raise SyncError(f"{self.where} refused {kind} ({sql[:200]}{'...' if len(sql) > 200 else ''}): {_server_message(exc)}") from exc
+            message = _server_message(exc)
+            if "org.apache.hudi" in message or "DATA_SOURCE_NOT_FOUND" in message:
+                message += " (the server lacks Hudi's jars: put Hudi's Hive/Spark bundle on its classpath, or sync with --mode hms)"
+            raise SyncError(f"{self.where} refused {kind} ({sql[:200]}{'...' if len(sql) > 200 else ''}): {message}") from exc
 
     def _detect_spark(self) -> bool:
         """Spark SQL answers `SET key` with (key, value); Hive says 'undefined'."""
