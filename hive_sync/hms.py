@@ -59,12 +59,16 @@ class HmsClient:
         self._client = HMSClient(iprot=protocol, oprot=protocol)
         self._call("open", self._client.open)
 
-    def _call(self, name: str, fn: Callable[..., T], *args: Any) -> T:
+    def _call(self, name: str, fn: Callable[..., T], *args: Any, missing_ok: bool = False) -> T | None:
+        """One counted round trip; Thrift errors become SyncErrors naming the
+        call, and a missing object is None when `missing_ok`."""
         self.calls[name] += 1
         try:
             return fn(*args)
-        except ttypes.NoSuchObjectException:
-            raise
+        except ttypes.NoSuchObjectException as exc:
+            if missing_ok:
+                return None
+            raise SyncError(f"metastore {self.uri}: {name} failed: {exc.message}") from exc
         except (TException, OSError) as exc:
             message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
             raise SyncError(f"metastore {self.uri}: {name} failed: {message}") from exc
@@ -83,11 +87,7 @@ class HmsClient:
 
     # Databases and tables --------------------------------------------------------
     def database_exists(self, database: str) -> bool:
-        try:
-            self._call("get_database", self._client.get_database, database)
-            return True
-        except ttypes.NoSuchObjectException:
-            return False
+        return self._call("get_database", self._client.get_database, database, missing_ok=True) is not None
 
     def create_database(self, database: str) -> None:
         try:
@@ -97,10 +97,7 @@ class HmsClient:
                 raise
 
     def _get_thrift_table(self, database: str, name: str) -> Any | None:
-        try:
-            return self._call("get_table", self._client.get_table, database, name)
-        except ttypes.NoSuchObjectException:
-            return None
+        return self._call("get_table", self._client.get_table, database, name, missing_ok=True)
 
     def get_table(self, database: str, name: str) -> RegisteredTable | None:
         table = self._get_thrift_table(database, name)
@@ -159,13 +156,13 @@ class HmsClient:
 
     # Partitions ----------------------------------------------------------------------
     def list_partitions(self, database: str, name: str) -> dict[PartitionValues, str]:
-        partitions = self._call("get_partitions", self._client.get_partitions, database, name, -1)
+        partitions = self._call("get_partitions", self._client.get_partitions, database, name, -1) or []
         return {tuple(p.values): p.sd.location or "" for p in partitions}
 
     def get_partitions(self, table: TableDefinition, values: Sequence[PartitionValues]) -> dict[PartitionValues, str]:
         keys = [c.name for c in table.partition_columns]
         names = [partition_name(keys, v) for v in values]
-        partitions = self._call("get_partitions_by_names", self._client.get_partitions_by_names, table.database, table.name, names)
+        partitions = self._call("get_partitions_by_names", self._client.get_partitions_by_names, table.database, table.name, names) or []
         return {tuple(p.values): p.sd.location or "" for p in partitions}
 
     def _partition(self, table: TableDefinition, partition: HivePartition) -> Any:

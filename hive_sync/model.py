@@ -58,6 +58,10 @@ class RegisteredTable:
     def last_synced(self) -> str | None:
         return self.params.get(LAST_COMMIT_TIME_SYNC) or None
 
+    @property
+    def last_synced_completion(self) -> str | None:
+        return self.params.get(LAST_COMMIT_COMPLETION_TIME_SYNC) or None
+
 
 @dataclass(frozen=True)
 class HivePartition:

@@ -62,15 +62,22 @@ def partition_values(table: HudiTable, partition: str) -> tuple[str, ...]:
     return tuple(HIVE_DEFAULT_PARTITION if values[f] is None else str(values[f]) for f in config.partition_fields)
 
 
-def changed_partitions(table: HudiTable, last_synced: str | None) -> set[str] | None:
-    """Partitions touched after `last_synced`; None when a full diff is needed."""
+def changed_partitions(table: HudiTable, last_synced: str | None, last_synced_completion: str | None = None) -> set[str] | None:
+    """Partitions touched after the marker; None when a full diff is needed.
+
+    With a completion-time marker (v8+) "after" means completed after it,
+    so a write that was pending at the last sync is not missed."""
     timeline = table.timeline
     first = timeline.first_active_time()
     if last_synced is None or first is None or (last_synced < first and timeline.has_archived_instants):
         return None
+    by_completion = timeline.uses_completion_time and bool(last_synced_completion)
     touched: set[str] = set()
     for instant in timeline.completed():
-        if instant.requested_time <= last_synced:
+        if by_completion:
+            if (instant.completion_time or "") <= (last_synced_completion or ""):
+                continue
+        elif instant.requested_time <= last_synced:
             continue
         if instant.is_commit:
             touched |= timeline.commit_metadata(instant).touched_partitions()
@@ -79,9 +86,11 @@ def changed_partitions(table: HudiTable, last_synced: str | None) -> set[str] | 
     return touched
 
 
-def partition_events(table: HudiTable, in_metastore: dict[tuple[str, ...], str], last_synced: str | None) -> list[PartitionEvent]:
+def partition_events(
+    table: HudiTable, in_metastore: dict[tuple[str, ...], str], last_synced: str | None, last_synced_completion: str | None = None
+) -> list[PartitionEvent]:
     """Events that bring the metastore's partitions (values -> location) in step."""
-    return diff_partitions(table, in_metastore, changed_partitions(table, last_synced))
+    return diff_partitions(table, in_metastore, changed_partitions(table, last_synced, last_synced_completion))
 
 
 def diff_partitions(table: HudiTable, in_metastore: dict[tuple[str, ...], str], changed: set[str] | None) -> list[PartitionEvent]:

@@ -144,7 +144,7 @@ def _plan_table(table: HudiTable, client: MetastoreClient, definition: TableDefi
         or registered.input_format != definition.input_format
         or bool(_differs(definition.serde_params, registered.serde_params))
     )
-    changed = None if options.full else changed_partitions(table, registered.last_synced)
+    changed = None if options.full else changed_partitions(table, registered.last_synced, registered.last_synced_completion)
     in_metastore = _registered_partitions(client, definition, changed, table, options.batch_size) if table.config.is_partitioned else {}
     events = diff_partitions(table, in_metastore, changed)
     new_marker = _differs(marker, registered.params)

@@ -23,6 +23,7 @@ from hive_sync.partition_events import table_location
 from hive_sync.schema import hive_columns, spark_table_properties
 from metadata import HudiTable
 from metadata.errors import HudiError
+from metadata.instant import COMMIT_ACTIONS
 
 DEFAULT_BATCH_SIZE = 1000
 QUERY_AS_RO_TABLE = "hoodie.query.as.ro.table"
@@ -87,11 +88,23 @@ def table_definitions(table: HudiTable, options: SyncOptions) -> list[TableDefin
 
 
 def sync_marker(table: HudiTable) -> dict[str, str]:
-    """The marker parameters for the table's latest completed commit."""
-    latest = table.timeline.latest_commit()
-    if latest is None:
-        return {}
-    marker = {LAST_COMMIT_TIME_SYNC: latest.requested_time}
-    if table.timeline.uses_completion_time and latest.completion_time:
-        marker[LAST_COMMIT_COMPLETION_TIME_SYNC] = latest.completion_time
-    return marker
+    """The marker parameters: how far the metastore is known to be in step.
+
+    v8+: the commit that completed last (completion times only grow, so a
+    later sync looks at instants completed after it, whatever their
+    requested times). v6 knows requested times only: a write still pending
+    when this sync ran may complete later with an older requested time, so
+    the marker stops at the last commit requested before the earliest
+    pending write (no marker at all means a full diff next time)."""
+    timeline = table.timeline
+    commits = timeline.commits()
+    if timeline.uses_completion_time:
+        done = [i for i in commits if i.completion_time]
+        if not done:
+            return {}
+        latest = max(done, key=lambda i: i.completion_time or "")
+        return {LAST_COMMIT_TIME_SYNC: latest.requested_time, LAST_COMMIT_COMPLETION_TIME_SYNC: latest.completion_time or ""}
+    pending_writes = [i.requested_time for i in timeline.pending() if i.action in COMMIT_ACTIONS]
+    horizon = min(pending_writes, default=None)
+    safe = [i for i in commits if horizon is None or i.requested_time < horizon]
+    return {LAST_COMMIT_TIME_SYNC: safe[-1].requested_time} if safe else {}

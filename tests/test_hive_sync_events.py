@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
+from hive_sync.model import LAST_COMMIT_COMPLETION_TIME_SYNC, LAST_COMMIT_TIME_SYNC
 from hive_sync.partition_events import EventKind, partition_events, partition_location
+from hive_sync.target import sync_marker
 from metadata import HudiTable
 from metadata.builder import TableBuilder
 
@@ -37,3 +40,27 @@ def test_non_partitioned_has_no_events(tmp_path) -> None:
     builder = TableBuilder(str(tmp_path / "t"), SCHEMA, version=6)
     builder.write([{"id": 1, "p": "x"}])
     assert partition_events(HudiTable.open(str(tmp_path / "t")), {}, None) == []
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_write_completing_after_a_sync_with_an_older_requested_time_is_not_missed(tmp_path, version: int) -> None:
+    """A writer requested before the last synced commit but completed after
+    it: Hudi's requested-time marker would skip its partition forever."""
+    path = str(tmp_path / "t")
+    builder = TableBuilder(path, SCHEMA, partition_fields=["p"], version=version)
+    builder.write([{"id": 0, "p": "base"}])
+    slow = builder.write([{"id": 1, "p": "late"}], complete=False)
+    builder.write([{"id": 2, "p": "fast"}])
+    table = HudiTable.open(path)
+    marker = sync_marker(table)
+    if version == 6:
+        # The marker stops before the pending write.
+        assert marker == {LAST_COMMIT_TIME_SYNC: table.timeline.commits()[0].requested_time}
+    else:
+        assert marker[LAST_COMMIT_TIME_SYNC] > slow
+    metastore = {e.values: e.location for e in partition_events(table, {}, None)}
+    assert set(metastore) == {("base",), ("fast",)}
+    builder.complete(slow)
+    table = HudiTable.open(path)
+    events = partition_events(table, metastore, marker[LAST_COMMIT_TIME_SYNC], marker.get(LAST_COMMIT_COMPLETION_TIME_SYNC))
+    assert [(e.kind, e.values) for e in events] == [(EventKind.ADD, ("late",))]
