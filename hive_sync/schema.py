@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 
@@ -41,33 +41,38 @@ def hive_type(avro_type: Any, support_timestamp: bool = False, where: str = "") 
     return _hive(avro_type_to_arrow(avro_type, where), support_timestamp)
 
 
-def _hive(t: pa.DataType, support_timestamp: bool) -> str:
-    if pa.types.is_boolean(t):
-        return "boolean"
-    if pa.types.is_int64(t):
-        return "bigint"
-    if pa.types.is_integer(t):
-        return "int"
-    if pa.types.is_float32(t):
-        return "float"
-    if pa.types.is_float64(t):
-        return "double"
-    if pa.types.is_string(t):
-        return "string"
-    if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
-        return "binary"
-    if pa.types.is_null(t):
-        return "void"
+# Arrow type test -> (Hive type, Spark type) for types without parameters.
+_PRIMITIVES: list[tuple[Callable[[pa.DataType], bool], str, str]] = [
+    (pa.types.is_boolean, "boolean", "boolean"),
+    (pa.types.is_int64, "bigint", "long"),
+    (pa.types.is_time64, "bigint", "long"),
+    (pa.types.is_integer, "int", "integer"),
+    (pa.types.is_time32, "int", "integer"),
+    (pa.types.is_float32, "float", "float"),
+    (pa.types.is_float64, "double", "double"),
+    (pa.types.is_string, "string", "string"),
+    (pa.types.is_binary, "binary", "binary"),
+    (pa.types.is_fixed_size_binary, "binary", "binary"),
+    (pa.types.is_null, "void", "null"),
+    (pa.types.is_date, "date", "date"),
+]
+
+
+def _primitive(t: pa.DataType, spark: bool) -> str | None:
+    for test, hive_name, spark_name in _PRIMITIVES:
+        if test(t):
+            return spark_name if spark else hive_name
     if pa.types.is_decimal(t):
         return f"decimal({t.precision},{t.scale})"
-    if pa.types.is_date(t):
-        return "date"
+    return None
+
+
+def _hive(t: pa.DataType, support_timestamp: bool) -> str:
+    primitive = _primitive(t, spark=False)
+    if primitive is not None:
+        return primitive
     if pa.types.is_timestamp(t):
         return "timestamp" if support_timestamp else "bigint"
-    if pa.types.is_time64(t):
-        return "bigint"
-    if pa.types.is_time32(t):
-        return "int"
     if pa.types.is_struct(t):
         return "struct<" + ",".join(f"{t.field(i).name}:{_hive(t.field(i).type, support_timestamp)}" for i in range(t.num_fields)) + ">"
     if pa.types.is_list(t):
@@ -79,26 +84,9 @@ def _hive(t: pa.DataType, support_timestamp: bool) -> str:
 
 def _spark(t: pa.DataType) -> Any:
     """Spark's StructType JSON of an Arrow type."""
-    if pa.types.is_boolean(t):
-        return "boolean"
-    if pa.types.is_int64(t) or pa.types.is_time64(t):
-        return "long"
-    if pa.types.is_integer(t) or pa.types.is_time32(t):
-        return "integer"
-    if pa.types.is_float32(t):
-        return "float"
-    if pa.types.is_float64(t):
-        return "double"
-    if pa.types.is_string(t):
-        return "string"
-    if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
-        return "binary"
-    if pa.types.is_null(t):
-        return "null"
-    if pa.types.is_decimal(t):
-        return f"decimal({t.precision},{t.scale})"
-    if pa.types.is_date(t):
-        return "date"
+    primitive = _primitive(t, spark=True)
+    if primitive is not None:
+        return primitive
     if pa.types.is_timestamp(t):
         return "timestamp" if t.tz else "timestamp_ntz"
     if pa.types.is_struct(t):
