@@ -139,20 +139,22 @@ class HmsClient:
         )
         self._call("create_table", self._client.create_table, thrift_table)
 
-    def alter_table(self, table: TableDefinition, params: dict[str, str], cascade: bool) -> None:
-        current = self._get_thrift_table(table.database, table.name)
-        if current is None:
-            raise SyncError(f"metastore {self.uri}: table {table.qualified_name} disappeared during the sync")
-        current.sd = self._storage(table, table.location)
-        current.parameters = {**(current.parameters or {}), **params}
-        self._call("alter_table", self._client.alter_table_with_cascade, table.database, table.name, current, cascade)
-
-    def set_table_params(self, database: str, name: str, params: dict[str, str]) -> None:
+    def _alter(self, database: str, name: str, params: dict[str, str], storage: Any | None = None, cascade: bool = False) -> None:
+        """Read the table, set `params` over its own (and the storage when
+        given), write it back."""
         current = self._get_thrift_table(database, name)
         if current is None:
             raise SyncError(f"metastore {self.uri}: table {database}.{name} disappeared during the sync")
+        if storage is not None:
+            current.sd = storage
         current.parameters = {**(current.parameters or {}), **params}
-        self._call("alter_table", self._client.alter_table_with_cascade, database, name, current, False)
+        self._call("alter_table", self._client.alter_table_with_cascade, database, name, current, cascade)
+
+    def alter_table(self, table: TableDefinition, params: dict[str, str], cascade: bool) -> None:
+        self._alter(table.database, table.name, params, self._storage(table, table.location), cascade)
+
+    def set_table_params(self, database: str, name: str, params: dict[str, str]) -> None:
+        self._alter(database, name, params)
 
     # Partitions ----------------------------------------------------------------------
     def list_partitions(self, database: str, name: str) -> dict[PartitionValues, str]:
