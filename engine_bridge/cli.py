@@ -357,7 +357,7 @@ def demo(path: str | None, no_sync: bool, as_json: bool) -> None:
     """Build the sample table, plan a query on it and sync it into an embedded metastore."""
     from hive_sync import SyncOptions
     from listers import plan
-    from metadata.sample import build_sample_table
+    from metadata.testing.sample import build_sample_table
 
     target = path or tempfile.mkdtemp(prefix="hudi-bridge-demo-") + "/trips"
     build_sample_table(target)

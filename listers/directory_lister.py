@@ -13,6 +13,7 @@ from types import TracebackType
 import pyarrow.fs as pafs
 
 from metadata import FileSlice, HudiTable
+from metadata.listing import ListingSource
 
 
 class DirectoryLister:
@@ -46,7 +47,7 @@ class DirectoryLister:
         """Nothing to release: files are opened per read. Kept for the context-manager shape."""
 
     @property
-    def listing_source(self) -> str:
+    def listing_source(self) -> ListingSource:
         return self.table.listing.source
 
     @property

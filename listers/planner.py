@@ -104,11 +104,10 @@ class _Planner:
         return types
 
     def _mdt(self) -> MetadataTable | None:
-        if self.lister.listing_source != "metadata table":
+        mdt = self.table.metadata_table
+        if mdt is None:
             self.not_used.append("partition_stats and column_stats: no metadata table in use (see listing)")
-            return None
-        listing = self.table.listing
-        return listing.mdt  # type: ignore[attr-defined]
+        return mdt
 
     def run(self, text: str) -> Plan:
         config = self.table.config

@@ -7,8 +7,15 @@ so a user can find the bad input without a traceback from inside a library.
 from __future__ import annotations
 
 
-class HudiError(Exception):
-    """Base class of every error this project raises on purpose."""
+class HudiBridgeError(Exception):
+    """Base class of every error this project raises on purpose.
+
+    The CLI prints these as one line (no traceback without `--debug`).
+    """
+
+
+class HudiError(HudiBridgeError):
+    """A table's files are missing, unreadable or not what Hudi writes."""
 
 
 class HudiFormatError(HudiError):
@@ -39,4 +46,9 @@ class CleanedFilesError(HudiError):
 
 
 class MetadataTableUnavailable(HudiError):
-    """The metadata table is absent or cannot be used; the message says why."""
+    """The metadata table is absent or cannot be used; `reason` says why."""
+
+    def __init__(self, table_uri: str, reason: str) -> None:
+        self.table_uri = table_uri
+        self.reason = reason
+        super().__init__(f"{table_uri}: {reason}")

@@ -1,8 +1,8 @@
 """Where the file-system view gets its file names from.
 
 `StorageListing` lists storage. The metadata table offers the same
-interface (see `metadata.mdt.listing`), so the view and its callers do not
-change when the source does.
+interface (`metadata.mdt.listing.MetadataListing`), so the view and its
+callers do not change when the source does.
 """
 
 from __future__ import annotations
@@ -12,12 +12,23 @@ from typing import Protocol
 
 from metadata.file_naming import PARTITION_METADATA_PREFIX
 from metadata.storage import Storage, StoredFile, join
+from metadata.text_enum import TextEnum
+
+
+class ListingSource(TextEnum):
+    STORAGE = "storage"
+    METADATA_TABLE = "metadata table"
 
 
 class FileListing(Protocol):
     """A source of partition names and the files in each partition."""
 
-    source: str
+    @property
+    def source(self) -> ListingSource: ...
+
+    @property
+    def note(self) -> str:
+        """How files are listed, and why when it is not the first choice."""
 
     def partitions(self) -> list[str]:
         """Partition paths ("" for a non-partitioned table)."""
@@ -35,10 +46,11 @@ class StorageListing:
     costs no second call for those folders.
     """
 
-    source = "storage"
+    source = ListingSource.STORAGE
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, why: str = "") -> None:
         self.storage = storage
+        self.note = f"storage listing ({why})" if why else "storage listing"
         self._files: dict[str, list[StoredFile]] = {}
         self._partitions: list[str] | None = None
         self._lock = threading.Lock()

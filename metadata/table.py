@@ -2,38 +2,48 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Any
 
 import pyarrow.fs as pafs
 
-from metadata.errors import HudiError, MetadataTableUnavailable
 from metadata.file_group import FileSlice
 from metadata.fs_view import FileSystemView
 from metadata.instant import Instant
-from metadata.listing import FileListing, StorageListing
+from metadata.listing import FileListing
+from metadata.mdt.listing import MetadataListing, choose_listing
+from metadata.mdt.metadata_table import MetadataTable
 from metadata.storage import Storage
+from metadata.stored_table import TableParts
 from metadata.table_config import TableConfig
 from metadata.timeline import Timeline
 
 
 class HudiTable:
-    """A Hudi table at a path or URI.
+    """A Hudi table at a path or URI: its storage, config and timeline, and
+    the listing its file-system views read files from.
 
-    `use_metadata`: None uses the metadata table when the table lists its
-    `files` partition; True requires it; False lists storage.
+    `listing` injects the source (the metadata table's or storage's); when
+    absent it is chosen on first use by `use_metadata`: None uses the
+    metadata table when the table lists its `files` partition, True
+    requires it, False lists storage.
     """
 
-    def __init__(self, storage: Storage, config: TableConfig, timeline: Timeline, use_metadata: bool | None = None) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        config: TableConfig,
+        timeline: Timeline,
+        listing: FileListing | None = None,
+        use_metadata: bool | None = None,
+    ) -> None:
         self.storage = storage
         self.config = config
         self.timeline = timeline
         self.use_metadata = use_metadata
         self._views: dict[str | None, FileSystemView] = {}
-        self._listing: FileListing | None = None
+        self._listing = listing
         self._lock = threading.Lock()
-        self.listing_note: str = ""
 
     @classmethod
     def open(
@@ -41,11 +51,9 @@ class HudiTable:
         path_or_uri: str,
         filesystem: pafs.FileSystem | None = None,
         use_metadata: bool | None = None,
-    ) -> "HudiTable":
-        storage = Storage.open(path_or_uri, filesystem)
-        config = TableConfig.load(storage)
-        timeline = Timeline.load(storage, config)
-        return cls(storage, config, timeline, use_metadata)
+    ) -> HudiTable:
+        parts = TableParts.load(path_or_uri, filesystem)
+        return cls(parts.storage, parts.config, parts.timeline, use_metadata=use_metadata)
 
     @property
     def name(self) -> str:
@@ -60,23 +68,18 @@ class HudiTable:
     def listing(self) -> FileListing:
         with self._lock:
             if self._listing is None:
-                self._listing = self._choose_listing()
+                self._listing = choose_listing(self, self.use_metadata)
             return self._listing
 
-    def _choose_listing(self) -> FileListing:
-        if self.use_metadata is False:
-            self.listing_note = "storage listing (metadata table not requested)"
-            return StorageListing(self.storage)
-        from metadata.mdt.listing import metadata_listing_or_reason
+    @property
+    def listing_note(self) -> str:
+        return self.listing.note
 
-        listing, reason = metadata_listing_or_reason(self)
-        if listing is not None:
-            self.listing_note = "metadata table files partition"
-            return listing
-        if self.use_metadata:
-            raise MetadataTableUnavailable(reason)
-        self.listing_note = f"storage listing ({reason})"
-        return StorageListing(self.storage)
+    @property
+    def metadata_table(self) -> MetadataTable | None:
+        """The metadata table the listing reads, if it reads one."""
+        listing = self.listing
+        return listing.mdt if isinstance(listing, MetadataListing) else None
 
     # Views ----------------------------------------------------------------------
     def view(self, as_of: str | None = None) -> FileSystemView:
@@ -99,13 +102,7 @@ class HudiTable:
 
     # Schema -------------------------------------------------------------------------
     def avro_schema(self) -> dict[str, Any]:
-        text = self.timeline.latest_schema()
-        if not text:
-            raise HudiError(f"{self.storage.uri}: no commit records a schema and hoodie.properties has no create schema")
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise HudiError(f"{self.storage.uri}: the table's Avro schema is not valid JSON ({exc.msg} at {exc.pos})") from None
+        return self.timeline.avro_schema()
 
     def latest_instant(self) -> Instant | None:
         return self.timeline.latest_completed()

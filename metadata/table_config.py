@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from enum import Enum
 
 from metadata.errors import HudiFormatError, HudiTableNotFound, UnsupportedTableError
 from metadata.storage import Storage
+from metadata.text_enum import TextEnum
 
 PROPERTIES_PATH = ".hoodie/hoodie.properties"
 SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
 
 
-class TableType(str, Enum):
+class TableType(TextEnum):
     COPY_ON_WRITE = "COPY_ON_WRITE"
     MERGE_ON_READ = "MERGE_ON_READ"
 
 
-class BaseFileFormat(str, Enum):
+class BaseFileFormat(TextEnum):
     PARQUET = "PARQUET"
     HFILE = "HFILE"
 
@@ -118,7 +118,56 @@ class TableConfig:
         return self.table_type is TableType.MERGE_ON_READ
 
     @classmethod
-    def load(cls, storage: Storage) -> "TableConfig":
+    def new(
+        cls,
+        name: str,
+        table_type: TableType,
+        version: int,
+        *,
+        record_key_fields: tuple[str, ...],
+        partition_fields: tuple[str, ...] = (),
+        base_file_format: BaseFileFormat = BaseFileFormat.PARQUET,
+        precombine_field: str | None = None,
+        hive_style_partitioning: bool = False,
+        url_encode_partitioning: bool = False,
+        populate_meta_fields: bool = True,
+        metadata_partitions: tuple[str, ...] = (),
+        extra: dict[str, str] | None = None,
+    ) -> TableConfig:
+        """The config of a table about to be written, with the keys Hudi
+        writes for these settings (`extra` adds writer-specific keys)."""
+        props = {
+            "hoodie.table.name": name,
+            "hoodie.table.type": table_type.value,
+            "hoodie.table.version": str(version),
+            "hoodie.table.initial.version": str(version),
+            "hoodie.timeline.layout.version": "2" if version >= 8 else "1",
+            "hoodie.table.base.file.format": base_file_format.value,
+            "hoodie.table.recordkey.fields": ",".join(record_key_fields),
+            "hoodie.populate.meta.fields": str(populate_meta_fields).lower(),
+        }
+        if partition_fields:
+            props["hoodie.table.partition.fields"] = ",".join(partition_fields)
+        if base_file_format is BaseFileFormat.PARQUET:
+            props["hoodie.datasource.write.hive_style_partitioning"] = str(hive_style_partitioning).lower()
+            props["hoodie.datasource.write.partitionpath.urlencode"] = str(url_encode_partitioning).lower()
+        if precombine_field:
+            props["hoodie.table.precombine.field"] = precombine_field
+        if metadata_partitions:
+            props["hoodie.table.metadata.partitions"] = ",".join(metadata_partitions)
+        if version >= 8:
+            props["hoodie.timeline.path"] = "timeline"
+            props["hoodie.timeline.history.path"] = "history"
+        props.update(extra or {})
+        return cls.from_properties(props)
+
+    def write(self, storage: Storage) -> None:
+        """Write hoodie.properties (all of `raw`) and create the timeline folder."""
+        storage.write_bytes(PROPERTIES_PATH, format_java_properties(self.raw).encode())
+        storage.make_dirs(self.timeline_path)
+
+    @classmethod
+    def load(cls, storage: Storage) -> TableConfig:
         path = storage.full_path(PROPERTIES_PATH)
         try:
             data = storage.read_bytes(PROPERTIES_PATH)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from functools import cached_property
 from typing import Any, Callable, TypeVar
 
 from metadata.commit_metadata import CleanMetadata, CommitMetadata, CompactionPlan, RollbackMetadata
-from metadata.errors import HudiFormatError, InstantNotFound
+from metadata.errors import HudiError, HudiFormatError, InstantNotFound
 from metadata.instant import (
     CLEAN,
     ROLLBACK,
@@ -147,6 +148,19 @@ class Timeline:
             return CompactionPlan(())
         source = self.storage.full_path(self.instant_path(instant, name))
         return self._cached("plan", instant, lambda: CompactionPlan.from_dict(source, self.read_content(instant, name)))
+
+    def avro_schema(self) -> dict[str, Any]:
+        """The table's Avro schema (latest commit's, else the create schema)."""
+        text = self.latest_schema()
+        if not text:
+            raise HudiError(f"{self.storage.uri}: no commit records a schema and hoodie.properties has no create schema")
+        try:
+            schema = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise HudiError(f"{self.storage.uri}: the table's Avro schema is not valid JSON ({exc.msg} at {exc.pos})") from None
+        if not isinstance(schema, dict):
+            raise HudiError(f"{self.storage.uri}: the table's Avro schema is not a record schema")
+        return schema
 
     def latest_schema(self) -> str | None:
         """The Avro schema of the latest commit that recorded one."""

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from engine_bridge.cli import main
 from metadata import HudiTable
-from metadata.sample import build_sample_table
+from metadata.testing.sample import build_sample_table
 
 
 def test_table_commands_json(tmp_path) -> None:

@@ -21,7 +21,7 @@ from hive_sync.partition_events import partition_location, partition_values
 from hive_sync.schema import HiveColumn, schema_from_properties, spark_schema_json
 from hive_sync.target import table_definitions
 from metadata import HudiTable
-from metadata.builder import TableBuilder
+from metadata.testing.builder import TableBuilder
 from tests.conftest import FIXTURE_ZIPS, fixture_ids, requires_fixtures
 
 PARQUET_INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
@@ -139,7 +139,7 @@ def test_fixture_plain_tables_read_back_through_hiveserver2(fixture_table: str, 
 
 # hiveql: what the server refuses is said, not dropped ------------------------------------------
 def _sample(tmp_path: Path, name: str = "trips", **kwargs: Any) -> TableBuilder:
-    from metadata.sample import build_sample_table
+    from metadata.testing.sample import build_sample_table
 
     return build_sample_table(str(tmp_path / name), **kwargs)
 

@@ -1,22 +1,22 @@
-"""The metadata table's files partition as a FileListing (RFC-15: no storage listing)."""
+"""The metadata table's files partition as a FileListing (RFC-15: no storage
+listing), and the choice between it and storage."""
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
 
-from metadata.errors import HudiError
+from metadata.errors import HudiError, MetadataTableUnavailable
+from metadata.listing import FileListing, ListingSource, StorageListing
+from metadata.mdt.metadata_table import MetadataTable
 from metadata.storage import StoredFile, join
-
-if TYPE_CHECKING:
-    from metadata.mdt.metadata_table import MetadataTable
-    from metadata.table import HudiTable
+from metadata.stored_table import StoredTable
 
 
 class MetadataListing:
-    source = "metadata table"
+    source = ListingSource.METADATA_TABLE
+    note = "metadata table files partition"
 
-    def __init__(self, mdt: "MetadataTable") -> None:
+    def __init__(self, mdt: MetadataTable) -> None:
         self.mdt = mdt
         self._partitions: list[str] | None = None
         self._files: dict[str, list[StoredFile]] = {}
@@ -43,13 +43,18 @@ class MetadataListing:
             return {p: self._files[p] for p in partitions}
 
 
-def metadata_listing_or_reason(table: "HudiTable") -> tuple[MetadataListing | None, str]:
-    """The MDT listing, or None and why it cannot be used."""
-    from metadata.mdt.metadata_table import MetadataTable
+def choose_listing(table: StoredTable, use_metadata: bool | None) -> FileListing:
+    """The metadata table's listing when it can be used, else storage's.
 
+    `use_metadata`: None prefers the metadata table and falls back to storage
+    (the listing's note says why); True requires it; False lists storage.
+    """
+    if use_metadata is False:
+        return StorageListing(table.storage, "metadata table not requested")
     try:
-        return MetadataListing(MetadataTable.open(table)), ""
+        return MetadataListing(MetadataTable.open(table))
     except HudiError as exc:
-        reason = str(exc)
-        prefix = f"{table.base_uri}: "
-        return None, reason[len(prefix):] if reason.startswith(prefix) else reason
+        if use_metadata:
+            raise
+        reason = exc.reason if isinstance(exc, MetadataTableUnavailable) else str(exc)
+        return StorageListing(table.storage, reason)

@@ -17,7 +17,7 @@ from metadata.mdt import keys
 from metadata.mdt.reader import KeyQuery, MetadataTableReader
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, live_files
 from metadata.partition_path import from_metadata_partition, to_metadata_partition
-from metadata.table import HudiTable
+from metadata.stored_table import StoredTable, TableParts
 
 log = logging.getLogger(__name__)
 
@@ -27,27 +27,31 @@ PARTITION_STATS = "partition_stats"
 
 
 class MetadataTable:
-    def __init__(self, table: HudiTable, reader: MetadataTableReader) -> None:
+    def __init__(self, table: StoredTable, reader: MetadataTableReader) -> None:
         self.table = table
         self.reader = reader
         self._column_types: dict[str, pa.DataType] | None = None
 
     @classmethod
-    def open(cls, table_or_path: HudiTable | str) -> "MetadataTable":
-        """Raises MetadataTableUnavailable (with the reason) when absent or unusable."""
-        table = table_or_path if isinstance(table_or_path, HudiTable) else HudiTable.open(table_or_path, use_metadata=False)
+    def open(cls, table_or_path: StoredTable | str) -> MetadataTable:
+        """The metadata table of a data table (a `HudiTable`, its parts, or a
+        path); raises MetadataTableUnavailable (with the reason) when absent
+        or unusable."""
+        table = TableParts.load(table_or_path) if isinstance(table_or_path, str) else table_or_path
         if FILES not in table.config.metadata_partitions:
             raise MetadataTableUnavailable(
-                f"{table.base_uri}: hoodie.table.metadata.partitions does not list 'files' "
-                f"(listed: {', '.join(table.config.metadata_partitions) or 'none'})"
+                table.storage.uri,
+                f"hoodie.table.metadata.partitions does not list 'files' "
+                f"(listed: {', '.join(table.config.metadata_partitions) or 'none'})",
             )
         return cls(table, MetadataTableReader(table))
 
     def _require(self, partition: str) -> None:
         if partition not in self.table.config.metadata_partitions:
             raise MetadataTableUnavailable(
-                f"{self.table.base_uri}: the metadata table has no built '{partition}' partition "
-                f"(built: {', '.join(self.table.config.metadata_partitions)})"
+                self.table.storage.uri,
+                f"the metadata table has no built '{partition}' partition "
+                f"(built: {', '.join(self.table.config.metadata_partitions)})",
             )
 
     @property
@@ -100,7 +104,7 @@ class MetadataTable:
                     for i in range(dtype.num_fields):
                         walk(f"{prefix}.{dtype.field(i).name}", dtype.field(i).type)
 
-            for f in avro_to_arrow_schema(self.table.avro_schema()):
+            for f in avro_to_arrow_schema(self.table.timeline.avro_schema()):
                 walk(f.name, f.type)
             self._column_types = types
         return self._column_types

@@ -18,12 +18,14 @@ from typing import Iterable, Iterator
 
 from metadata.errors import HudiError, HudiFormatError, MetadataTableUnavailable
 from metadata.file_group import FileSlice
+from metadata.fs_view import FileSystemView
 from metadata.instant import DELTA_COMMIT
 from metadata.log_format import BlockType, LogBlock, decode_avro_records, decode_delete_keys, read_log_blocks
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.records import MetadataRecord, decode_record, merge_records, record_from_dict
+from metadata.listing import StorageListing
 from metadata.storage import join
-from metadata.table import HudiTable
+from metadata.stored_table import StoredTable, TableParts
 
 log = logging.getLogger(__name__)
 
@@ -65,20 +67,21 @@ class KeyQuery:
 class MetadataTableReader:
     """Merged reads of one data table's metadata table."""
 
-    def __init__(self, data_table: HudiTable) -> None:
+    def __init__(self, data_table: StoredTable) -> None:
         self.data_table = data_table
+        base_uri = data_table.storage.uri
         storage = data_table.storage.child(METADATA_FOLDER)
         if not storage.exists(".hoodie/hoodie.properties"):
-            raise MetadataTableUnavailable(f"{data_table.base_uri}: no metadata table at {METADATA_FOLDER}")
+            raise MetadataTableUnavailable(base_uri, f"no metadata table at {METADATA_FOLDER}")
         try:
-            self.mdt = HudiTable.open(storage.uri if "://" in storage.uri else storage.base_path,
-                                      filesystem=data_table.storage.filesystem, use_metadata=False)
+            self.mdt = TableParts.load_storage(storage)
         except HudiError as exc:
-            raise MetadataTableUnavailable(f"{data_table.base_uri}: metadata table unreadable ({exc})") from exc
+            raise MetadataTableUnavailable(base_uri, f"metadata table unreadable ({exc})") from exc
         latest = self.mdt.timeline.latest_completed()
         if latest is None:
-            raise MetadataTableUnavailable(f"{data_table.base_uri}: metadata table has no completed instant")
+            raise MetadataTableUnavailable(base_uri, "metadata table has no completed instant")
         self.latest_instant = latest.requested_time
+        self.view = FileSystemView(self.mdt.config, self.mdt.timeline, StorageListing(storage), self.latest_instant)
         self.problems: list[HudiFormatError] = []
         self._lock = threading.Lock()
         self._readers: dict[str, HFileReader] = {}
@@ -115,7 +118,7 @@ class MetadataTableReader:
 
     # File slices --------------------------------------------------------------------------
     def file_slices(self, mdt_partition: str) -> list[FileSlice]:
-        return self.mdt.file_slices(partition=mdt_partition, as_of=self.latest_instant)
+        return self.view.latest_file_slices([mdt_partition])
 
     def _hfile(self, relative: str) -> HFileReader:
         with self._lock:

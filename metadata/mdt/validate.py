@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 
 from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.listing import StorageListing
+from metadata.mdt.listing import MetadataListing
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.storage import StoredFile
+from metadata.stored_table import StoredTable
 from metadata.table import HudiTable
 
 
@@ -66,8 +68,10 @@ def validate_metadata(path_or_table: HudiTable | str) -> ValidationReport:
                  for n in sorted(set(listed) & set(committed)) if listed[n] != committed[n] and not n.startswith(".")]
         if sizes:
             report.size_mismatches[partition] = sizes
-    via_mdt = {(s.partition, s.file_id): s.files for s in HudiTable(table.storage, table.config, table.timeline, True).file_slices()}
-    via_storage = {(s.partition, s.file_id): s.files for s in HudiTable(table.storage, table.config, table.timeline, False).file_slices()}
+    with_mdt = HudiTable(table.storage, table.config, table.timeline, listing=MetadataListing(mdt))
+    with_storage = HudiTable(table.storage, table.config, table.timeline, listing=storage)
+    via_mdt = {(s.partition, s.file_id): s.files for s in with_mdt.file_slices()}
+    via_storage = {(s.partition, s.file_id): s.files for s in with_storage.file_slices()}
     for key in sorted(set(via_mdt) | set(via_storage)):
         if via_mdt.get(key) != via_storage.get(key):
             report.slice_differences.append(
@@ -76,7 +80,7 @@ def validate_metadata(path_or_table: HudiTable | str) -> ValidationReport:
     return report
 
 
-def committed_files(table: HudiTable, files: list[StoredFile], extension: str = ".parquet") -> list[StoredFile]:
+def committed_files(table: StoredTable, files: list[StoredFile], extension: str = ".parquet") -> list[StoredFile]:
     """Base and log files whose writing instant completed (what the MDT lists)."""
     kept = []
     for f in files:

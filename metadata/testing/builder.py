@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from metadata.builder_mdt import FilesPartitionWriter
+from metadata.testing.mdt_files import FilesPartitionWriter
 from metadata.avro_schema import META_FIELDS, arrow_to_avro_schema, with_meta_fields
 from metadata.commit_metadata import CommitMetadata, WriteStat
 from metadata.file_naming import BaseFileName, LogFileName
@@ -41,7 +41,7 @@ from metadata.log_format import (
 )
 from metadata.partition_path import format_partition_path
 from metadata.storage import Storage, join
-from metadata.table_config import format_java_properties
+from metadata.table_config import TableConfig, TableType
 from metadata.timeline_models import CLEAN_METADATA, COMPACTION_PLAN, ROLLBACK_METADATA, commit_metadata_schema
 
 INSTANT_FORMAT = "%Y%m%d%H%M%S"
@@ -81,7 +81,7 @@ class TableBuilder:
         schema: pa.Schema,
         *,
         name: str = "sample",
-        table_type: str = "COPY_ON_WRITE",
+        table_type: TableType | str = TableType.COPY_ON_WRITE,
         version: int = 6,
         partition_fields: Iterable[str] = (),
         hive_style: bool = True,
@@ -97,12 +97,12 @@ class TableBuilder:
             raise ValueError(f"the builder writes table versions 6 and 8, not {version}")
         if metadata_table and version < 8:
             raise ValueError("the builder writes metadata tables for table version 8 only")
-        if table_type not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+        if table_type not in tuple(TableType):
             raise ValueError(f"table_type must be COPY_ON_WRITE or MERGE_ON_READ, not {table_type!r}")
         self.storage = Storage.open(base_path, filesystem)
         self.schema = schema
         self.name = name
-        self.table_type = table_type
+        self.table_type = TableType(table_type)
         self.version = version
         self.partition_fields = tuple(partition_fields)
         self.hive_style = hive_style
@@ -129,11 +129,11 @@ class TableBuilder:
     # Basics -------------------------------------------------------------------
     @property
     def timeline_path(self) -> str:
-        return ".hoodie/timeline" if self.version >= 8 else ".hoodie"
+        return self.config.timeline_path
 
     @property
     def is_mor(self) -> bool:
-        return self.table_type == "MERGE_ON_READ"
+        return self.config.is_mor
 
     def next_instant_time(self) -> str:
         self._clock += timedelta(seconds=1)
@@ -144,34 +144,25 @@ class TableBuilder:
         return f"{self._task % 8}-{self._task}-{self._task + 1}"
 
     def _write_properties(self) -> None:
-        props = {
-            "hoodie.table.name": self.name,
-            "hoodie.table.type": self.table_type,
-            "hoodie.table.version": str(self.version),
-            "hoodie.table.initial.version": str(self.version),
-            "hoodie.timeline.layout.version": "2" if self.version >= 8 else "1",
-            "hoodie.table.base.file.format": "PARQUET",
-            "hoodie.table.recordkey.fields": ",".join(self.record_key),
-            "hoodie.table.partition.fields": ",".join(self.partition_fields),
-            "hoodie.datasource.write.hive_style_partitioning": str(self.hive_style).lower(),
-            "hoodie.datasource.write.partitionpath.urlencode": str(self.url_encode).lower(),
-            "hoodie.populate.meta.fields": "true",
+        key_generator = (
+            "ComplexKeyGenerator" if len(self.record_key) > 1 or len(self.partition_fields) > 1
+            else "NonpartitionedKeyGenerator" if not self.partition_fields else "SimpleKeyGenerator"
+        )
+        extra = {
             "hoodie.archivelog.folder": "archived",
             "hoodie.table.create.schema": json.dumps(arrow_to_avro_schema(self.schema, f"{self.name}_record", f"hoodie.{self.name}")),
-            "hoodie.table.keygenerator.class": "org.apache.hudi.keygen."
-            + ("ComplexKeyGenerator" if len(self.record_key) > 1 or len(self.partition_fields) > 1 else
-               "NonpartitionedKeyGenerator" if not self.partition_fields else "SimpleKeyGenerator"),
+            "hoodie.table.keygenerator.class": f"org.apache.hudi.keygen.{key_generator}",
         }
-        if self.precombine_field:
-            props["hoodie.table.precombine.field"] = self.precombine_field
-        if self.metadata_table:
-            props["hoodie.table.metadata.partitions"] = "files"
         if self.version >= 8:
-            props["hoodie.timeline.path"] = "timeline"
-            props["hoodie.timeline.history.path"] = "history"
-            props["hoodie.record.merge.mode"] = "COMMIT_TIME_ORDERING"
-        self.storage.write_bytes(".hoodie/hoodie.properties", format_java_properties(props).encode())
-        self.storage.make_dirs(self.timeline_path)
+            extra["hoodie.record.merge.mode"] = "COMMIT_TIME_ORDERING"
+        self.config = TableConfig.new(
+            self.name, self.table_type, self.version,
+            record_key_fields=self.record_key, partition_fields=self.partition_fields,
+            precombine_field=self.precombine_field, hive_style_partitioning=self.hive_style,
+            url_encode_partitioning=self.url_encode, metadata_partitions=("files",) if self.metadata_table else (),
+            extra=extra,
+        )
+        self.config.write(self.storage)
 
     def add_columns(self, *fields: pa.Field) -> None:
         """Evolve the schema: later commits record it; older rows read the

@@ -8,6 +8,8 @@ then completes on the data table. The table is initialised at instant
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from metadata.instant_content import encode_avro_instant
 from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block
 from metadata.mdt.hfile_writer import write_hfile
@@ -15,7 +17,7 @@ from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, encode_recor
 from metadata.mdt.records import ALL_PARTITIONS_KEY
 from metadata.partition_path import to_metadata_partition
 from metadata.storage import Storage, join
-from metadata.table_config import format_java_properties
+from metadata.table_config import BaseFileFormat, TableConfig, TableType
 from metadata.timeline_models import commit_metadata_schema
 
 FILE_GROUP = "files-0000-0"
@@ -23,29 +25,24 @@ INIT_INSTANT = "00000000000000000"
 
 
 class FilesPartitionWriter:
-    def __init__(self, data_storage: Storage, table_name: str, clock) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, data_storage: Storage, table_name: str, clock: Callable[[], str]) -> None:
         self.storage = data_storage.child(".hoodie/metadata")
         self.clock = clock
         self.token = 0
-        props = {
-            "hoodie.table.name": f"{table_name}_metadata",
-            "hoodie.table.type": "MERGE_ON_READ",
-            "hoodie.table.version": "8",
-            "hoodie.timeline.layout.version": "2",
-            "hoodie.timeline.path": "timeline",
-            "hoodie.table.base.file.format": "HFILE",
-            "hoodie.table.recordkey.fields": "key",
-            "hoodie.populate.meta.fields": "false",
-            "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
-            # Readers (Hudi, hudi-rs) recognise a metadata table by its merge settings.
-            "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
-            "hoodie.record.merge.mode": "CUSTOM",
-            "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
-            "hoodie.archivelog.folder": "history",
-            "hoodie.timeline.history.path": "history",
-            "hoodie.table.initial.version": "8",
-        }
-        self.storage.write_bytes(".hoodie/hoodie.properties", format_java_properties(props).encode())
+        config = TableConfig.new(
+            f"{table_name}_metadata", TableType.MERGE_ON_READ, 8,
+            record_key_fields=("key",), base_file_format=BaseFileFormat.HFILE, populate_meta_fields=False,
+            extra={
+                "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
+                # Readers (Hudi, hudi-rs) recognise a metadata table by its merge settings.
+                "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
+                "hoodie.record.merge.mode": "CUSTOM",
+                "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+                "hoodie.archivelog.folder": "history",
+            },
+        )
+        config.write(self.storage)
+        self.timeline_path = config.timeline_path
         self.storage.write_bytes("files/.hoodie_partition_metadata", b"#partition metadata\ncommitTime=00000000000000000\npartitionDepth=1\n")
         cells = [(ALL_PARTITIONS_KEY.encode(), encode_record(files_record(ALL_PARTITIONS_KEY, {}, all_partitions=True)))]
         base = f"{FILE_GROUP}_0-0-0_{INIT_INSTANT}.hfile"
@@ -62,10 +59,10 @@ class FilesPartitionWriter:
         }
         record = {"partitionToWriteStats": stats, "compacted": False, "extraMetadata": {"schema": METADATA_RECORD_SCHEMA_JSON},
                   "version": 1, "operationType": "UPSERT_PREPPED"}
-        self.storage.write_bytes(f".hoodie/timeline/{ts}.deltacommit.requested", b"")
-        self.storage.write_bytes(f".hoodie/timeline/{ts}.deltacommit.inflight", b"")
+        self.storage.write_bytes(f"{self.timeline_path}/{ts}.deltacommit.requested", b"")
+        self.storage.write_bytes(f"{self.timeline_path}/{ts}.deltacommit.inflight", b"")
         completion = self.clock()
-        self.storage.write_bytes(f".hoodie/timeline/{ts}_{completion}.deltacommit", encode_avro_instant(commit_metadata_schema(False), record))
+        self.storage.write_bytes(f"{self.timeline_path}/{ts}_{completion}.deltacommit", encode_avro_instant(commit_metadata_schema(False), record))
 
     def record(self, ts: str, added: dict[str, dict[str, int]], deleted: dict[str, list[str]] | None = None,
                dropped_partitions: set[str] | None = None, new_partitions: set[str] | None = None) -> None:
