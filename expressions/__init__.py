@@ -1,6 +1,7 @@
 """HudiExpression: the engine-agnostic predicate tree, its front ends and evaluators."""
 
 from expressions.binding import bind
+from expressions.dialect import Dialect, NanSemantics
 from expressions.errors import CoercionError, ExpressionError, SqlSyntaxError, UnknownColumnError
 from expressions.eval_rows import evaluate_rows
 from expressions.eval_stats import may_match, prune_files
@@ -12,7 +13,7 @@ from expressions.tree import (
 )
 
 __all__ = [
-    "AlwaysFalse", "AlwaysTrue", "And", "CoercionError", "Comparison", "Expr", "ExpressionError", "In",
+    "AlwaysFalse", "AlwaysTrue", "And", "CoercionError", "Comparison", "Dialect", "NanSemantics", "Expr", "ExpressionError", "In",
     "IsNotNull", "IsNull", "Literal", "Not", "Op", "Or", "Ref", "SqlSyntaxError", "StartsWith", "Unknown",
     "UnknownColumnError", "bind", "evaluate_rows", "from_spark_filters", "may_match", "parse_sql",
     "prune_files", "push_not_down", "to_sql",

@@ -1,8 +1,8 @@
 """Exact row evaluation under SQL three-valued logic (NULL never selects).
 
-NaN follows the dialect a leaf came from: Spark and Hive treat NaN as equal
-to itself and greater than every number; Trino and Presto follow IEEE (every
-comparison with NaN is false except `<>`).
+NaN follows the dialect a leaf came from (`expressions.dialect.nan_semantics`):
+Spark and Hive treat NaN as equal to itself and greater than every number;
+Trino and Presto follow IEEE (every comparison with NaN is false except `<>`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from expressions.binding import bind
+from expressions.dialect import Dialect, NanSemantics, nan_semantics
 from expressions.errors import ExpressionError
 from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, Ref, StartsWith, Unknown, Visitor, visit
-
-SPARK_NAN_DIALECTS = frozenset({"spark", "hive", "spark_filters"})
 
 _COMPARE = {Op.EQ: pc.equal, Op.NE: pc.not_equal, Op.LT: pc.less, Op.LE: pc.less_equal, Op.GT: pc.greater, Op.GE: pc.greater_equal}
 
@@ -66,9 +65,9 @@ class RowEvaluator(Visitor[pa.ChunkedArray]):
             return pc.fill_null(self._compare(Op.EQ, column, scalar, value, node.origin), False)
         return self._compare(node.op, column, scalar, value, node.origin)
 
-    def _compare(self, op: Op, column: pa.ChunkedArray, scalar: pa.Scalar, value: Any, origin: str | None) -> pa.ChunkedArray:
+    def _compare(self, op: Op, column: pa.ChunkedArray, scalar: pa.Scalar, value: Any, origin: Dialect | None) -> pa.ChunkedArray:
         result = _COMPARE[op](column, scalar)
-        if not pa.types.is_floating(column.type) or origin not in SPARK_NAN_DIALECTS:
+        if not pa.types.is_floating(column.type) or nan_semantics(origin) is NanSemantics.IEEE:
             return result
         nan = pc.is_nan(column)
         if is_nan_literal(value):
@@ -91,7 +90,7 @@ class RowEvaluator(Visitor[pa.ChunkedArray]):
         list_has_null = len(values) != len(node.literals)
         matched = pc.is_in(column, value_set=pa.array(values, type=column.type), skip_nulls=True)
         if pa.types.is_floating(column.type):
-            if node.origin not in SPARK_NAN_DIALECTS:
+            if nan_semantics(node.origin) is NanSemantics.IEEE:
                 matched = pc.and_(matched, pc.invert(pc.is_nan(column)))  # IEEE: NaN equals nothing
             elif any(is_nan_literal(v) for v in values):
                 matched = pc.or_(matched, pc.is_nan(column))

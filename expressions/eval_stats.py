@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from expressions.binding import bind
-from expressions.eval_rows import SPARK_NAN_DIALECTS, is_nan_literal
+from expressions.dialect import NanSemantics, nan_semantics
+from expressions.eval_rows import is_nan_literal
 from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, StartsWith, Unknown, Visitor, visit
 
 log = logging.getLogger(__name__)
@@ -161,7 +162,7 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
             decided = self._max_at_least(column, value, scalar, strict=True)
         else:
             decided = self._max_at_least(column, value, scalar, strict=False)
-        if column.is_float and op in (Op.GT, Op.GE) and node.origin not in ("trino", "presto"):
+        if column.is_float and op in (Op.GT, Op.GE) and nan_semantics(node.origin) is NanSemantics.ORDERED:
             # Spark/Hive: NaN is above every number, and NaN rows leave no trace in max.
             decided = pc.or_(decided, column.non_null)
         return self._finish(column, decided)

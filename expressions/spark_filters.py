@@ -11,11 +11,12 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Iterable
 
+from expressions.dialect import Dialect
 from expressions.tree import (
     AlwaysTrue, And, Comparison, Expr, In, IsNotNull, IsNull, Literal, Not, Op, Or, Ref, StartsWith, Unknown, and_,
 )
 
-ORIGIN = "spark"
+ORIGIN = Dialect.SPARK
 _COMPARISONS = {
     "EqualTo": Op.EQ,
     "EqualNullSafe": Op.NULL_SAFE_EQ,

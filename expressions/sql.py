@@ -20,6 +20,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from expressions.dialect import Dialect
 from expressions.errors import SqlSyntaxError
 from expressions.tree import (
     AlwaysFalse,
@@ -41,8 +42,7 @@ from expressions.tree import (
     or_,
 )
 
-DIALECTS = ("hive", "spark", "trino", "presto")
-NEUTRAL = "spark"  # the dialect Unknown leaves keep their SQL in
+NEUTRAL = Dialect.SPARK.value  # the dialect Unknown leaves keep their SQL in
 
 _OPS = {exp.EQ: Op.EQ, exp.NEQ: Op.NE, exp.LT: Op.LT, exp.LTE: Op.LE, exp.GT: Op.GT, exp.GTE: Op.GE, exp.NullSafeEQ: Op.NULL_SAFE_EQ}
 _OP_CLASSES = {v: k for k, v in _OPS.items()}
@@ -54,17 +54,11 @@ _TIMESTAMP_TYPES = {"TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMPLTZ", "TIMESTAMPNTZ", 
 _PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
-def _check_dialect(dialect: str) -> str:
-    if dialect not in DIALECTS:
-        raise ValueError(f"dialect {dialect!r} is not one of {', '.join(DIALECTS)}")
-    return dialect
-
-
-def parse_sql(text: str, dialect: str = "spark") -> Expr:
+def parse_sql(text: str, dialect: Dialect | str = Dialect.SPARK) -> Expr:
     """The HudiExpression of a WHERE clause (without the WHERE keyword)."""
-    _check_dialect(dialect)
+    dialect = Dialect.of(dialect)
     try:
-        tree = sqlglot.parse_one(text, read=dialect)
+        tree = sqlglot.parse_one(text, read=dialect.value)
     except ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         raise SqlSyntaxError(f"cannot parse {dialect} SQL: {first.get('description', exc)}", (first.get("line", 1), first.get("col", 1))) from None
@@ -77,7 +71,7 @@ def parse_sql(text: str, dialect: str = "spark") -> Expr:
 
 
 class _Converter:
-    def __init__(self, text: str, dialect: str) -> None:
+    def __init__(self, text: str, dialect: Dialect) -> None:
         self.text = text
         self.dialect = dialect
 
@@ -156,7 +150,7 @@ class _Converter:
         pattern = node.expression
         if ref is None or not (isinstance(pattern, exp.Literal) and pattern.is_string):
             return self.unknown(node, "LIKE needs a column and a string pattern")
-        escape_char = escape.this if isinstance(escape, exp.Literal) else ("\\" if self.dialect in ("hive", "spark") else None)
+        escape_char = escape.this if isinstance(escape, exp.Literal) else ("\\" if self.dialect in (Dialect.HIVE, Dialect.SPARK) else None)
         text, wildcards = _split_like(pattern.this, escape_char)
         if not wildcards:
             return Comparison(Op.EQ, ref, Literal(text, "string"), self.dialect)
@@ -266,10 +260,9 @@ def _split_like(pattern: str, escape: str | None) -> tuple[str, list[int]]:
 
 
 # Printing -----------------------------------------------------------------------------
-def to_sql(expr: Expr, dialect: str = "spark") -> str:
+def to_sql(expr: Expr, dialect: Dialect | str = Dialect.SPARK) -> str:
     """SQL text of a tree in a dialect."""
-    _check_dialect(dialect)
-    return _to_glot(expr).sql(dialect=dialect)
+    return _to_glot(expr).sql(dialect=Dialect.of(dialect).value)
 
 
 def _column(ref: Ref) -> exp.Expression:

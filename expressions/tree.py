@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
+from expressions.dialect import Dialect
+
 T = TypeVar("T")
 
 
@@ -148,7 +150,7 @@ class Comparison(Expr):
     op: Op
     ref: Ref
     literal: Literal
-    origin: str | None = field(default=None, compare=False)
+    origin: Dialect | None = field(default=None, compare=False)
 
     def negate(self) -> Expr:
         if self.op is Op.NULL_SAFE_EQ:
@@ -167,7 +169,7 @@ class In(Expr):
     ref: Ref
     literals: tuple[Literal, ...]
     negated: bool = False
-    origin: str | None = field(default=None, compare=False)
+    origin: Dialect | None = field(default=None, compare=False)
 
     def negate(self) -> Expr:
         return In(self.ref, self.literals, not self.negated, self.origin)

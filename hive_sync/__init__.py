@@ -6,18 +6,18 @@ applies with `apply_sync`; `open_client(mode, ...)` gives the executor
 """
 
 from hive_sync.client import MetastoreClient, SyncError
-from hive_sync.connect import MODES, open_client
+from hive_sync.connect import SyncMode, open_client
 from hive_sync.embedded import EmbeddedMetastore
 from hive_sync.schema import SchemaEvolutionError
 from hive_sync.sync import SyncPlan, SyncResult, TablePlan, apply_sync, plan_sync, sync
 from hive_sync.target import SyncOptions
 
 __all__ = [
-    "MODES",
     "EmbeddedMetastore",
     "MetastoreClient",
     "SchemaEvolutionError",
     "SyncError",
+    "SyncMode",
     "SyncOptions",
     "SyncPlan",
     "SyncResult",

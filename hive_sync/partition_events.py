@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from metadata import HudiTable
+from metadata.instant import Action
 from metadata.partition_path import HIVE_DEFAULT_PARTITION, format_partition_path, parse_partition_values
 from metadata.storage import join
 
@@ -81,7 +82,7 @@ def changed_partitions(table: HudiTable, last_synced: str | None, last_synced_co
             continue
         if instant.is_commit:
             touched |= timeline.commit_metadata(instant).touched_partitions()
-        elif instant.action == "clean":
+        elif instant.action is Action.CLEAN:
             touched |= timeline.clean_metadata(instant).deleted_partitions()
     return touched
 

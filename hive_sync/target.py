@@ -23,7 +23,6 @@ from hive_sync.partition_events import table_location
 from hive_sync.schema import hive_columns, spark_table_properties
 from metadata import HudiTable
 from metadata.errors import HudiError
-from metadata.instant import COMMIT_ACTIONS
 
 DEFAULT_BATCH_SIZE = 1000
 QUERY_AS_RO_TABLE = "hoodie.query.as.ro.table"
@@ -104,7 +103,7 @@ def sync_marker(table: HudiTable) -> dict[str, str]:
             return {}
         latest = max(done, key=lambda i: i.completion_time or "")
         return {LAST_COMMIT_TIME_SYNC: latest.requested_time, LAST_COMMIT_COMPLETION_TIME_SYNC: latest.completion_time or ""}
-    pending_writes = [i.requested_time for i in timeline.pending() if i.action in COMMIT_ACTIONS]
+    pending_writes = [i.requested_time for i in timeline.pending() if i.action.writes_data]
     horizon = min(pending_writes, default=None)
     safe = [i for i in commits if horizon is None or i.requested_time < horizon]
     return {LAST_COMMIT_TIME_SYNC: safe[-1].requested_time} if safe else {}

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from metadata.errors import CleanedFilesError, HudiError
 from metadata.file_group import FileGroup, FileSlice
 from metadata.file_naming import BaseFileName, LogFileName, classify
-from metadata.instant import CLEAN, COMPACTION, Instant, check_instant_time
+from metadata.instant import Action, Instant, check_instant_time
 from metadata.listing import FileListing
 from metadata.storage import StoredFile
 from metadata.table_config import TableConfig
@@ -77,16 +77,16 @@ class FileSystemView:
         self._pending_compactions: dict[str, Instant] = {
             i.requested_time: i
             for i in timeline.instants
-            if i.planned_action == COMPACTION and self.as_of is not None
+            if i.planned_action is Action.COMPACTION and self.as_of is not None
             and i.requested_time <= self.as_of and i.requested_time not in self._visible
         }
         self._replaced: set[tuple[str, str]] = set()
         self._deleted_partitions: set[str] = set()
         for instant in visible:
-            if instant.action == "replacecommit":
+            if instant.action is Action.REPLACE_COMMIT:
                 meta = timeline.commit_metadata(instant)
                 self._replaced |= meta.replaced_file_groups()
-            elif instant.action == CLEAN:
+            elif instant.action is Action.CLEAN:
                 self._deleted_partitions |= timeline.clean_metadata(instant).deleted_partitions()
         self._groups_cache: dict[str, list[FileGroup]] = {}
         self._lock = threading.RLock()  # one lister serves many planner threads
@@ -116,7 +116,7 @@ class FileSystemView:
         if not self.is_latest:
             # A clean may have removed a whole partition the past view needs.
             for instant in self.timeline.completed():
-                if instant.action == CLEAN:
+                if instant.action is Action.CLEAN:
                     names |= set(self.timeline.clean_metadata(instant).partitions)
         return sorted(p for p in names if p not in self._deleted_partitions)
 
@@ -232,7 +232,7 @@ class FileSystemView:
         wanted = set(partitions)
         ghosts: dict[str, dict[str, _Ghost]] = {}
         for instant in self.timeline.completed():
-            if instant.action != CLEAN:
+            if instant.action is not Action.CLEAN:
                 continue
             for partition, names in self.timeline.clean_metadata(instant).deleted_file_names().items():
                 if partition in wanted:
@@ -256,7 +256,7 @@ class FileSystemView:
                         writers.setdefault(stat.file_name, ts)
                     for name in stat.log_files:
                         writers.setdefault(name.rsplit("/", 1)[-1], ts)
-            elif instant.action == "rollback":
+            elif instant.action is Action.ROLLBACK:
                 for names in self.timeline.rollback_metadata(instant).log_files_written.values():
                     for name in names:
                         writers.setdefault(name, ts)

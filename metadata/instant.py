@@ -14,29 +14,41 @@ import re
 from dataclasses import dataclass
 from enum import IntEnum
 
+from metadata.text_enum import TextEnum
+
 INSTANT_TIME_PATTERN = re.compile(r"^\d{14,}$")
 
-COMMIT = "commit"
-DELTA_COMMIT = "deltacommit"
-REPLACE_COMMIT = "replacecommit"
-CLEAN = "clean"
-ROLLBACK = "rollback"
-SAVEPOINT = "savepoint"
-RESTORE = "restore"
-COMPACTION = "compaction"
-LOG_COMPACTION = "logcompaction"
-CLUSTERING = "clustering"
-INDEXING = "indexing"
-SCHEMA_COMMIT = "schemacommit"
+class Action(TextEnum):
+    COMMIT = "commit"
+    DELTA_COMMIT = "deltacommit"
+    REPLACE_COMMIT = "replacecommit"
+    CLEAN = "clean"
+    ROLLBACK = "rollback"
+    SAVEPOINT = "savepoint"
+    RESTORE = "restore"
+    COMPACTION = "compaction"
+    LOG_COMPACTION = "logcompaction"
+    CLUSTERING = "clustering"
+    INDEXING = "indexing"
+    SCHEMA_COMMIT = "schemacommit"
 
-KNOWN_ACTIONS = frozenset(
-    {COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, SAVEPOINT, RESTORE,
-     COMPACTION, LOG_COMPACTION, CLUSTERING, INDEXING, SCHEMA_COMMIT}
-)
-# The action a pending table service completes as.
-COMPLETES_AS = {COMPACTION: COMMIT, LOG_COMPACTION: DELTA_COMMIT, CLUSTERING: REPLACE_COMMIT}
-# Instants whose completion writes data files.
-COMMIT_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
+    @property
+    def writes_data(self) -> bool:
+        """Completing it writes data files (commit, deltacommit, replacecommit)."""
+        return self in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+
+    @property
+    def is_table_service_plan(self) -> bool:
+        return self in _COMPLETES_AS
+
+
+# Requested table services and the action each completes as.
+_COMPLETES_AS = {
+    Action.COMPACTION: Action.COMMIT,
+    Action.LOG_COMPACTION: Action.DELTA_COMMIT,
+    Action.CLUSTERING: Action.REPLACE_COMMIT,
+}
+_ACTIONS = {a.value: a for a in Action}
 
 _COMPLETED_V2 = re.compile(r"^(\d+)_(\d+)\.([a-z_]+)$")
 _PLAIN = re.compile(r"^(\d+)\.([a-z_]+)(?:\.(requested|inflight))?$")
@@ -53,7 +65,7 @@ class InstantFile:
     """What one timeline file name says."""
 
     requested_time: str
-    action: str
+    action: Action
     state: State
     completion_time: str | None
     file_name: str
@@ -63,15 +75,17 @@ def parse_instant_file_name(name: str) -> InstantFile | None:
     """Parse a timeline file name; None for files that are not instants."""
     match = _COMPLETED_V2.match(name)
     if match:
-        ts, completion, action = match.groups()
-        return InstantFile(ts, action, State.COMPLETED, completion, name)
+        ts, completion, action_text = match.groups()
+        action = _ACTIONS.get(action_text)
+        return None if action is None else InstantFile(ts, action, State.COMPLETED, completion, name)
     match = _PLAIN.match(name)
     if not match:
         return None
-    ts, action, suffix = match.groups()
-    if action == "inflight" and suffix is None:
-        return InstantFile(ts, COMMIT, State.INFLIGHT, None, name)
-    if action not in KNOWN_ACTIONS:
+    ts, action_text, suffix = match.groups()
+    if action_text == "inflight" and suffix is None:
+        return InstantFile(ts, Action.COMMIT, State.INFLIGHT, None, name)
+    action = _ACTIONS.get(action_text)
+    if action is None:
         return None
     if suffix is None:
         return InstantFile(ts, action, State.COMPLETED, None, name)
@@ -88,10 +102,10 @@ class Instant:
     """
 
     requested_time: str
-    action: str
+    action: Action
     state: State
     completion_time: str | None = None
-    planned_action: str | None = None
+    planned_action: Action | None = None
     file_name: str = ""
     requested_file_name: str | None = None
 
@@ -102,11 +116,11 @@ class Instant:
     @property
     def is_commit(self) -> bool:
         """A completed commit, deltacommit or replacecommit (writes data)."""
-        return self.is_completed and self.action in COMMIT_ACTIONS
+        return self.is_completed and self.action.writes_data
 
     @property
     def is_compaction(self) -> bool:
-        return (self.planned_action or self.action) in (COMPACTION, LOG_COMPACTION)
+        return (self.planned_action or self.action) in (Action.COMPACTION, Action.LOG_COMPACTION)
 
     def __str__(self) -> str:
         done = f" completed {self.completion_time}" if self.completion_time else ""
@@ -122,7 +136,7 @@ def fold_instant_files(files: list[InstantFile]) -> list[Instant]:
     for ts, group in by_time.items():
         best = max(group, key=lambda f: f.state)
         pending = [f for f in group if f.state is not State.COMPLETED]
-        planned = next((f.action for f in pending if f.action in COMPLETES_AS), None)
+        planned = next((f.action for f in pending if f.action.is_table_service_plan), None)
         requested = next((f.file_name for f in group if f.state is State.REQUESTED), None)
         action = best.action
         if best.state is not State.COMPLETED and planned:

@@ -10,8 +10,7 @@ from typing import Any, Callable, TypeVar
 from metadata.commit_metadata import CleanMetadata, CommitMetadata, CompactionPlan, RollbackMetadata
 from metadata.errors import HudiError, HudiFormatError, InstantNotFound
 from metadata.instant import (
-    CLEAN,
-    ROLLBACK,
+    Action,
     Instant,
     fold_instant_files,
     parse_instant_file_name,
@@ -130,13 +129,13 @@ class Timeline:
         return self._cached("commit", instant, lambda: CommitMetadata.from_dict(source, self.read_content(instant)))
 
     def clean_metadata(self, instant: Instant) -> CleanMetadata:
-        if instant.action != CLEAN or not instant.is_completed:
+        if instant.action is not Action.CLEAN or not instant.is_completed:
             raise ValueError(f"{instant} is not a completed clean")
         source = self.storage.full_path(self.instant_path(instant))
         return self._cached("clean", instant, lambda: CleanMetadata.from_dict(source, self.read_content(instant)))
 
     def rollback_metadata(self, instant: Instant) -> RollbackMetadata:
-        if instant.action != ROLLBACK or not instant.is_completed:
+        if instant.action is not Action.ROLLBACK or not instant.is_completed:
             raise ValueError(f"{instant} is not a completed rollback")
         source = self.storage.full_path(self.instant_path(instant))
         return self._cached("rollback", instant, lambda: RollbackMetadata.from_dict(source, self.read_content(instant)))

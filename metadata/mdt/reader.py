@@ -19,7 +19,7 @@ from typing import Iterable, Iterator
 from metadata.errors import HudiError, HudiFormatError, MetadataTableUnavailable
 from metadata.file_group import FileSlice
 from metadata.fs_view import FileSystemView
-from metadata.instant import DELTA_COMMIT
+from metadata.instant import Action
 from metadata.log_format import BlockType, LogBlock, decode_avro_records, decode_delete_keys, read_log_blocks
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.records import MetadataRecord, decode_record, merge_records, record_from_dict
@@ -100,7 +100,7 @@ class MetadataTableReader:
                 continue
             if ts in data_completed:
                 valid.add(ts)
-            elif instant.action != DELTA_COMMIT or self._is_initialisation(ts):
+            elif instant.action is not Action.DELTA_COMMIT or self._is_initialisation(ts):
                 valid.add(ts)  # MDT-only: compaction, clean, rollback, initialisation
             elif ts not in data_all and data_first is not None and ts < data_first:
                 valid.add(ts)  # its data instant was archived, so it completed

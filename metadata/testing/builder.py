@@ -30,6 +30,7 @@ from metadata.testing.mdt_files import FilesPartitionWriter
 from metadata.avro_schema import META_FIELDS, arrow_to_avro_schema, with_meta_fields
 from metadata.commit_metadata import CommitMetadata, WriteStat
 from metadata.file_naming import BaseFileName, LogFileName
+from metadata.instant import Action
 from metadata.instant_content import encode_avro_instant
 from metadata.log_format import (
     BlockType,
@@ -63,7 +64,7 @@ class _Group:
 class _Staged:
     """What an instant changes; applied to the builder's state on completion."""
 
-    action: str
+    action: Action
     operation: str
     groups: dict[tuple[str, str], _Group] = field(default_factory=dict)
     stats: list[WriteStat] = field(default_factory=list)
@@ -178,12 +179,12 @@ class TableBuilder:
                 group.rows = group.rows.append_column(new, pa.nulls(group.rows.num_rows, new.type))
 
     # Timeline files --------------------------------------------------------------
-    def _write_pending(self, ts: str, action: str, requested: bytes = b"") -> None:
+    def _write_pending(self, ts: str, action: Action, requested: bytes = b"") -> None:
         self.storage.write_bytes(join(self.timeline_path, f"{ts}.{action}.requested"), requested)
-        inflight = f"{ts}.inflight" if action == "commit" else f"{ts}.{action}.inflight"
+        inflight = f"{ts}.inflight" if action is Action.COMMIT else f"{ts}.{action}.inflight"
         self.storage.write_bytes(join(self.timeline_path, inflight), b"")
 
-    def _write_completed(self, ts: str, action: str, content: bytes) -> str:
+    def _write_completed(self, ts: str, action: Action, content: bytes) -> str:
         if self.version >= 8:
             completion = self.next_instant_time()
             name = f"{ts}_{completion}.{action}"
@@ -256,7 +257,7 @@ class TableBuilder:
         """Insert or update rows (upsert, insert, bulk_insert) as one commit."""
         table = self._as_table(rows)
         ts = self.next_instant_time()
-        action = "deltacommit" if self.is_mor else "commit"
+        action = Action.DELTA_COMMIT if self.is_mor else Action.COMMIT
         staged = _Staged(action, operation.upper())
         self._write_pending(ts, action)
         keys = self.record_keys(table)
@@ -272,7 +273,7 @@ class TableBuilder:
     def delete(self, keys: list[str], complete: bool = True) -> str:
         """Delete records by record key (as `_hoodie_record_key` holds them)."""
         ts = self.next_instant_time()
-        action = "deltacommit" if self.is_mor else "commit"
+        action = Action.DELTA_COMMIT if self.is_mor else Action.COMMIT
         staged = _Staged(action, "DELETE")
         self._write_pending(ts, action)
         wanted = set(keys)
@@ -386,7 +387,7 @@ class TableBuilder:
         )
         if self._mdt is not None:
             self._record_in_metadata_table(ts, staged)
-        self._write_completed(ts, staged.action, self._encode_commit(meta, staged.action == "replacecommit"))
+        self._write_completed(ts, staged.action, self._encode_commit(meta, staged.action is Action.REPLACE_COMMIT))
         self._plans.pop(ts, None)
         for key, group in staged.groups.items():
             current = self._groups.get(key)
@@ -419,8 +420,8 @@ class TableBuilder:
         """INSERT_OVERWRITE (the partitions written) or INSERT_OVERWRITE_TABLE."""
         table = self._as_table(rows)
         ts = self.next_instant_time()
-        staged = _Staged("replacecommit", "INSERT_OVERWRITE_TABLE" if table_wide else "INSERT_OVERWRITE")
-        self._write_pending(ts, "replacecommit")
+        staged = _Staged(Action.REPLACE_COMMIT, "INSERT_OVERWRITE_TABLE" if table_wide else "INSERT_OVERWRITE")
+        self._write_pending(ts, Action.REPLACE_COMMIT)
         keys = self.record_keys(table)
         partitions = self.partition_of_rows(table)
         targets = {g.partition for g in self._live_groups()} if table_wide else set(partitions)
@@ -437,8 +438,8 @@ class TableBuilder:
     def delete_partitions(self, partitions: list[str]) -> str:
         """DELETE_PARTITION: a replacecommit that replaces every group of them."""
         ts = self.next_instant_time()
-        staged = _Staged("replacecommit", "DELETE_PARTITION")
-        self._write_pending(ts, "replacecommit")
+        staged = _Staged(Action.REPLACE_COMMIT, "DELETE_PARTITION")
+        self._write_pending(ts, Action.REPLACE_COMMIT)
         for partition in partitions:
             ids = [g.file_id for g in self._live_groups(partition)]
             if not ids:
@@ -451,7 +452,7 @@ class TableBuilder:
     def clean(self) -> str:
         """Delete files of older slices and of replaced file groups."""
         ts = self.next_instant_time()
-        self._write_pending(ts, "clean")
+        self._write_pending(ts, Action.CLEAN)
         deleted: dict[str, list[str]] = {}
         partition_gone: dict[str, bool] = {}
         for key, group in list(self._groups.items()):
@@ -493,7 +494,7 @@ class TableBuilder:
         if self._mdt is not None:
             gone = {p for p, g in partition_gone.items() if g}
             self._mdt.record(ts, {}, deleted, dropped_partitions=gone)
-        self._write_completed(ts, "clean", encode_avro_instant(CLEAN_METADATA, record))
+        self._write_completed(ts, Action.CLEAN, encode_avro_instant(CLEAN_METADATA, record))
         return ts
 
     def schedule_compaction(self) -> str:
@@ -529,7 +530,7 @@ class TableBuilder:
         stays inflight, as when a compaction job dies midway."""
         plan = self._plans[ts]  # stays pending until the compaction completes
         self.storage.write_bytes(join(self.timeline_path, f"{ts}.compaction.inflight"), b"")
-        staged = _Staged("commit", "COMPACT")
+        staged = _Staged(Action.COMMIT, "COMPACT")
         for (partition, file_id), rows in plan.items():
             group = self._groups[(partition, file_id)]
             name = BaseFileName(file_id, self._token(), ts, ".parquet").name
@@ -554,13 +555,13 @@ class TableBuilder:
         if staged is None:
             raise ValueError(f"instant {ts} is not pending in this builder")
         rb = self.next_instant_time()
-        self._write_pending(rb, "rollback")
+        self._write_pending(rb, Action.ROLLBACK)
         deleted: dict[str, list[str]] = {}
         for path in staged.written_files:
             self.storage.delete_file(path)
             partition, _, name = path.rpartition("/")
             deleted.setdefault(partition, []).append(name)
-        for suffix in (f"{staged.action}.requested", "inflight" if staged.action == "commit" else f"{staged.action}.inflight"):
+        for suffix in (f"{staged.action}.requested", "inflight" if staged.action is Action.COMMIT else f"{staged.action}.inflight"):
             path = join(self.timeline_path, f"{ts}.{suffix}")
             if self.storage.exists(path):
                 self.storage.delete_file(path)
@@ -575,7 +576,7 @@ class TableBuilder:
             },
             "version": 1,
         }
-        self._write_completed(rb, "rollback", encode_avro_instant(ROLLBACK_METADATA, record))
+        self._write_completed(rb, Action.ROLLBACK, encode_avro_instant(ROLLBACK_METADATA, record))
         return rb
 
     # Introspection for tests ---------------------------------------------------------------------
