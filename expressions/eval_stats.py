@@ -5,9 +5,8 @@ statistics prove no row can match, and any doubt (missing stats, NaN bounds,
 types that do not compare, a string max that may be truncated) keeps the
 file. Evaluated for all files at once with `pyarrow.compute`.
 
-Stats table layout: one row per file with `fileName`, `valueCount` and for
-each column c: `c_minValue`, `c_maxValue`, `c_nullCount`. A column without
-these fields has no statistics; a null in them means none for that file.
+The stats table follows `metadata.stats_table` (one row per file, min, max
+and null count per column); a table that does not is refused.
 """
 
 from __future__ import annotations
@@ -22,20 +21,21 @@ import pyarrow.compute as pc
 from expressions.binding import bind
 from expressions.dialect import NanSemantics, nan_semantics
 from expressions.eval_rows import is_nan_literal
+from metadata.stats_table import (
+    FILE_NAME,
+    VALUE_COUNT,
+    check_stats_table,
+    max_field,
+    min_field,
+    null_count_field,
+    stats_columns,
+)
 from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, StartsWith, Unknown, Visitor, visit
 
 log = logging.getLogger(__name__)
 
 MAX_CHAR = "\U0010ffff"
 SHORT_IN_LIST = 32
-
-
-def stats_schema(stats: pa.Table) -> pa.Schema:
-    """Column name -> type, from the `<c>_minValue` fields."""
-    return pa.schema(
-        [pa.field(name[: -len("_minValue")], stats.schema.field(name).type)
-         for name in stats.column_names if name.endswith("_minValue")]
-    )
 
 
 def upper_prefix_bound(prefix: str) -> str | None:
@@ -55,10 +55,11 @@ class _Column:
     """One column's statistics; derived masks are computed once, when first needed."""
 
     def __init__(self, stats: pa.Table, name: str) -> None:
-        self.min = stats.column(f"{name}_minValue")
-        self.max = stats.column(f"{name}_maxValue")
-        self.nulls = stats.column(f"{name}_nullCount") if f"{name}_nullCount" in stats.column_names else None
-        self.count = stats.column("valueCount") if "valueCount" in stats.column_names else None
+        self.min = stats.column(min_field(name))
+        self.max = stats.column(max_field(name))
+        nulls = null_count_field(name)
+        self.nulls = stats.column(nulls) if nulls in stats.column_names else None
+        self.count = stats.column(VALUE_COUNT) if VALUE_COUNT in stats.column_names else None
         self.type = self.min.type
         self.is_float = pa.types.is_floating(self.type)
         self.is_string = pa.types.is_string(self.type) or pa.types.is_large_string(self.type)
@@ -250,7 +251,8 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
 
 def may_match(expr: Expr, stats: pa.Table) -> pa.BooleanArray:
     """Per file: True when it may hold a matching row."""
-    bound = bind(expr, stats_schema(stats), strict=False)
+    check_stats_table(stats)
+    bound = bind(expr, stats_columns(stats), strict=False)
     result = visit(bound, StatsEvaluator(stats))
     return pc.fill_null(result, True).combine_chunks()
 
@@ -258,4 +260,4 @@ def may_match(expr: Expr, stats: pa.Table) -> pa.BooleanArray:
 def prune_files(expr: Expr, stats: pa.Table) -> list[str]:
     """fileName values of the files that may match, in input order."""
     keep = may_match(expr, stats)
-    return stats.column("fileName").filter(keep).to_pylist()
+    return stats.column(FILE_NAME).filter(keep).to_pylist()

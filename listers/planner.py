@@ -26,6 +26,7 @@ from expressions.tree import references
 from listers.directory_lister import DirectoryLister
 from metadata import FileSlice, HudiError, MetadataTable
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
+from metadata.stats_table import FILE_NAME, PARTITION, min_field
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +153,7 @@ class _Planner:
         start = time.perf_counter()
         stats = mdt.partition_stats(columns, partitions)
         keep = may_match(self.expr, stats).to_pylist()
-        excluded = {p for p, k in zip(stats.column("partition").to_pylist(), keep) if not k}
+        excluded = {p for p, k in zip(stats.column(PARTITION).to_pylist(), keep) if not k}
         kept = [p for p in partitions if p not in excluded]  # no stats row: kept
         self.stages.append(Stage("partition_stats", len(kept), len(partitions), time.perf_counter() - start))
         return kept
@@ -167,11 +168,11 @@ class _Planner:
             return slices
         start = time.perf_counter()
         stats = mdt.column_stats(columns, partitions)
-        indexed = [c for c in columns if stats.num_rows and stats.column(f"{c}_minValue").null_count < stats.num_rows]
+        indexed = [c for c in columns if stats.num_rows and stats.column(min_field(c)).null_count < stats.num_rows]
         if not indexed:
             self.not_used.append(f"column_stats: none of {', '.join(columns)} is indexed")
             return slices
-        verdict = dict(zip(stats.column("fileName").to_pylist(), may_match(self.expr, stats).to_pylist()))
+        verdict = dict(zip(stats.column(FILE_NAME).to_pylist(), may_match(self.expr, stats).to_pylist()))
         kept = []
         for s in slices:
             names = ([s.base_file_name] if s.base_file_name else []) + s.log_file_names

@@ -52,3 +52,7 @@ class MetadataTableUnavailable(HudiError):
         self.table_uri = table_uri
         self.reason = reason
         super().__init__(f"{table_uri}: {reason}")
+
+
+class InvalidStatsTable(HudiBridgeError, ValueError):
+    """A statistics table does not follow `metadata.stats_table`'s layout."""

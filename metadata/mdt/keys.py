@@ -17,6 +17,7 @@ import xxhash
 from metadata.partition_path import to_metadata_partition
 
 HASH_SEED = 0xFFFFFFFFDABADABA
+ID_LENGTH = 12  # base64 of an 8-byte hash: ColumnIndexID and PartitionIndexID
 
 
 def _b64(data: bytes) -> str:
@@ -42,3 +43,8 @@ def column_stats_key(column: str, partition: str, file_name: str) -> str:
 
 def partition_stats_key(column: str, partition: str) -> str:
     return column_index_id(column) + partition_index_id(partition)
+
+
+def partition_id_of(key: str) -> str:
+    """The PartitionIndexID inside a column_stats or partition_stats key."""
+    return key[ID_LENGTH : 2 * ID_LENGTH]

@@ -17,6 +17,15 @@ from metadata.mdt import keys
 from metadata.mdt.reader import KeyQuery, MetadataTableReader
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, live_files
 from metadata.partition_path import from_metadata_partition, to_metadata_partition
+from metadata.stats_table import (
+    FILE_NAME,
+    PARTITION,
+    VALUE_COUNT,
+    build_stats_table,
+    max_field,
+    min_field,
+    null_count_field,
+)
 from metadata.stored_table import StoredTable, TableParts
 
 log = logging.getLogger(__name__)
@@ -75,8 +84,8 @@ class MetadataTable:
 
     # Statistics ------------------------------------------------------------------------------
     def column_stats(self, columns: list[str], partitions: list[str] | None = None) -> pa.Table:
-        """One row per file: partition, fileName, valueCount, and c_minValue,
-        c_maxValue, c_nullCount for each column (typed by the table schema)."""
+        """One row per file, as `metadata.stats_table` lays it out (bounds
+        typed by the table schema)."""
         self._require(COLUMN_STATS)
         records = self.reader.read(COLUMN_STATS, KeyQuery(prefixes=self._prefixes(columns, partitions)))
         return self._transpose(records, columns, partitions, per_file=True)
@@ -91,7 +100,7 @@ class MetadataTable:
     def _prefixes(columns: list[str], partitions: list[str] | None) -> list[str]:
         if partitions is None:
             return [keys.column_index_id(c) for c in columns]
-        return [keys.column_index_id(c) + keys.partition_index_id(p) for c in columns for p in partitions]
+        return [keys.partition_stats_key(c, p) for c in columns for p in partitions]
 
     def column_types(self) -> dict[str, pa.DataType]:
         """Arrow type of every (nested, dotted) column of the table schema."""
@@ -117,46 +126,16 @@ class MetadataTable:
             stats = record.column_stats
             if stats is None or stats.is_deleted or stats.column_name not in columns:
                 continue
-            partition = by_id.get(key[12:24])
+            partition_id = keys.partition_id_of(key)
+            partition = by_id.get(partition_id)
             if partition is None:
-                log.debug("stats record %s: partition id %s is not a live partition; skipped", key, key[12:24])
+                log.debug("stats record %s: partition id %s is not a live partition; skipped", key, partition_id)
                 continue
             name = stats.file_name if per_file else partition
-            row = rows.setdefault((partition, name), {"partition": partition, "fileName": name, "valueCount": None})
+            row = rows.setdefault((partition, name), {PARTITION: partition, FILE_NAME: name, VALUE_COUNT: None})
             if stats.value_count is not None:
-                row["valueCount"] = max(row["valueCount"] or 0, stats.value_count)
-            row[f"{stats.column_name}_minValue"] = stats.min_value
-            row[f"{stats.column_name}_maxValue"] = stats.max_value
-            row[f"{stats.column_name}_nullCount"] = stats.null_count
-        ordered = [rows[k] for k in sorted(rows)]
-        types = self.column_types()
-        arrays = {
-            "partition": pa.array([r["partition"] for r in ordered], pa.string()),
-            "fileName": pa.array([r["fileName"] for r in ordered], pa.string()),
-            "valueCount": pa.array([r["valueCount"] for r in ordered], pa.int64()),
-        }
-        for column in columns:
-            dtype = types.get(column)
-            for suffix in ("minValue", "maxValue"):
-                arrays[f"{column}_{suffix}"] = _typed_array([r.get(f"{column}_{suffix}") for r in ordered], dtype, column)
-            arrays[f"{column}_nullCount"] = pa.array([r.get(f"{column}_nullCount") for r in ordered], pa.int64())
-        return pa.table(arrays)
-
-
-def _typed_array(values: list[Any], dtype: pa.DataType | None, column: str) -> pa.Array:
-    """Values in the column's type; a value that does not fit becomes null
-    (no statistics, so the file is kept) and is logged."""
-    if dtype is None:
-        return pa.array(values)
-    try:
-        return pa.array(values, type=dtype)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-        fitted = []
-        for value in values:
-            try:
-                pa.array([value], type=dtype)
-                fitted.append(value)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-                log.debug("column %s: stats value %r does not fit %s; treated as missing", column, value, dtype)
-                fitted.append(None)
-        return pa.array(fitted, type=dtype)
+                row[VALUE_COUNT] = max(row[VALUE_COUNT] or 0, stats.value_count)
+            row[min_field(stats.column_name)] = stats.min_value
+            row[max_field(stats.column_name)] = stats.max_value
+            row[null_count_field(stats.column_name)] = stats.null_count
+        return build_stats_table([rows[k] for k in sorted(rows)], columns, self.column_types())

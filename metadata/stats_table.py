@@ -1,0 +1,98 @@
+"""The statistics table: what the metadata table's stats readers produce and
+the stats evaluator (`expressions.eval_stats`) consumes.
+
+One row per file (column_stats) or per partition (partition_stats):
+- `partition` and `fileName` (strings; for partition_stats the file name is
+  the partition) and `valueCount` (int64, rows in the file);
+- for each column c: `c_minValue` and `c_maxValue` in the column's type,
+  `c_nullCount` (int64).
+A column without these fields has no statistics; a null in them means none
+for that file, which keeps the file.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from metadata.errors import InvalidStatsTable
+
+log = logging.getLogger(__name__)
+
+PARTITION = "partition"
+FILE_NAME = "fileName"
+VALUE_COUNT = "valueCount"
+_MIN, _MAX, _NULLS = "_minValue", "_maxValue", "_nullCount"
+
+
+def min_field(column: str) -> str:
+    return column + _MIN
+
+
+def max_field(column: str) -> str:
+    return column + _MAX
+
+
+def null_count_field(column: str) -> str:
+    return column + _NULLS
+
+
+def stats_columns(stats: pa.Table) -> pa.Schema:
+    """The columns that have statistics, with their types."""
+    return pa.schema(
+        [pa.field(name[: -len(_MIN)], stats.schema.field(name).type) for name in stats.column_names if name.endswith(_MIN)]
+    )
+
+
+def check_stats_table(stats: pa.Table) -> None:
+    """Raise InvalidStatsTable when `stats` does not follow the layout above."""
+    names = set(stats.column_names)
+    for field in stats_columns(stats):
+        maximum = max_field(field.name)
+        if maximum not in names:
+            raise InvalidStatsTable(f"statistics of {field.name!r} have {min_field(field.name)} but no {maximum}")
+        if stats.schema.field(maximum).type != field.type:
+            raise InvalidStatsTable(
+                f"statistics of {field.name!r}: {min_field(field.name)} is {field.type} but {maximum} is {stats.schema.field(maximum).type}"
+            )
+    for name in [VALUE_COUNT] + [null_count_field(f.name) for f in stats_columns(stats)]:
+        if name in names and not pa.types.is_integer(stats.schema.field(name).type):
+            raise InvalidStatsTable(f"statistics field {name} is {stats.schema.field(name).type}, not an integer")
+
+
+def build_stats_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], types: Mapping[str, pa.DataType]) -> pa.Table:
+    """A stats table from rows keyed by the field names above; bounds are
+    typed by `types` (a value that does not fit becomes null: no statistics)."""
+    arrays = {
+        PARTITION: pa.array([r[PARTITION] for r in rows], pa.string()),
+        FILE_NAME: pa.array([r[FILE_NAME] for r in rows], pa.string()),
+        VALUE_COUNT: pa.array([r.get(VALUE_COUNT) for r in rows], pa.int64()),
+    }
+    for column in columns:
+        dtype = types.get(column)
+        for name in (min_field(column), max_field(column)):
+            arrays[name] = _typed_array([r.get(name) for r in rows], dtype, column)
+        arrays[null_count_field(column)] = pa.array([r.get(null_count_field(column)) for r in rows], pa.int64())
+    return pa.table(arrays)
+
+
+def _typed_array(values: list[Any], dtype: pa.DataType | None, column: str) -> pa.Array:
+    """Values in the column's type; a value that does not fit becomes null
+    (no statistics, so the file is kept) and is logged."""
+    if dtype is None:
+        return pa.array(values)
+    try:
+        return pa.array(values, type=dtype)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        fitted = []
+        for value in values:
+            try:
+                pa.array([value], type=dtype)
+                fitted.append(value)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+                log.debug("column %s: stats value %r does not fit %s; treated as missing", column, value, dtype)
+                fitted.append(None)
+        return pa.array(fitted, type=dtype)
