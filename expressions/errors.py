@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from metadata.errors import HudiBridgeError
 
-class ExpressionError(ValueError):
+
+class ExpressionError(HudiBridgeError, ValueError):
+    """A predicate cannot be read or bound; `position` is (line, column) in its SQL."""
+
     def __init__(self, message: str, position: tuple[int, int] | None = None) -> None:
+        self.message = message
         self.position = position
         where = f" (line {position[0]}, column {position[1]})" if position else ""
         super().__init__(message + where)

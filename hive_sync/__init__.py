@@ -5,10 +5,10 @@ applies with `apply_sync`; `open_client(mode, ...)` gives the executor
 (`hms`, `hiveql`, `spark`); `EmbeddedMetastore` starts a local metastore.
 """
 
-from hive_sync.client import MetastoreClient, SyncError
+from hive_sync.client import MetastoreClient
 from hive_sync.connect import SyncMode, open_client
 from hive_sync.embedded import EmbeddedMetastore
-from hive_sync.schema import SchemaEvolutionError
+from hive_sync.errors import SchemaEvolutionError, SyncError
 from hive_sync.sync import SyncPlan, SyncResult, TablePlan, apply_sync, plan_sync, sync
 from hive_sync.target import SyncOptions
 

@@ -12,11 +12,6 @@ from collections import Counter
 from typing import Protocol, Sequence
 
 from hive_sync.model import HivePartition, PartitionValues, RegisteredTable, TableDefinition
-from metadata.errors import HudiError
-
-
-class SyncError(HudiError):
-    """A sync could not be carried out; the message says what and where."""
 
 
 class MetastoreClient(Protocol):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hive_sync.client import MetastoreClient, SyncError
+from hive_sync.client import MetastoreClient
+from hive_sync.errors import SyncError
 from hive_sync.hiveql import hiveserver2_client, spark_session_client
 from hive_sync.hms import HmsClient
 from metadata.text_enum import TextEnum

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from hive_sync.client import SyncError
+from hive_sync.errors import SyncError
 
 METASTORE_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 

@@ -21,7 +21,8 @@ import re
 from collections import Counter
 from typing import Any, Callable, Sequence
 
-from hive_sync.client import MetastoreClient, SyncError
+from hive_sync.client import MetastoreClient
+from hive_sync.errors import SyncError
 from hive_sync.model import HivePartition, PartitionValues, RegisteredTable, TableDefinition
 from hive_sync.names import partition_spec, qualified, quote_identifier, quote_literal
 from hive_sync.schema import HiveColumn

@@ -16,7 +16,7 @@ from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TException
 from thrift.transport import TSocket, TTransport
 
-from hive_sync.client import SyncError
+from hive_sync.errors import SyncError
 from hive_sync.model import HivePartition, PartitionValues, RegisteredTable, TableDefinition
 from hive_sync.names import partition_name
 from hive_sync.schema import HiveColumn

@@ -20,13 +20,9 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from metadata.avro_schema import META_FIELDS, avro_field_to_arrow, avro_type_to_arrow
-from metadata.errors import HudiError
+from hive_sync.errors import SchemaEvolutionError, SyncError
 
 SCHEMA_PART_SIZE = 4000
-
-
-class SchemaEvolutionError(HudiError):
-    """A column changed in a way the metastore cannot follow."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +75,7 @@ def _hive(t: pa.DataType, support_timestamp: bool) -> str:
         return f"array<{_hive(t.value_type, support_timestamp)}>"
     if pa.types.is_map(t):
         return f"map<string,{_hive(t.item_type, support_timestamp)}>"
-    raise HudiError(f"Arrow type {t} has no Hive type")
+    raise SyncError(f"Arrow type {t} has no Hive type")
 
 
 def _spark(t: pa.DataType) -> Any:
@@ -95,7 +91,7 @@ def _spark(t: pa.DataType) -> Any:
         return {"type": "array", "elementType": _spark(t.value_type), "containsNull": t.value_field.nullable}
     if pa.types.is_map(t):
         return {"type": "map", "keyType": "string", "valueType": _spark(t.item_type), "valueContainsNull": t.item_field.nullable}
-    raise HudiError(f"Arrow type {t} has no Spark type")
+    raise SyncError(f"Arrow type {t} has no Spark type")
 
 
 def _spark_field(field: pa.Field) -> dict[str, Any]:

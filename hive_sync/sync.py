@@ -21,7 +21,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-from hive_sync.client import MetastoreClient, SyncError
+from hive_sync.client import MetastoreClient
+from hive_sync.errors import SyncError
 from hive_sync.model import MARKER_KEYS, HivePartition, PartitionValues, RegisteredTable, TableDefinition
 from hive_sync.partition_events import EventKind, PartitionEvent, changed_partitions, diff_partitions, partition_values, same_location
 from hive_sync.schema import SchemaChange, schema_change
@@ -42,7 +43,7 @@ class TablePlan:
     schema: SchemaChange
     params: dict[str, str]  # non-marker table properties to set
     storage_changed: bool  # location, formats or serde parameters differ
-    events: list[PartitionEvent]
+    events: tuple[PartitionEvent, ...]
     marker: dict[str, str]  # marker properties to set last
     full_diff: bool
 
@@ -76,7 +77,7 @@ class SyncPlan:
     base_uri: str
     database: str
     create_database: bool
-    tables: list[TablePlan]
+    tables: tuple[TablePlan, ...]
 
     @property
     def is_noop(self) -> bool:
@@ -92,11 +93,11 @@ class SyncPlan:
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class SyncResult:
     plan: SyncPlan
     applied: bool
-    calls: dict[str, int] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)  # metastore calls made, by method
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.plan.to_dict(), "applied": self.applied, "metastore_calls": self.calls}
@@ -129,7 +130,7 @@ def _plan_table(table: HudiTable, client: MetastoreClient, definition: TableDefi
     registered: RegisteredTable | None = client.get_table(definition.database, definition.name) if database_exists else None
     if registered is None:
         events = diff_partitions(table, {}, None)
-        return TablePlan(definition, True, SchemaChange([], []), dict(definition.table_params), False, events, marker, True)
+        return TablePlan(definition, True, SchemaChange([], []), dict(definition.table_params), False, tuple(events), marker, True)
     wanted_keys = [c.name.lower() for c in definition.partition_columns]
     have_keys = [c.name.lower() for c in registered.partition_columns]
     if wanted_keys != have_keys:
@@ -148,7 +149,7 @@ def _plan_table(table: HudiTable, client: MetastoreClient, definition: TableDefi
     in_metastore = _registered_partitions(client, definition, changed, table, options.batch_size) if table.config.is_partitioned else {}
     events = diff_partitions(table, in_metastore, changed)
     new_marker = _differs(marker, registered.params)
-    return TablePlan(definition, False, change, params, storage_changed, events, new_marker, changed is None)
+    return TablePlan(definition, False, change, params, storage_changed, tuple(events), new_marker, changed is None)
 
 
 def plan_sync(table: HudiTable, client: MetastoreClient, options: SyncOptions) -> SyncPlan:
@@ -167,7 +168,7 @@ def plan_sync(table: HudiTable, client: MetastoreClient, options: SyncOptions) -
         raise SyncError(f"database {options.database} does not exist in the metastore (allow creating it to sync)")
     marker = sync_marker(table)
     plans = [_plan_table(table, client, d, options, marker, database_exists) for d in definitions]
-    return SyncPlan(table.base_uri, options.database, not database_exists, plans)
+    return SyncPlan(table.base_uri, options.database, not database_exists, tuple(plans))
 
 
 def _apply_table(client: MetastoreClient, plan: TablePlan, batch_size: int, progress: Progress) -> None:

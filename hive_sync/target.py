@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hive_sync.client import SyncError
+from hive_sync.errors import SyncError
 from hive_sync.model import (
     HOODIE_INPUT_FORMAT,
     HOODIE_REALTIME_INPUT_FORMAT,

@@ -9,35 +9,36 @@ v8+ the filter lists the instants in range).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from metadata import CleanedFilesError, FileSlice, HudiError, HudiTable, Instant
+from metadata import CleanedFilesError, FileSlice, HudiTable, Instant
+from metadata.errors import HudiBridgeError
 from metadata.instant import check_instant_time
 
 
-class IncrementalRangeError(HudiError):
+class IncrementalRangeError(HudiBridgeError):
     """The range cannot be served incrementally and fallback is off."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class IncrementalPlan:
     begin: str
     end: str | None
-    instants: list[Instant]
-    partitions: list[str]
-    files: list[FileSlice]
+    instants: tuple[Instant, ...]
+    partitions: tuple[str, ...]
+    files: tuple[FileSlice, ...]
     row_filter: str
     full_scan: bool = False
     fallback_reason: str | None = None
-    replaced: list[tuple[str, str]] = field(default_factory=list)
+    replaced: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "begin": self.begin,
             "end": self.end,
             "instants": [i.requested_time for i in self.instants],
-            "partitions": self.partitions,
+            "partitions": list(self.partitions),
             "files": [s.to_dict() for s in self.files],
             "row_filter": self.row_filter,
             "full_scan": self.full_scan,
@@ -117,9 +118,10 @@ def incremental(
             )
         files = table.file_slices()
         partitions = sorted({s.partition for s in files})
-        return IncrementalPlan(begin, end, in_range, partitions, files, row_filter, True, problem, sorted(replaced))
-    return IncrementalPlan(begin, end, in_range, partitions, sorted(files, key=lambda s: (s.partition, s.file_id)), row_filter,
-                           replaced=sorted(replaced))
+        return IncrementalPlan(begin, end, tuple(in_range), tuple(partitions), tuple(files), row_filter, True, problem,
+                               tuple(sorted(replaced)))
+    return IncrementalPlan(begin, end, tuple(in_range), tuple(partitions), tuple(sorted(files, key=lambda s: (s.partition, s.file_id))),
+                           row_filter, replaced=tuple(sorted(replaced)))
 
 
 def _as_of_for(table: HudiTable, end_instant: Instant | None) -> str | None:

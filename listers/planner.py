@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -31,7 +31,7 @@ from metadata.stats_table import FILE_NAME, PARTITION, min_field
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Stage:
     name: str
     kept: int
@@ -43,12 +43,12 @@ class Stage:
         return {"stage": self.name, "kept": self.kept, "of": self.total, "seconds": round(self.seconds, 4), "note": self.note}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
     predicate: str
-    files: list[FileSlice]
-    stages: list[Stage] = field(default_factory=list)
-    not_used: list[str] = field(default_factory=list)
+    files: tuple[FileSlice, ...]
+    stages: tuple[Stage, ...] = ()
+    not_used: tuple[str, ...] = ()
     residual: str = ""
     listing: str = ""
 
@@ -67,7 +67,7 @@ class Plan:
             "predicate": self.predicate,
             "listing": self.listing,
             "stages": [s.to_dict() for s in self.stages],
-            "not_used": self.not_used,
+            "not_used": list(self.not_used),
             "residual": self.residual,
             "files": [s.to_dict() for s in self.files],
         }
@@ -135,9 +135,9 @@ class _Planner:
         slices = self._column_stats(mdt, kept, slices, data_columns)
         return Plan(
             predicate=text,
-            files=sorted(slices, key=lambda s: (s.partition, s.file_id)),
-            stages=self.stages,
-            not_used=self.not_used,
+            files=tuple(sorted(slices, key=lambda s: (s.partition, s.file_id))),
+            stages=tuple(self.stages),
+            not_used=tuple(self.not_used),
             residual=to_sql(self.expr, self.dialect),
             listing=self.lister.listing_note,
         )

@@ -54,5 +54,14 @@ class MetadataTableUnavailable(HudiError):
         super().__init__(f"{table_uri}: {reason}")
 
 
+class InvalidInstantTime(HudiBridgeError, ValueError):
+    """Text given as an instant time is not one (yyyyMMddHHmmssSSS)."""
+
+    def __init__(self, text: str, what: str) -> None:
+        self.text = text
+        self.what = what
+        super().__init__(f"{what} {text!r} is not an instant time (yyyyMMddHHmmssSSS, digits only)")
+
+
 class InvalidStatsTable(HudiBridgeError, ValueError):
     """A statistics table does not follow `metadata.stats_table`'s layout."""

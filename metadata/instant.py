@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from enum import IntEnum
 
+from metadata.errors import InvalidInstantTime
 from metadata.text_enum import TextEnum
 
 INSTANT_TIME_PATTERN = re.compile(r"^\d{14,}$")
@@ -158,5 +159,5 @@ def fold_instant_files(files: list[InstantFile]) -> list[Instant]:
 
 def check_instant_time(text: str, what: str = "instant time") -> str:
     if not INSTANT_TIME_PATTERN.match(text or ""):
-        raise ValueError(f"{what} {text!r} is not an instant time (yyyyMMddHHmmssSSS, digits only)")
+        raise InvalidInstantTime(text, what)
     return text

@@ -33,7 +33,7 @@ def metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedMeta
 
 @pytest.fixture(scope="session")
 def spark(metastore: EmbeddedMetastore) -> Iterator[Any]:
-    from engine_bridge.spark_session import local_spark_session
+    from engine_bridge.spark import local_spark_session
 
     session = local_spark_session(metastore.uri, str(metastore.warehouse), "hudi-bridge-tests")
     yield session

@@ -219,7 +219,7 @@ def test_incremental_touches_only_changed_partitions(tmp_path: Path) -> None:
     second = builder.write([{"id": 1, "p": "p1"}, {"id": 100, "p": "p9"}])
     inc = incremental(str(tmp_path / "t"), first)
     assert [i.requested_time for i in inc.instants] == [second]
-    assert inc.partitions == ["p=p1", "p=p9"]
+    assert inc.partitions == ("p=p1", "p=p9")
     assert inc.row_filter == f"_hoodie_commit_time > '{first}' AND _hoodie_commit_time <= '{second}'"
     assert incremental(str(tmp_path / "t"), "00000000000000000", max_commits=1).instants[0].requested_time == first
     conf = {"hoodie.t.consume.mode": "INCREMENTAL", "hoodie.t.consume.start.timestamp": first, "hoodie.t.consume.max.commits": "-1"}

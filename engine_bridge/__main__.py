@@ -1,0 +1,3 @@
+from engine_bridge.cli import main
+
+main()

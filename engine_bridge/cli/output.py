@@ -1,0 +1,103 @@
+"""One way out for every command: `--json` or a human form, and one error exit.
+
+A command decorated with `@command_output` returns an `Output`; the decorator
+adds `--json`, prints the payload as JSON or calls the renderer, and turns
+the project's errors into one line on stderr with exit code 2 (a traceback
+only with `--debug`), as pyiceberg's CLI does with its `catch_exception`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from metadata import FileSlice, HudiBridgeError
+
+console = Console()
+ERROR_EXIT = 2
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Output:
+    payload: Any  # what --json prints
+    render: Callable[[], None]  # the human-readable form
+    exit_code: int = 0
+
+
+def json_requested() -> bool:
+    """True inside a command run with --json (for progress bars and prompts)."""
+    return bool(click.get_current_context().meta.get("hudi_bridge.json", False))
+
+
+def debug_requested() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.find_root().meta.get("hudi_bridge.debug", False))
+
+
+def fail(exc: BaseException) -> None:
+    """Exit with one line naming the problem (re-raised with --debug)."""
+    if debug_requested():
+        raise exc
+    click.echo(f"error: {exc}", err=True)
+    sys.exit(ERROR_EXIT)
+
+
+def command_output(func: Callable[..., Output]) -> Callable[..., None]:
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, as_json: bool, **kwargs: Any) -> None:
+        click.get_current_context().meta["hudi_bridge.json"] = as_json
+        try:
+            output = func(*args, **kwargs)
+        except (HudiBridgeError, OSError) as exc:
+            fail(exc)
+            return
+        if as_json:
+            click.echo(json.dumps(output.payload, indent=2, default=str))
+        else:
+            output.render()
+        if output.exit_code:
+            sys.exit(output.exit_code)
+
+    return wrapper
+
+
+def rich_table(title: str, rows: Sequence[dict[str, Any]]) -> Table:
+    table = Table(title=title)
+    if not rows:
+        table.add_column("(none)")
+        return table
+    for key in rows[0]:
+        table.add_column(key)
+    for row in rows:
+        table.add_row(*("\n".join(v) if isinstance(v, list) else "" if v is None else str(v) for v in row.values()))
+    return table
+
+
+def slice_rows(slices: Sequence[FileSlice]) -> list[dict[str, Any]]:
+    """Names rather than paths, so the table fits a terminal."""
+    return [
+        {
+            "partition": s.partition or '""',
+            "base_instant": s.base_instant,
+            "base_file": s.base_file_name,
+            "log_files": s.log_file_names,
+            "bytes": s.total_size,
+        }
+        for s in slices
+    ]
+
+
+def print_lines(lines: Sequence[str]) -> None:
+    for line in lines:
+        console.print(line)

@@ -1,0 +1,55 @@
+"""`hudi-bridge plan` and `hudi-bridge incremental`."""
+
+from __future__ import annotations
+
+import click
+
+from engine_bridge.cli.app import main
+from engine_bridge.cli.output import Output, command_output, console, rich_table, slice_rows
+from expressions import Dialect
+
+
+@main.command("plan")
+@click.argument("path")
+@click.option("--where", "where", required=True, help="Predicate (a WHERE clause without WHERE).")
+@click.option("--dialect", default=Dialect.SPARK.value, type=click.Choice(Dialect.values()), show_default=True)
+@click.option("--as-of", default=None, help="Plan on the table as of this instant.")
+@click.option("--no-metadata", is_flag=True, help="Do not use the metadata table.")
+@click.option("--explain", is_flag=True, help="Print how each stage pruned.")
+@command_output
+def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_metadata: bool, explain: bool) -> Output:
+    """Candidate file slices for a predicate (partition pruning + data skipping)."""
+    from listers import plan
+
+    result = plan(path, where, dialect=dialect, as_of=as_of, use_metadata=not no_metadata)
+
+    def render() -> None:
+        if explain:
+            console.print(result.explain())
+        console.print(rich_table("Candidate file slices", slice_rows(result.files)))
+
+    return Output(result.to_dict(), render)
+
+
+@main.command("incremental")
+@click.argument("path")
+@click.option("--begin", required=True, help="Exclusive start (requested time on v6, completion time on v8+).")
+@click.option("--end", default=None, help="Inclusive end.")
+@click.option("--max-commits", type=int, default=None, help="At most this many instants (-1: all).")
+@click.option("--fallback", is_flag=True, help="Fall back to a full scan when the range cannot be served incrementally.")
+@command_output
+def incremental_command(path: str, begin: str, end: str | None, max_commits: int | None, fallback: bool) -> Output:
+    """What changed between two instants (RFC-04), planned from the timeline."""
+    from listers import incremental
+
+    result = incremental(path, begin, end, max_commits, fallback_to_full_scan=fallback)
+
+    def render() -> None:
+        console.print(f"[bold]instants[/]: {', '.join(i.requested_time for i in result.instants) or 'none'}")
+        console.print(f"[bold]partitions[/]: {', '.join(result.partitions) or 'none'}")
+        if result.full_scan:
+            console.print(f"[yellow]full scan[/]: {result.fallback_reason}")
+        console.print(f"[bold]row filter[/]: {result.row_filter}")
+        console.print(rich_table("Files", slice_rows(result.files)))
+
+    return Output(result.to_dict(), render)

@@ -1,0 +1,105 @@
+"""`hudi-bridge table ...`: config, timeline, partitions, file slices, validate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from engine_bridge.cli.app import main
+from engine_bridge.cli.output import Output, command_output, console, print_lines, rich_table, slice_rows
+from metadata import HudiTable
+
+AS_OF_HELP = "Instant time (requested time) of the view."
+NO_METADATA_HELP = "List storage even when a metadata table exists."
+
+
+@main.group()
+def table() -> None:
+    """Inspect a Hudi table: config, timeline, partitions, file slices."""
+
+
+def open_table(path: str, no_metadata: bool = False) -> HudiTable:
+    return HudiTable.open(path, use_metadata=False if no_metadata else None)
+
+
+def table_summary(t: HudiTable) -> dict[str, Any]:
+    latest = t.timeline.latest_completed()
+    return {
+        "name": t.name,
+        "base_uri": t.base_uri,
+        "table_type": t.config.table_type.value,
+        "table_version": t.config.version,
+        "timeline_layout": t.config.timeline_layout_version,
+        "partition_fields": list(t.config.partition_fields),
+        "record_key_fields": list(t.config.record_key_fields),
+        "metadata_partitions": list(t.config.metadata_partitions),
+        "instants": len(t.timeline.instants),
+        "latest_completed": latest.requested_time if latest else None,
+    }
+
+
+def timeline_rows(t: HudiTable) -> list[dict[str, Any]]:
+    return [
+        {"requested_time": i.requested_time, "action": i.action.value, "state": i.state.name, "completion_time": i.completion_time}
+        for i in t.timeline.instants
+    ]
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    for key, value in summary.items():
+        console.print(f"[bold]{key}[/]: {value}")
+
+
+@table.command("show")
+@click.argument("path")
+@command_output
+def table_show(path: str) -> Output:
+    """Table config and the latest instant."""
+    summary = table_summary(open_table(path))
+    return Output(summary, lambda: print_summary(summary))
+
+
+@table.command("timeline")
+@click.argument("path")
+@command_output
+def table_timeline(path: str) -> Output:
+    """Every instant of the active timeline."""
+    rows = timeline_rows(open_table(path))
+    return Output(rows, lambda: console.print(rich_table("Timeline", rows)))
+
+
+@table.command("partitions")
+@click.argument("path")
+@click.option("--as-of", default=None, help=AS_OF_HELP)
+@click.option("--no-metadata", is_flag=True, help=NO_METADATA_HELP)
+@command_output
+def table_partitions(path: str, as_of: str | None, no_metadata: bool) -> Output:
+    """Partitions with visible files."""
+    parts = open_table(path, no_metadata).partitions(as_of=as_of)
+    return Output(parts, lambda: print_lines([p if p else '"" (non-partitioned)' for p in parts]))
+
+
+@table.command("files")
+@click.argument("path")
+@click.option("--partition", default=None, help="Only this partition.")
+@click.option("--as-of", default=None, help=AS_OF_HELP)
+@click.option("--no-metadata", is_flag=True, help=NO_METADATA_HELP)
+@command_output
+def table_files(path: str, partition: str | None, as_of: str | None, no_metadata: bool) -> Output:
+    """Latest file slices (base file and log files) per file group."""
+    t = open_table(path, no_metadata)
+    slices = t.file_slices(partition=partition, as_of=as_of)
+    return Output([s.to_dict() for s in slices], lambda: console.print(rich_table(f"File slices ({t.listing_note})", slice_rows(slices))))
+
+
+@table.command("validate")
+@click.argument("path")
+@command_output
+def table_validate(path: str) -> Output:
+    """Compare the metadata table's file listing with storage (RFC-15 validate); exit 1 on differences."""
+    from metadata.mdt.validate import validate_metadata
+
+    report = validate_metadata(open_table(path, no_metadata=True))
+    lines = report.differences() or ["metadata table and storage agree"]
+    return Output(report.to_dict(), lambda: print_lines(lines), exit_code=0 if report.ok else 1)
