@@ -7,8 +7,9 @@ import resource
 import sys
 import time
 import tracemalloc
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 
 @contextmanager

@@ -8,8 +8,22 @@ from expressions.eval_stats import may_match, prune_files
 from expressions.spark_filters import from_spark_filters
 from expressions.sql import parse_sql, to_sql
 from expressions.tree import (
-    AlwaysFalse, AlwaysTrue, And, Comparison, Expr, In, IsNotNull, IsNull, Literal, Not, Op, Or, Ref,
-    StartsWith, Unknown, push_not_down,
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    Comparison,
+    Expr,
+    In,
+    IsNotNull,
+    IsNull,
+    Literal,
+    Not,
+    Op,
+    Or,
+    Ref,
+    StartsWith,
+    Unknown,
+    push_not_down,
 )
 
 __all__ = [

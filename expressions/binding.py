@@ -208,7 +208,7 @@ def coerce(literal: Literal, dtype: pa.DataType, ref: Ref) -> tuple[bool, Any]:
             number = _number(value, kind, fail)
             if isinstance(number, float) and (math.isnan(number) or math.isinf(number)):
                 raise fail("not a finite number")
-            exact = Decimal(number) if not isinstance(number, Decimal) else number
+            exact: Decimal = Decimal(number) if not isinstance(number, Decimal) else number
             low, high = int(exact.to_integral_value(ROUND_FLOOR)), int(exact.to_integral_value(ROUND_CEILING))
             info = _int_range(dtype)
             if low == high:
@@ -225,15 +225,14 @@ def coerce(literal: Literal, dtype: pa.DataType, ref: Ref) -> tuple[bool, Any]:
                 if math.isnan(number) or math.isinf(number):
                     raise fail("not a finite number")
                 number = Decimal(repr(number))
-            exact = Decimal(number)
             quantum = Decimal(1).scaleb(-dtype.scale)
-            low = exact.quantize(quantum, rounding=ROUND_FLOOR)
-            high = exact.quantize(quantum, rounding=ROUND_CEILING)
-            if low == high:
-                if len(low.as_tuple().digits) > dtype.precision:
+            below = Decimal(number).quantize(quantum, rounding=ROUND_FLOOR)
+            above = Decimal(number).quantize(quantum, rounding=ROUND_CEILING)
+            if below == above:
+                if len(below.as_tuple().digits) > dtype.precision:
                     raise fail(f"more than {dtype.precision} digits")
-                return True, low
-            return False, (low, high)
+                return True, below
+            return False, (below, above)
         if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
             if isinstance(value, str):
                 return True, value

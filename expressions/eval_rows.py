@@ -86,7 +86,7 @@ class RowEvaluator(Visitor[pa.ChunkedArray]):
 
     def in_(self, node: In) -> pa.ChunkedArray:
         column = column_of(self.table, node.ref)
-        values = [l.value for l in node.literals if not l.is_null]
+        values = [lit.value for lit in node.literals if not lit.is_null]
         list_has_null = len(values) != len(node.literals)
         matched = pc.is_in(column, value_set=pa.array(values, type=column.type), skip_nulls=True)
         if pa.types.is_floating(column.type):

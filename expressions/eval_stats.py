@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from expressions.binding import bind
 from expressions.dialect import NanSemantics, nan_semantics
 from expressions.eval_rows import is_nan_literal
+from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, StartsWith, Unknown, Visitor, visit
 from metadata.stats_table import (
     FILE_NAME,
     VALUE_COUNT,
@@ -30,7 +31,6 @@ from metadata.stats_table import (
     null_count_field,
     stats_columns,
 )
-from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, StartsWith, Unknown, Visitor, visit
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
     def in_(self, node: In) -> pa.ChunkedArray:
         name = node.ref.name
         column = self._column(name)
-        values = [l.value for l in node.literals if not l.is_null]
+        values = [lit.value for lit in node.literals if not lit.is_null]
         if node.negated:
             if len(values) != len(node.literals):
                 return self._all(False)  # x NOT IN (.., NULL) is never true

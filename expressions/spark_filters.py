@@ -7,13 +7,28 @@ same shape (including And/Or, which PySpark does not push today) work too.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, Iterable
+from typing import Any
 
 from expressions.dialect import Dialect
 from expressions.tree import (
-    AlwaysTrue, And, Comparison, Expr, In, IsNotNull, IsNull, Literal, Not, Op, Or, Ref, StartsWith, Unknown, and_,
+    AlwaysTrue,
+    And,
+    Comparison,
+    Expr,
+    In,
+    IsNotNull,
+    IsNull,
+    Literal,
+    Not,
+    Op,
+    Or,
+    Ref,
+    StartsWith,
+    Unknown,
+    and_,
 )
 
 ORIGIN = Dialect.SPARK

@@ -38,14 +38,12 @@ from expressions.tree import (
     Ref,
     StartsWith,
     Unknown,
-    and_,
-    or_,
 )
 
 NEUTRAL = Dialect.SPARK.value  # the dialect Unknown leaves keep their SQL in
 
-_OPS = {exp.EQ: Op.EQ, exp.NEQ: Op.NE, exp.LT: Op.LT, exp.LTE: Op.LE, exp.GT: Op.GT, exp.GTE: Op.GE, exp.NullSafeEQ: Op.NULL_SAFE_EQ}
-_OP_CLASSES = {v: k for k, v in _OPS.items()}
+_OPS: dict[type[exp.Expr], Op] = {exp.EQ: Op.EQ, exp.NEQ: Op.NE, exp.LT: Op.LT, exp.LTE: Op.LE, exp.GT: Op.GT, exp.GTE: Op.GE, exp.NullSafeEQ: Op.NULL_SAFE_EQ}
+_OP_CLASSES: dict[Op, Any] = {v: k for k, v in _OPS.items()}
 
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INT", "BIGINT", "INTEGER"}
 _FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL", "DOUBLE PRECISION"}
@@ -82,17 +80,17 @@ class _Converter:
         start = match.start()
         return self.text.count("\n", 0, start) + 1, start - (self.text.rfind("\n", 0, start) + 1) + 1
 
-    def unknown(self, node: exp.Expression, reason: str) -> Unknown:
+    def unknown(self, node: exp.Expr, reason: str) -> Unknown:
         refs = tuple(r for r in (self.ref(c) for c in node.find_all(exp.Column)) if r is not None)
         return Unknown(reason, node.sql(dialect=NEUTRAL), refs)
 
-    def convert(self, node: exp.Expression) -> Expr:
+    def convert(self, node: exp.Expr) -> Expr:
         converted = self._convert(node)
         inner = node.this if isinstance(node, exp.Escape) else node
         # sqlglot marks NOT LIKE / NOT IN / NOT BETWEEN with a `negate` argument.
         return Not(converted) if inner.args.get("negate") else converted
 
-    def _convert(self, node: exp.Expression) -> Expr:
+    def _convert(self, node: exp.Expr) -> Expr:
         if isinstance(node, exp.Paren):
             return self.convert(node.this)
         if isinstance(node, exp.And):
@@ -121,7 +119,7 @@ class _Converter:
             if ref is None or node.args.get("query") is not None:
                 return self.unknown(node, "IN needs a column and a list of literals")
             literals = [self.literal(e) for e in node.expressions]
-            if any(l is None for l in literals):
+            if any(lit is None for lit in literals):
                 return self.unknown(node, "IN list holds something other than literals")
             return In(ref, tuple(literals), False, self.dialect)  # type: ignore[arg-type]
         if isinstance(node, exp.Is):
@@ -135,7 +133,7 @@ class _Converter:
             return self.like(node, None)
         return self.unknown(node, f"{type(node).__name__} is not supported for pruning")
 
-    def comparison(self, op: Op, node: exp.Expression) -> Expr:
+    def comparison(self, op: Op, node: exp.Expr) -> Expr:
         left, right = node.this, node.expression
         ref, literal = self.ref(left), self.literal(right)
         if ref is None or literal is None:
@@ -145,7 +143,7 @@ class _Converter:
             return self.unknown(node, "a comparison of a column with a literal is needed")
         return Comparison(op, ref, literal, self.dialect)
 
-    def like(self, node: exp.Like, escape: exp.Expression | None) -> Expr:
+    def like(self, node: exp.Like, escape: exp.Expr | None) -> Expr:
         ref = self.ref(node.this)
         pattern = node.expression
         if ref is None or not (isinstance(pattern, exp.Literal) and pattern.is_string):
@@ -158,7 +156,7 @@ class _Converter:
             return StartsWith(ref, text)
         return self.unknown(node, "only LIKE 'prefix%' prunes")
 
-    def ref(self, node: exp.Expression) -> Ref | None:
+    def ref(self, node: exp.Expr) -> Ref | None:
         cast = None
         if isinstance(node, (exp.Cast, exp.TryCast)) and isinstance(node.this, (exp.Column, exp.Dot)):
             cast = node.to.sql(dialect=NEUTRAL).upper()
@@ -170,7 +168,7 @@ class _Converter:
         path = tuple(names)
         return Ref(path, self.position(".".join(path)) or self.position(path[-1]), cast)
 
-    def literal(self, node: exp.Expression) -> Literal | None:
+    def literal(self, node: exp.Expr) -> Literal | None:
         if isinstance(node, exp.Neg):
             inner = self.literal(node.this)
             if inner is None or inner.kind not in ("integer", "decimal", "float"):
@@ -192,7 +190,7 @@ class _Converter:
         return None
 
 
-def _identifiers(node: exp.Expression) -> list[exp.Identifier] | None:
+def _identifiers(node: exp.Expr) -> list[exp.Identifier] | None:
     """Identifiers of a column reference in source order (a.b.c parses as Dot(Column, ...))."""
     if isinstance(node, exp.Column):
         return [p for p in node.parts if isinstance(p, exp.Identifier)]
@@ -265,9 +263,9 @@ def to_sql(expr: Expr, dialect: Dialect | str = Dialect.SPARK) -> str:
     return _to_glot(expr).sql(dialect=Dialect.of(dialect).value)
 
 
-def _column(ref: Ref) -> exp.Expression:
+def _column(ref: Ref) -> exp.Expr:
     parts = [exp.to_identifier(p, quoted=not _PLAIN_NAME.match(p)) for p in ref.path]
-    column: exp.Expression = exp.Column(this=parts[-1])
+    column: exp.Expr = exp.Column(this=parts[-1])
     if len(parts) == 2:
         column = exp.Column(this=parts[1], table=parts[0])
     elif len(parts) > 2:
@@ -277,7 +275,7 @@ def _column(ref: Ref) -> exp.Expression:
     return column
 
 
-def _literal(value: Any) -> exp.Expression:
+def _literal(value: Any) -> exp.Expr:
     if value is None:
         return exp.Null()
     if isinstance(value, bool):
@@ -300,7 +298,7 @@ def _literal(value: Any) -> exp.Expression:
     raise TypeError(f"no SQL literal for {type(value).__name__}")
 
 
-def _to_glot(expr: Expr) -> exp.Expression:
+def _to_glot(expr: Expr) -> exp.Expr:
     if isinstance(expr, And):
         return exp.And(this=_paren(expr.left), expression=_paren(expr.right))
     if isinstance(expr, Or):
@@ -314,7 +312,7 @@ def _to_glot(expr: Expr) -> exp.Expression:
     if isinstance(expr, Comparison):
         return _OP_CLASSES[expr.op](this=_column(expr.ref), expression=_literal(expr.literal.value))
     if isinstance(expr, In):
-        node = exp.In(this=_column(expr.ref), expressions=[_literal(l.value) for l in expr.literals])
+        node = exp.In(this=_column(expr.ref), expressions=[_literal(lit.value) for lit in expr.literals])
         return exp.Not(this=node) if expr.negated else node
     if isinstance(expr, IsNull):
         return exp.Is(this=_column(expr.ref), expression=exp.Null())
@@ -323,8 +321,8 @@ def _to_glot(expr: Expr) -> exp.Expression:
     if isinstance(expr, StartsWith):
         escaped = "".join("!" + ch if ch in "%_!" else ch for ch in expr.prefix)
         like = exp.Like(this=_column(expr.ref), expression=exp.Literal.string(escaped + "%"))
-        node = exp.Escape(this=like, expression=exp.Literal.string("!")) if escaped != expr.prefix else like
-        return exp.Not(this=node) if expr.negated else node
+        pattern: exp.Expr = exp.Escape(this=like, expression=exp.Literal.string("!")) if escaped != expr.prefix else like
+        return exp.Not(this=pattern) if expr.negated else pattern
     if isinstance(expr, Unknown):
         if not expr.sql:
             raise ValueError(f"cannot print an unknown predicate without its SQL ({expr.reason})")
@@ -332,6 +330,6 @@ def _to_glot(expr: Expr) -> exp.Expression:
     raise TypeError(f"cannot print {expr!r}")
 
 
-def _paren(expr: Expr) -> exp.Expression:
+def _paren(expr: Expr) -> exp.Expr:
     node = _to_glot(expr)
     return exp.Paren(this=node) if isinstance(expr, (And, Or)) else node

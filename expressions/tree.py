@@ -31,7 +31,7 @@ class Op(str, Enum):
     GE = ">="
     NULL_SAFE_EQ = "<=>"
 
-    def flipped(self) -> "Op":
+    def flipped(self) -> Op:
         """The operator with its operands swapped (5 < a  ==  a > 5)."""
         return {Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE}.get(self, self)
 
@@ -42,19 +42,19 @@ _NEGATED = {Op.EQ: Op.NE, Op.NE: Op.EQ, Op.LT: Op.GE, Op.GE: Op.LT, Op.GT: Op.LE
 class Expr:
     """Base of every node."""
 
-    def negate(self) -> "Expr":
+    def negate(self) -> Expr:
         raise NotImplementedError
 
-    def accept(self, visitor: "Visitor[T]") -> T:
+    def accept(self, visitor: Visitor[T]) -> T:
         raise NotImplementedError
 
-    def __and__(self, other: "Expr") -> "Expr":
+    def __and__(self, other: Expr) -> Expr:
         return and_(self, other)
 
-    def __or__(self, other: "Expr") -> "Expr":
+    def __or__(self, other: Expr) -> Expr:
         return or_(self, other)
 
-    def __invert__(self) -> "Expr":
+    def __invert__(self) -> Expr:
         return self.negate()
 
 
@@ -95,7 +95,7 @@ class AlwaysTrue(Expr):
     def negate(self) -> Expr:
         return AlwaysFalse()
 
-    def accept(self, visitor: "Visitor[T]") -> T:
+    def accept(self, visitor: Visitor[T]) -> T:
         return visitor.always_true()
 
 
@@ -104,7 +104,7 @@ class AlwaysFalse(Expr):
     def negate(self) -> Expr:
         return AlwaysTrue()
 
-    def accept(self, visitor: "Visitor[T]") -> T:
+    def accept(self, visitor: Visitor[T]) -> T:
         return visitor.always_false()
 
 
@@ -116,7 +116,7 @@ class And(Expr):
     def negate(self) -> Expr:
         return or_(self.left.negate(), self.right.negate())
 
-    def accept(self, visitor: "Visitor[T]") -> T:
+    def accept(self, visitor: Visitor[T]) -> T:
         return visitor.and_(self.left.accept(visitor), self.right.accept(visitor))
 
 
@@ -128,7 +128,7 @@ class Or(Expr):
     def negate(self) -> Expr:
         return and_(self.left.negate(), self.right.negate())
 
-    def accept(self, visitor: "Visitor[T]") -> T:
+    def accept(self, visitor: Visitor[T]) -> T:
         return visitor.or_(self.left.accept(visitor), self.right.accept(visitor))
 
 
@@ -141,7 +141,7 @@ class Not(Expr):
     def negate(self) -> Expr:
         return self.child
 
-    def accept(self, visitor: "Visitor[T]") -> T:
+    def accept(self, visitor: Visitor[T]) -> T:
         return push_not_down(self).accept(visitor)
 
 
@@ -160,7 +160,7 @@ class Comparison(Expr):
             return or_(IsNull(self.ref), Comparison(Op.NE, self.ref, self.literal, self.origin))
         return Comparison(_NEGATED[self.op], self.ref, self.literal, self.origin)
 
-    def accept(self, visitor: "Visitor[T]") -> T:
+    def accept(self, visitor: Visitor[T]) -> T:
         return visitor.comparison(self)
 
 
@@ -174,7 +174,7 @@ class In(Expr):
     def negate(self) -> Expr:
         return In(self.ref, self.literals, not self.negated, self.origin)
 
-    def accept(self, visitor: "Visitor[T]") -> T:
+    def accept(self, visitor: Visitor[T]) -> T:
         return visitor.in_(self)
 
 
@@ -185,7 +185,7 @@ class IsNull(Expr):
     def negate(self) -> Expr:
         return IsNotNull(self.ref)
 
-    def accept(self, visitor: "Visitor[T]") -> T:
+    def accept(self, visitor: Visitor[T]) -> T:
         return visitor.is_null(self)
 
 
@@ -196,7 +196,7 @@ class IsNotNull(Expr):
     def negate(self) -> Expr:
         return IsNull(self.ref)
 
-    def accept(self, visitor: "Visitor[T]") -> T:
+    def accept(self, visitor: Visitor[T]) -> T:
         return visitor.is_not_null(self)
 
 
@@ -211,7 +211,7 @@ class StartsWith(Expr):
     def negate(self) -> Expr:
         return StartsWith(self.ref, self.prefix, not self.negated)
 
-    def accept(self, visitor: "Visitor[T]") -> T:
+    def accept(self, visitor: Visitor[T]) -> T:
         return visitor.starts_with(self)
 
 
@@ -228,7 +228,7 @@ class Unknown(Expr):
     def negate(self) -> Expr:
         return Unknown(self.reason, f"NOT ({self.sql})" if self.sql else None, self.refs)
 
-    def accept(self, visitor: "Visitor[T]") -> T:
+    def accept(self, visitor: Visitor[T]) -> T:
         return visitor.unknown(self)
 
 
@@ -288,7 +288,7 @@ def references(expr: Expr) -> list[Ref]:
         elif isinstance(node, Unknown):
             found.extend(node.refs)
         elif hasattr(node, "ref"):
-            found.append(node.ref)  # type: ignore[attr-defined]
+            found.append(node.ref)
 
     walk(expr)
     return found

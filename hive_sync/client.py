@@ -9,13 +9,16 @@ never calls per partition except where the carrier has no batch form
 from __future__ import annotations
 
 from collections import Counter
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from hive_sync.model import HivePartition, PartitionValues, RegisteredTable, TableDefinition
 
 
 class MetastoreClient(Protocol):
-    calls: Counter[str]
+    @property
+    def calls(self) -> Counter[str]:
+        """Round trips made so far, by method or statement kind."""
     # False when the carrier refuses `spark.sql.*` table properties.
     accepts_spark_properties: bool
 

@@ -103,7 +103,7 @@ class EmbeddedMetastore:
             "--hiveconf", f"hive.metastore.warehouse.dir={self.warehouse}",
         ]
 
-    def start(self) -> "EmbeddedMetastore":
+    def start(self) -> EmbeddedMetastore:
         self.folder.mkdir(parents=True, exist_ok=True)
         log_path = self.folder / "metastore.log"
         with open(log_path, "ab") as log:
@@ -115,7 +115,7 @@ class EmbeddedMetastore:
     def stop(self) -> None:
         stop_process(self.process)
 
-    def __enter__(self) -> "EmbeddedMetastore":
+    def __enter__(self) -> EmbeddedMetastore:
         return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from hive_sync.client import MetastoreClient
 from hive_sync.errors import SyncError

@@ -7,7 +7,8 @@ quoted or parsed and `spark.sql.*` properties are accepted.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from hmsclient import HMSClient
@@ -76,7 +77,7 @@ class HmsClient:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> "HmsClient":
+    def __enter__(self) -> HmsClient:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -9,7 +9,7 @@ back verbatim; nothing a user names is pasted into a statement unquoted.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from metadata.partition_path import escape_path_name
 

@@ -14,13 +14,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
-from metadata.avro_schema import META_FIELDS, avro_field_to_arrow, avro_type_to_arrow
 from hive_sync.errors import SchemaEvolutionError, SyncError
+from metadata.avro_schema import META_FIELDS, avro_field_to_arrow, avro_type_to_arrow
 
 SCHEMA_PART_SIZE = 4000
 

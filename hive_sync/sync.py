@@ -18,8 +18,9 @@ that did not move makes the next run look at the same instants again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from hive_sync.client import MetastoreClient
 from hive_sync.errors import SyncError

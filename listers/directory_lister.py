@@ -30,14 +30,14 @@ class DirectoryLister:
         use_metadata: bool | None = True,
         as_of: str | None = None,
         filesystem: pafs.FileSystem | None = None,
-    ) -> "DirectoryLister":
+    ) -> DirectoryLister:
         """`use_metadata=True` uses the MDT when the table has one and falls
         back to storage listing otherwise (`listing_note` says why); False
         always lists storage."""
         table = HudiTable.open(path_or_uri, filesystem=filesystem, use_metadata=None if use_metadata else False)
         return cls(table, as_of)
 
-    def __enter__(self) -> "DirectoryLister":
+    def __enter__(self) -> DirectoryLister:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:

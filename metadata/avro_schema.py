@@ -7,10 +7,12 @@ Nullable fields are unions with "null".
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from typing import Any
 
+import fastavro
 import pyarrow as pa
 
 from metadata.errors import HudiError
@@ -156,3 +158,12 @@ def with_meta_fields(schema: pa.Schema) -> pa.Schema:
     present = set(schema.names)
     meta = [pa.field(name, pa.string()) for name in META_FIELDS if name not in present]
     return pa.schema(meta + list(schema))
+
+
+def read_avro_record(payload: bytes, writer_schema: Any, reader_schema: Any = None, **options: Any) -> dict[str, Any]:
+    """One schemaless Avro record (a record schema decodes to a dict).
+    Raises what fastavro raises on bad bytes; callers name the file."""
+    record = fastavro.schemaless_reader(io.BytesIO(payload), writer_schema, reader_schema, **options)
+    if not isinstance(record, dict):
+        raise ValueError(f"expected an Avro record, decoded {type(record).__name__}")
+    return record

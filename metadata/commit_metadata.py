@@ -53,7 +53,7 @@ class WriteStat:
         return _name(self.path)
 
     @classmethod
-    def from_dict(cls, source: str, partition: str, data: Any) -> "WriteStat":
+    def from_dict(cls, source: str, partition: str, data: Any) -> WriteStat:
         if not isinstance(data, dict):
             raise HudiFormatError(source, f"write stat in partition {partition!r} is not an object")
         prev = _get(source, data, "prevCommit", str)
@@ -116,7 +116,7 @@ class CommitMetadata:
         return {(p, f) for p, ids in self.partition_to_replace_file_ids.items() for f in ids}
 
     @classmethod
-    def from_dict(cls, source: str, data: dict[str, Any]) -> "CommitMetadata":
+    def from_dict(cls, source: str, data: dict[str, Any]) -> CommitMetadata:
         raw_stats = _get(source, data, "partitionToWriteStats", dict, {})
         stats: dict[str, tuple[WriteStat, ...]] = {}
         for partition, entries in raw_stats.items():
@@ -172,7 +172,7 @@ class CleanMetadata:
         return {p for p, meta in self.partitions.items() if meta.is_partition_deleted}
 
     @classmethod
-    def from_dict(cls, source: str, data: dict[str, Any]) -> "CleanMetadata":
+    def from_dict(cls, source: str, data: dict[str, Any]) -> CleanMetadata:
         partitions = {}
         for partition, meta in _get(source, data, "partitionMetadata", dict, {}).items():
             if not isinstance(meta, dict):
@@ -197,7 +197,7 @@ class RollbackMetadata:
     log_files_written: dict[str, tuple[str, ...]]
 
     @classmethod
-    def from_dict(cls, source: str, data: dict[str, Any]) -> "RollbackMetadata":
+    def from_dict(cls, source: str, data: dict[str, Any]) -> RollbackMetadata:
         deleted: dict[str, tuple[str, ...]] = {}
         logs: dict[str, tuple[str, ...]] = {}
         for partition, meta in _get(source, data, "partitionMetadata", dict, {}).items():
@@ -225,7 +225,7 @@ class CompactionPlan:
         return {(op.partition_path, op.file_id) for op in self.operations}
 
     @classmethod
-    def from_dict(cls, source: str, data: dict[str, Any]) -> "CompactionPlan":
+    def from_dict(cls, source: str, data: dict[str, Any]) -> CompactionPlan:
         ops = []
         for op in _get(source, data, "operations", list, []):
             if not isinstance(op, dict):

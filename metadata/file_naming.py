@@ -28,7 +28,7 @@ class BaseFileName:
         return f"{self.file_id}_{self.write_token}_{self.instant_time}{self.extension}"
 
     @classmethod
-    def parse(cls, name: str, where: str = "") -> "BaseFileName":
+    def parse(cls, name: str, where: str = "") -> BaseFileName:
         dot = name.rfind(".")
         stem, extension = (name[:dot], name[dot:]) if dot > 0 else (name, "")
         parts = stem.split("_")
@@ -67,7 +67,7 @@ class LogFileName:
         return (self.instant_time, self.version, token)
 
     @classmethod
-    def parse(cls, name: str, where: str = "") -> "LogFileName":
+    def parse(cls, name: str, where: str = "") -> LogFileName:
         match = _LOG_FILE.match(name)
         if not match:
             raise HudiFormatError(where or name, f"file name {name!r} looks like a log file but does not parse")

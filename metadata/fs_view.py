@@ -17,9 +17,9 @@ from __future__ import annotations
 import gc
 import logging
 import threading
-from contextlib import contextmanager
-from typing import Iterator
 from bisect import bisect_right
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from metadata.errors import CleanedFilesError, HudiError
@@ -169,8 +169,8 @@ class FileSystemView:
             if (partition, file_id) in self._replaced:
                 continue
             group = FileGroup(partition, file_id)
-            for name, size in bases.get(file_id, []):
-                group.add_base(name, size)
+            for base, size in bases.get(file_id, []):
+                group.add_base(base, size)
             pending_keys = {ts for ts, fgs in pending_groups.items() if (partition, file_id) in fgs}
             for ts in pending_keys:
                 group.add_slice_key(ts)
@@ -267,7 +267,7 @@ class FileSystemView:
         names = self._candidate_partitions() if partitions is None else list(partitions)
         pending = set(self._pending_compactions)
         result: list[FileSlice] = []
-        for partition, groups in self._file_groups_for(names).items():
+        for groups in self._file_groups_for(names).values():
             for group in groups:
                 latest = group.latest_slice(pending)
                 if latest is not None:

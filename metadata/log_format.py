@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Iterator
+from typing import Any
 
 import fastavro
 
+from metadata.avro_schema import read_avro_record
 from metadata.errors import HudiFormatError
 
 MAGIC = b"#HUDI#"
@@ -258,7 +260,7 @@ def decode_avro_records(block: LogBlock, path: str, reader_schema: Any | None = 
         (length,) = struct.unpack_from(">i", content, pos)
         pos += 4
         try:
-            yield fastavro.schemaless_reader(io.BytesIO(content[pos : pos + length]), writer, reader_schema)
+            yield read_avro_record(content[pos : pos + length], writer, reader_schema)
         except Exception as exc:
             raise HudiFormatError(path, f"record {index} of an AVRO_DATA block does not decode ({exc})", offset=block.offset) from None
         pos += length
@@ -273,7 +275,7 @@ def decode_delete_keys(block: LogBlock, path: str) -> list[tuple[str | None, str
     if version != DELETE_BLOCK_VERSION:
         raise HudiFormatError(path, f"DELETE block version {version} is not supported (only 3)", offset=block.offset)
     try:
-        record = fastavro.schemaless_reader(io.BytesIO(content[8 : 8 + length]), _DELETE_SCHEMA, None)
+        record = read_avro_record(content[8 : 8 + length], _DELETE_SCHEMA)
     except Exception as exc:
         raise HudiFormatError(path, f"DELETE block does not decode ({exc})", offset=block.offset) from None
     return [(r.get("recordKey"), r.get("partitionPath")) for r in record["deleteRecordList"]]

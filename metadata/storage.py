@@ -45,7 +45,7 @@ class Storage:
         self.uri = uri or base_path
 
     @classmethod
-    def open(cls, path_or_uri: str, filesystem: pafs.FileSystem | None = None) -> "Storage":
+    def open(cls, path_or_uri: str, filesystem: pafs.FileSystem | None = None) -> Storage:
         """Resolve a local path or URI; `filesystem` overrides the resolved one."""
         if filesystem is not None:
             if "://" in path_or_uri:
@@ -62,7 +62,7 @@ class Storage:
         local = path_or_uri[len("file://"):] if path_or_uri.startswith("file://") else path_or_uri
         return cls(pafs.LocalFileSystem(), _normalise_local(local), path_or_uri)
 
-    def child(self, relative: str) -> "Storage":
+    def child(self, relative: str) -> Storage:
         """Storage rooted at a folder below this one (e.g. the metadata table)."""
         return Storage(self.filesystem, self.full_path(relative), join(self.uri, relative) if "://" in self.uri else self.full_path(relative))
 

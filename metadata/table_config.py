@@ -182,7 +182,7 @@ class TableConfig:
         return cls.from_properties(parse_java_properties(text), source=path)
 
     @classmethod
-    def from_properties(cls, props: dict[str, str], source: str = PROPERTIES_PATH) -> "TableConfig":
+    def from_properties(cls, props: dict[str, str], source: str = PROPERTIES_PATH) -> TableConfig:
         def required(key: str) -> str:
             value = props.get(key)
             if value is None or value == "":

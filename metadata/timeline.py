@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from functools import cached_property
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from metadata.commit_metadata import CleanMetadata, CommitMetadata, CompactionPlan, RollbackMetadata
 from metadata.errors import HudiError, HudiFormatError, InstantNotFound
@@ -40,7 +41,7 @@ class Timeline:
         self._lock = threading.Lock()
 
     @classmethod
-    def load(cls, storage: Storage, config: TableConfig) -> "Timeline":
+    def load(cls, storage: Storage, config: TableConfig) -> Timeline:
         files, _ = storage.list_dir(config.timeline_path)
         parsed = [p for p in (parse_instant_file_name(f.name) for f in files) if p is not None]
         return cls(storage, config, fold_instant_files(parsed))

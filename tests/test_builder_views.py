@@ -4,7 +4,7 @@ visible files, at the latest instant and as of every earlier instant."""
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import pyarrow as pa
 import pytest

@@ -24,7 +24,7 @@ def built(tmp_path: Path, version: int = 6) -> Path:
 
 def set_property(path: Path, key: str, value: str) -> None:
     props = path / ".hoodie" / "hoodie.properties"
-    lines = [l for l in props.read_text().splitlines() if not l.startswith(key + "=")]
+    lines = [line for line in props.read_text().splitlines() if not line.startswith(key + "=")]
     props.write_text("\n".join(lines + [f"{key}={value}"]) + "\n")
 
 
@@ -60,7 +60,7 @@ def test_unknown_table_version(tmp_path: Path) -> None:
 def test_missing_table_name(tmp_path: Path) -> None:
     path = built(tmp_path)
     props = path / ".hoodie" / "hoodie.properties"
-    props.write_text("\n".join(l for l in props.read_text().splitlines() if not l.startswith("hoodie.table.name=")))
+    props.write_text("\n".join(line for line in props.read_text().splitlines() if not line.startswith("hoodie.table.name=")))
     with pytest.raises(HudiFormatError, match="hoodie.table.name is missing"):
         HudiTable.open(str(path))
 

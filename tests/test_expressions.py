@@ -8,16 +8,38 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 from pyspark.sql.datasource import (
-    EqualNullSafe, EqualTo, GreaterThan, GreaterThanOrEqual, In as SparkIn, IsNotNull as SparkIsNotNull,
-    IsNull as SparkIsNull, LessThan, LessThanOrEqual, Not as SparkNot, StringContains, StringEndsWith, StringStartsWith,
+    EqualNullSafe,
+    GreaterThanOrEqual,
+    LessThan,
+    StringContains,
+    StringEndsWith,
+    StringStartsWith,
+)
+from pyspark.sql.datasource import (
+    In as SparkIn,
+)
+from pyspark.sql.datasource import (
+    IsNotNull as SparkIsNotNull,
+)
+from pyspark.sql.datasource import (
+    Not as SparkNot,
 )
 
 from expressions import (
-    CoercionError, SqlSyntaxError, Unknown, UnknownColumnError, bind, evaluate_rows, from_spark_filters, parse_sql,
-    prune_files, push_not_down, to_sql,
+    CoercionError,
+    SqlSyntaxError,
+    Unknown,
+    UnknownColumnError,
+    bind,
+    evaluate_rows,
+    from_spark_filters,
+    parse_sql,
+    prune_files,
+    push_not_down,
+    to_sql,
 )
 from expressions.eval_partitions import prune_partitions
-from expressions.tree import Comparison, In, IsNull, Op, StartsWith
+from expressions.tree import Comparison, Op
 
 DIALECTS = ["hive", "spark", "trino", "presto"]
 

@@ -8,7 +8,6 @@ random predicates are evaluated on rows and on statistics.
 
 from __future__ import annotations
 
-import math
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 
@@ -19,7 +18,18 @@ from hypothesis import strategies as st
 
 from expressions import evaluate_rows, prune_files
 from expressions.tree import (
-    And, Comparison, Expr, In, IsNotNull, IsNull, Literal, Not, Op, Or, Ref, StartsWith,
+    And,
+    Comparison,
+    Expr,
+    In,
+    IsNotNull,
+    IsNull,
+    Literal,
+    Not,
+    Op,
+    Or,
+    Ref,
+    StartsWith,
 )
 
 SCHEMA = pa.schema([

@@ -5,24 +5,25 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pytest
 
-from hive_sync import EmbeddedMetastore, SchemaEvolutionError, SyncError, SyncOptions, open_client, plan_sync, sync
+from hive_sync import EmbeddedMetastore, SchemaEvolutionError, SyncError, SyncOptions, plan_sync, sync
 from hive_sync.hiveql import SqlClient, hiveserver2_client, spark_session_client
 from hive_sync.hms import HmsClient
-from hive_sync.names import partition_name
 from hive_sync.model import LAST_COMMIT_TIME_SYNC, PARQUET_OUTPUT_FORMAT, HivePartition, TableDefinition
+from hive_sync.names import partition_name
 from hive_sync.partition_events import partition_location, partition_values
 from hive_sync.schema import HiveColumn, schema_from_properties, spark_schema_json
 from hive_sync.target import table_definitions
 from metadata import HudiTable
 from metadata.testing.builder import TableBuilder
-from tests.conftest import FIXTURE_ZIPS, fixture_ids, requires_fixtures
+from tests.conftest import fixture_ids, requires_fixtures
 
 PARQUET_INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
 HOSTILE_VALUES = ["it's", 'say "hi"', "a/b", "k=v", "with space", "ünï©ødé 東京", "back\\slash", "semi;colon -- x", "50%", "x`y"]

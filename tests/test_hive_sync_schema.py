@@ -7,7 +7,13 @@ import json
 import pytest
 
 from hive_sync.schema import (
-    HiveColumn, SchemaEvolutionError, hive_columns, hive_type, schema_change, schema_from_properties, spark_table_properties,
+    HiveColumn,
+    SchemaEvolutionError,
+    hive_columns,
+    hive_type,
+    schema_change,
+    schema_from_properties,
+    spark_table_properties,
 )
 
 AVRO = {

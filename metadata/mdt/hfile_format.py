@@ -11,6 +11,7 @@ int bytesPerChecksum, int onDiskDataSizeWithHeader.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 TRAILER_SIZE = 4096
@@ -46,7 +47,7 @@ class BlockHeader:
     on_disk_data_size_with_header: int
 
     @classmethod
-    def parse(cls, data: bytes, offset: int = 0) -> "BlockHeader":
+    def parse(cls, data: bytes, offset: int = 0) -> BlockHeader:
         return cls(*_HEADER.unpack_from(data, offset))
 
     def encode(self) -> bytes:
@@ -82,16 +83,20 @@ class Trailer:
     }
 
     @classmethod
-    def parse_proto(cls, message: bytes) -> "Trailer":
+    def parse_proto(cls, message: bytes) -> Trailer:
         trailer = cls()
         for number, value in iter_proto_fields(message):
             name = cls._FIELDS.get(number)
             if name is None:
                 trailer.extra[number] = value
             elif name == "comparator_class_name":
-                trailer.comparator_class_name = bytes(value).decode("utf-8", "replace")  # type: ignore[arg-type]
+                if not isinstance(value, bytes):
+                    raise ValueError(f"trailer field {name} is a number, not text")
+                trailer.comparator_class_name = value.decode("utf-8", "replace")
             else:
-                setattr(trailer, name, int(value))  # type: ignore[arg-type]
+                if not isinstance(value, int):
+                    raise ValueError(f"trailer field {name} is bytes, not a number")
+                setattr(trailer, name, value)
         return trailer
 
     def encode(self) -> bytes:
@@ -144,8 +149,11 @@ def encode_proto_bytes(number: int, value: bytes) -> bytes:
     return encode_varint((number << 3) | 2) + encode_varint(len(value)) + value
 
 
-def iter_proto_fields(message: bytes):
+def iter_proto_fields(message: bytes) -> Iterator[tuple[int, int | bytes]]:
+    """(field number, value) of a protobuf message: varints and fixed-width
+    numbers as int, length-delimited fields as bytes."""
     pos = 0
+    value: int | bytes
     while pos < len(message):
         key, pos = decode_varint(message, pos)
         number, wire = key >> 3, key & 7
@@ -175,12 +183,16 @@ def decode_file_info(payload: bytes) -> dict[bytes, bytes]:
     for number, pair in iter_proto_fields(payload[pos : pos + length]):
         if number != 1:
             continue
+        if not isinstance(pair, bytes):
+            raise ValueError("a file info entry is a number, not a key/value pair")
         key = value = b""
-        for inner, item in iter_proto_fields(bytes(pair)):
+        for inner, item in iter_proto_fields(pair):
+            if not isinstance(item, bytes):
+                continue  # BytesBytesPair has only bytes fields
             if inner == 1:
-                key = bytes(item)
+                key = item
             elif inner == 2:
-                value = bytes(item)
+                value = item
         info[key] = value
     return info
 

@@ -13,8 +13,8 @@ import threading
 import zlib
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from metadata.errors import HudiFormatError
 from metadata.mdt.hfile_format import (
@@ -36,6 +36,7 @@ from metadata.mdt.hfile_format import (
     decode_writable_vint,
     row_of_key,
 )
+from metadata.storage import Storage
 
 ReadAt = Callable[[int, int], bytes]
 
@@ -68,11 +69,11 @@ class HFileReader:
 
     # Opening -----------------------------------------------------------------------------
     @classmethod
-    def from_bytes(cls, data: bytes, path: str = "<memory>") -> "HFileReader":
+    def from_bytes(cls, data: bytes, path: str = "<memory>") -> HFileReader:
         return cls(lambda offset, length: data[offset : offset + length], len(data), path)
 
     @classmethod
-    def open(cls, storage, relative: str) -> "HFileReader":
+    def open(cls, storage: Storage, relative: str) -> HFileReader:
         """Random-access reader on a file in a Storage (reads on demand)."""
         handle = storage.open_random_access(relative)
         lock = threading.Lock()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import gzip
 import struct
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from metadata.mdt.hfile_format import (
     CODEC_GZ,

@@ -13,18 +13,17 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 from metadata.errors import HudiError, HudiFormatError, MetadataTableUnavailable
 from metadata.file_group import FileSlice
 from metadata.fs_view import FileSystemView
 from metadata.instant import Action
+from metadata.listing import StorageListing
 from metadata.log_format import BlockType, LogBlock, decode_avro_records, decode_delete_keys, read_log_blocks
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.records import MetadataRecord, decode_record, merge_records, record_from_dict
-from metadata.listing import StorageListing
-from metadata.storage import join
 from metadata.stored_table import StoredTable, TableParts
 
 log = logging.getLogger(__name__)
@@ -192,9 +191,9 @@ class MetadataTableReader:
                 key = row.decode("utf-8")
                 yield key, decode_record(key, value, schema, where)
         elif block.block_type is BlockType.DELETE:
-            for key, _partition in decode_delete_keys(block, where):
-                if key is not None and query.matches(key):
-                    yield key, None
+            for deleted, _partition in decode_delete_keys(block, where):
+                if deleted is not None and query.matches(deleted):
+                    yield deleted, None
         elif block.block_type is BlockType.AVRO_DATA:
             for data in decode_avro_records(block, where):
                 key = data.get("key") or ""

@@ -119,6 +119,7 @@ def wrap_stat(value: Any) -> tuple[tuple[str, dict[str, Any]] | None, dict[str, 
     """(wrapper, valueType) for a Python value, as Hudi 1.1 writes them."""
     if value is None:
         return None, None
+    raw: bool | int | float | str | bytes
     if isinstance(value, bool):
         name, raw, info = "BooleanWrapper", value, None
     elif isinstance(value, int):
@@ -128,7 +129,7 @@ def wrap_stat(value: Any) -> tuple[tuple[str, dict[str, Any]] | None, dict[str, 
     elif isinstance(value, str):
         name, raw, info = "StringWrapper", value, None
     elif isinstance(value, Decimal):
-        exponent = -value.as_tuple().exponent  # type: ignore[operator]
+        exponent = -int(value.as_tuple().exponent)
         unscaled = int(value.scaleb(exponent))
         raw = unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
         digits = max(len(value.as_tuple().digits), exponent)

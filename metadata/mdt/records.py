@@ -8,7 +8,6 @@ holds it.
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 from dataclasses import dataclass, field, replace
@@ -18,6 +17,7 @@ from typing import Any
 
 import fastavro
 
+from metadata.avro_schema import read_avro_record
 from metadata.errors import HudiFormatError
 
 TYPE_ALL_PARTITIONS = 1
@@ -87,10 +87,7 @@ class MetadataRecord:
 
 def decode_record(key: str, value: bytes, schema_json: str, where: str) -> MetadataRecord:
     try:
-        data = fastavro.schemaless_reader(
-            io.BytesIO(value), parse_schema_cached(schema_json), None,
-            return_record_name=True, return_record_name_override=True,
-        )
+        data = read_avro_record(value, parse_schema_cached(schema_json), return_record_name=True, return_record_name_override=True)
     except Exception as exc:
         raise HudiFormatError(where, f"metadata record {key!r} does not decode with the file's schema ({exc})") from None
     data["key"] = key

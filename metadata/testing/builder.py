@@ -17,16 +17,16 @@ from __future__ import annotations
 import io
 import json
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from metadata.testing.mdt_files import FilesPartitionWriter
 from metadata.avro_schema import META_FIELDS, arrow_to_avro_schema, with_meta_fields
 from metadata.commit_metadata import CommitMetadata, WriteStat
 from metadata.file_naming import BaseFileName, LogFileName
@@ -43,6 +43,7 @@ from metadata.log_format import (
 from metadata.partition_path import format_partition_path
 from metadata.storage import Storage, join
 from metadata.table_config import TableConfig, TableType
+from metadata.testing.mdt_files import FilesPartitionWriter
 from metadata.timeline_models import CLEAN_METADATA, COMPACTION_PLAN, ROLLBACK_METADATA, commit_metadata_schema
 
 INSTANT_FORMAT = "%Y%m%d%H%M%S"
@@ -168,9 +169,9 @@ class TableBuilder:
     def add_columns(self, *fields: pa.Field) -> None:
         """Evolve the schema: later commits record it; older rows read the
         new columns as null."""
-        for field in fields:
-            if field.name in self.schema.names:
-                raise ValueError(f"column {field.name!r} already exists")
+        for new_field in fields:
+            if new_field.name in self.schema.names:
+                raise ValueError(f"column {new_field.name!r} already exists")
         self.schema = pa.schema(list(self.schema) + list(fields))
         self.full_schema = with_meta_fields(self.schema)
         self.avro_schema = arrow_to_avro_schema(self.full_schema, f"{self.name}_record", f"hoodie.{self.name}")
@@ -209,7 +210,10 @@ class TableBuilder:
 
     def record_keys(self, table: pa.Table) -> list[str]:
         if len(self.record_key) == 1:
-            return [None if v is None else str(v) for v in table.column(self.record_key[0]).to_pylist()]
+            values = table.column(self.record_key[0]).to_pylist()
+            if None in values:
+                raise ValueError(f"record key field {self.record_key[0]!r} is null in a row; Hudi refuses such rows")
+            return [str(v) for v in values]
         columns = [table.column(f).to_pylist() for f in self.record_key]
         return [",".join(f"{f}:{v}" for f, v in zip(self.record_key, values)) for values in zip(*columns)]
 
@@ -492,8 +496,7 @@ class TableBuilder:
             "version": 2,
         }
         if self._mdt is not None:
-            gone = {p for p, g in partition_gone.items() if g}
-            self._mdt.record(ts, {}, deleted, dropped_partitions=gone)
+            self._mdt.record(ts, {}, deleted, dropped_partitions={p for p, g in partition_gone.items() if g})
         self._write_completed(ts, Action.CLEAN, encode_avro_instant(CLEAN_METADATA, record))
         return ts
 

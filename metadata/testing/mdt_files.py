@@ -71,7 +71,7 @@ class FilesPartitionWriter:
         partitions = set(added) | set(deleted or {})
         for partition in partitions:
             entries = {name: (size, False) for name, size in added.get(partition, {}).items()}
-            entries.update({name: (0, True) for name in (deleted or {}).get(partition, [])})
+            entries.update(dict.fromkeys((deleted or {}).get(partition, []), (0, True)))
             key = to_metadata_partition(partition)
             records[key] = files_record(key, entries)
         listed = {to_metadata_partition(p): (0, False) for p in (new_partitions or set())}
