@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis: CI runs 5,000 derandomised cases per property (reproducible, and
+# what the acceptance criteria count); local runs a quicker random sample.
+# HYPOTHESIS_PROFILE=ci locally reproduces CI.
+settings.register_profile("ci", max_examples=5000, derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("dev", max_examples=300, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO.parent / "shared" / "fixtures" / "hudi-tables"
@@ -46,3 +55,12 @@ def fixture_table(request: pytest.FixtureRequest, fixture_root: Path) -> str:
 
 # Real Hive services, started once per session on 127.0.0.1 -----------------------
 from tests.hive_services import hiveserver2, metastore, spark  # noqa: E402,F401  (session fixtures)
+
+JAVA_FIXTURES = {"metastore", "hiveserver2", "spark"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Whatever uses a Java service is a `services` test, marked or not."""
+    for item in items:
+        if JAVA_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.services)

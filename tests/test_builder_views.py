@@ -132,7 +132,9 @@ def test_pending_compaction(tmp_path, version: int) -> None:
     rec.step(lambda b: b.write(rows([0], fare=6.0)))
     table = HudiTable.open(path)
     pending = table.timeline.get(compaction)
-    assert pending is not None and not pending.is_completed and pending.is_compaction
+    assert pending is not None
+    assert not pending.is_completed
+    assert pending.is_compaction
     slices = table.file_slices()
     assert all(compaction not in (s.base_file or "") for s in slices), "pending compaction's base file is listed"
     sf = next(s for s in slices if s.partition == "city=sf")

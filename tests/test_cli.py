@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from engine_bridge.cli import main
@@ -16,7 +17,9 @@ def test_table_commands_json(tmp_path) -> None:
     build_sample_table(path)
     runner = CliRunner()
     shown = json.loads(runner.invoke(main, ["table", "show", path, "--json"]).output)
-    assert shown["name"] == "trips" and shown["table_version"] == 8 and shown["table_type"] == "MERGE_ON_READ"
+    assert shown["name"] == "trips"
+    assert shown["table_version"] == 8
+    assert shown["table_type"] == "MERGE_ON_READ"
     parts = json.loads(runner.invoke(main, ["table", "partitions", path, "--json"]).output)
     assert parts == ["city=amsterdam", "city=chennai", "city=san_francisco", "city=sao_paulo"]
     files = json.loads(runner.invoke(main, ["table", "files", path, "--partition", "city=chennai", "--json"]).output)
@@ -36,6 +39,8 @@ def test_table_errors_exit_2(tmp_path) -> None:
     assert "not a Hudi table" in result.output
 
 
+@pytest.mark.services
+@pytest.mark.slow
 def test_demo_runs_and_syncs_into_an_embedded_metastore(tmp_path) -> None:
     result = CliRunner().invoke(main, ["demo", "--path", str(tmp_path / "demo" / "trips"), "--json"])
     assert result.exit_code == 0, result.output
@@ -43,27 +48,29 @@ def test_demo_runs_and_syncs_into_an_embedded_metastore(tmp_path) -> None:
     assert len(report["partitions"]) == 4
     assert report["table"]["latest_completed"] == report["timeline"][-1]["requested_time"]
     sync = report["sync"]
-    assert sync["applied"] and [t["table"] for t in sync["tables"]] == ["demo.trips_ro", "demo.trips_rt"]
+    assert sync["applied"]
+    assert [t["table"] for t in sync["tables"]] == ["demo.trips_ro", "demo.trips_rt"]
     assert all(sorted(t["partitions"]["ADD"]) == sorted(report["partitions"]) for t in sync["tables"])
     assert (tmp_path / "demo" / "metastore" / "metastore_db").is_dir()
 
 
 def test_plan_and_incremental_commands(tmp_path) -> None:
     path = str(tmp_path / "trips")
-    builder = build_sample_table(path)
+    build_sample_table(path)
     runner = CliRunner()
     result = runner.invoke(main, ["plan", path, "--where", "city = 'chennai'", "--dialect", "trino", "--json"])
     assert result.exit_code == 0, result.output
     planned = json.loads(result.output)
     assert {f["partition"] for f in planned["files"]} == {"city=chennai"}
-    assert planned["stages"][1]["stage"] == "partition values" and planned["stages"][1]["kept"] == 1
+    assert planned["stages"][1]["stage"] == "partition values"
+    assert planned["stages"][1]["kept"] == 1
     explained = runner.invoke(main, ["plan", path, "--where", "city = 'chennai'", "--explain"])
     assert "partition values: kept 1 of 4" in explained.output
     bad = runner.invoke(main, ["plan", path, "--where", "cty = 'x'"])
-    assert bad.exit_code == 2 and "did you mean 'city'" in bad.output
+    assert bad.exit_code == 2
+    assert "did you mean 'city'" in bad.output
     commits = HudiTable.open(path).timeline.commits()
     begin = commits[-2].completion_time
     inc = json.loads(runner.invoke(main, ["incremental", path, "--begin", begin, "--json"]).output)
     assert inc["instants"] == [commits[-1].requested_time]
     assert inc["row_filter"] == f"_hoodie_commit_time IN ('{commits[-1].requested_time}')"
-    assert builder.name == "trips"

@@ -86,7 +86,8 @@ def test_malformed_commit_json(tmp_path: Path) -> None:
     with pytest.raises(HudiFormatError) as info:
         table.timeline.commit_metadata(table.timeline.commits()[-1])
     assert commit.name in str(info.value)
-    assert "malformed JSON" in str(info.value) and "line 2, column 29" in str(info.value)
+    assert "malformed JSON" in str(info.value)
+    assert "line 2, column 29" in str(info.value)
 
 
 def test_wrongly_typed_commit_field(tmp_path: Path) -> None:
@@ -106,7 +107,8 @@ def test_truncated_avro_instant(tmp_path: Path) -> None:
     table = HudiTable.open(str(path))
     with pytest.raises(HudiFormatError) as info:
         table.timeline.commit_metadata(table.timeline.commits()[-1])
-    assert commit.name in str(info.value) and "Avro" in str(info.value)
+    assert commit.name in str(info.value)
+    assert "Avro" in str(info.value)
 
 
 def test_base_file_name_that_does_not_parse(tmp_path: Path) -> None:

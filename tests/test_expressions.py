@@ -87,17 +87,24 @@ def test_literals_are_typed() -> None:
         expr = expr.left
     leaves.append(expr)
     values = {leaf.ref.name: leaf.literal for leaf in leaves}
-    assert values["d"].value == date(2024, 3, 1) and values["d"].kind == "date"
-    assert values["t"].value == datetime(2024, 1, 1, 10) and values["t"].kind == "timestamp"
-    assert values["p"].value == Decimal("1.25") and values["p"].kind == "decimal"
-    assert values["f"].value == 100.0 and values["f"].kind == "float"
-    assert values["n"].value == -3 and values["n"].kind == "integer"
+    assert values["d"].value == date(2024, 3, 1)
+    assert values["d"].kind == "date"
+    assert values["t"].value == datetime(2024, 1, 1, 10)
+    assert values["t"].kind == "timestamp"
+    assert values["p"].value == Decimal("1.25")
+    assert values["p"].kind == "decimal"
+    assert values["f"].value == 100.0
+    assert values["f"].kind == "float"
+    assert values["n"].value == -3
+    assert values["n"].kind == "integer"
 
 
 def test_literal_on_left_is_flipped_and_like_without_wildcards_is_equality() -> None:
     assert parse_sql("10 < fare", "spark") == Comparison(Op.GT, parse_sql("fare > 1", "spark").ref, parse_sql("fare > 10", "spark").literal)
     exact = parse_sql("name LIKE 'abc'", "trino")
-    assert isinstance(exact, Comparison) and exact.op is Op.EQ and exact.literal.value == "abc"
+    assert isinstance(exact, Comparison)
+    assert exact.op is Op.EQ
+    assert exact.literal.value == "abc"
     assert isinstance(parse_sql("name LIKE '%abc'", "trino"), Unknown)
     assert isinstance(parse_sql("name LIKE 'a_c%'", "trino"), Unknown)
 
@@ -128,7 +135,8 @@ def test_negation_is_exact() -> None:
 def test_syntax_error_says_line_and_column() -> None:
     with pytest.raises(SqlSyntaxError) as info:
         parse_sql("fare >\n  = 10", "trino")
-    assert info.value.position is not None and info.value.position[0] == 2
+    assert info.value.position is not None
+    assert info.value.position[0] == 2
     assert "line 2" in str(info.value)
     with pytest.raises(SqlSyntaxError, match="line 1"):
         parse_sql("city = 'sf", "spark")
@@ -140,7 +148,8 @@ SCHEMA = pa.schema([("fare", pa.float64()), ("city", pa.string()), ("trip_date",
 def test_unknown_column_names_it_and_suggests() -> None:
     with pytest.raises(UnknownColumnError) as info:
         bind(parse_sql("fair > 10", "trino"), SCHEMA)
-    assert info.value.name == "fair" and info.value.suggestion == "fare"
+    assert info.value.name == "fair"
+    assert info.value.suggestion == "fare"
     assert info.value.position == (1, 1)
     assert "did you mean 'fare'" in str(info.value)
     with pytest.raises(UnknownColumnError, match="line 2, column 5"):

@@ -83,7 +83,8 @@ def test_insert_overwrite_table_hides_replaced_groups(fixture_table: str) -> Non
     meta = table.timeline.commit_metadata(replace[0])
     assert meta.operation_type == "INSERT_OVERWRITE_TABLE"
     replaced = meta.replaced_file_groups()
-    assert replaced and not {(s.partition, s.file_id) for s in table.file_slices()} & replaced
+    assert replaced
+    assert not {(s.partition, s.file_id) for s in table.file_slices()} & replaced
     before = table.file_slices(as_of=table.timeline.commits()[-2].requested_time)
     assert {(s.partition, s.file_id) for s in before} == replaced
 

@@ -31,8 +31,10 @@ def test_first_full_then_incremental_events(tmp_path) -> None:
     metastore[("p0",)] = "file:///elsewhere/p=p0"
     full_again = partition_events(table, metastore, None)
     kinds = {(e.kind, e.values) for e in full_again}
-    assert (EventKind.UPDATE, ("p0",)) in kinds and (EventKind.DROP, ("stale",)) in kinds
-    assert (EventKind.DROP, ("p2",)) in kinds and (EventKind.ADD, ("p7",)) in kinds
+    assert (EventKind.UPDATE, ("p0",)) in kinds
+    assert (EventKind.DROP, ("stale",)) in kinds
+    assert (EventKind.DROP, ("p2",)) in kinds
+    assert (EventKind.ADD, ("p7",)) in kinds
     assert partition_events(table, {e.values: e.location for e in partition_events(table, {}, None)}, None) == []
 
 

@@ -25,6 +25,8 @@ from metadata import HudiTable
 from metadata.testing.builder import TableBuilder
 from tests.conftest import fixture_ids, requires_fixtures
 
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+
 PARQUET_INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
 HOSTILE_VALUES = ["it's", 'say "hi"', "a/b", "k=v", "with space", "ünï©ødé 東京", "back\\slash", "semi;colon -- x", "50%", "x`y"]
 
@@ -99,7 +101,8 @@ def test_fixture_synced_with_hms_reads_back_in_spark(fixture_table: str, metasto
     # A second sync changes nothing and writes nothing.
     with HmsClient(metastore.uri) as client:
         again = sync(HudiTable.open(fixture_table), client, SyncOptions(database=database))
-    assert again.plan.is_noop and not again.applied
+    assert again.plan.is_noop
+    assert not again.applied
     assert set(again.calls) <= {"open", "get_database", "get_table", "get_partitions_by_names", "get_partitions"}
 
 
@@ -170,11 +173,13 @@ def test_hiveql_with_metastore_sets_properties_via_thrift_and_names_server_error
     assert "ALTER TABLE `hiveql_hybrid`.`trips` ADD IF NOT EXISTS PARTITION" in str(caught.value)
     with HmsClient(metastore.uri) as hms:
         registered = hms.get_table("hiveql_hybrid", "trips")
-        assert registered is not None and registered.params["spark.sql.sources.provider"] == "hudi"
+        assert registered is not None
+        assert registered.params["spark.sql.sources.provider"] == "hudi"
         assert registered.last_synced is None  # the marker waits for the partitions
         # The next run (here through the metastore) completes the sync.
         result = sync(HudiTable.open(table.base_uri), hms, SyncOptions(database="hiveql_hybrid"))
-        assert result.plan.tables[0].full_diff and len(result.plan.tables[0].events) == 4
+        assert result.plan.tables[0].full_diff
+        assert len(result.plan.tables[0].events) == 4
         assert set(hms.list_partitions("hiveql_hybrid", "trips")) == set(_expected_partitions(table))
         assert hms.get_table("hiveql_hybrid", "trips").last_synced == table.timeline.latest_commit().requested_time
 
@@ -215,7 +220,8 @@ def _hostile_round_trip(client: SqlClient, metastore: EmbeddedMetastore, databas
 def test_hiveql_quotes_hostile_values_verbatim(tmp_path: Path, metastore: EmbeddedMetastore, hiveserver2: str) -> None:
     client = hiveserver2_client(hiveserver2)
     try:
-        assert client.spark_sql and not client.accepts_spark_properties
+        assert client.spark_sql
+        assert not client.accepts_spark_properties
         _hostile_round_trip(client, metastore, "hostile_hiveql", tmp_path)
     finally:
         client.close()
@@ -281,10 +287,12 @@ def test_builder_table_incremental_sync_touches_only_changed_partitions(tmp_path
     assert asked == changed
     assert written == {("new_a",), ("new_b",), ("r05",), ("r06",)}
     assert calls["get_partitions"] == 0  # no full listing
-    assert calls["add_partitions"] == 1 and calls["drop_partitions"] == 1
+    assert calls["add_partitions"] == 1
+    assert calls["drop_partitions"] == 1
     assert calls["alter_table"] == 2  # schema (cascading) and then the marker
     plan = second.plan.tables[0]
-    assert [c.name for c in plan.schema.added] == ["note"] and not plan.full_diff
+    assert [c.name for c in plan.schema.added] == ["note"]
+    assert not plan.full_diff
 
     with HmsClient(metastore.uri) as client:
         assert set(client.list_partitions("incremental", "orders")) == set(_expected_partitions(table))
@@ -346,7 +354,8 @@ def test_ten_thousand_partitions_sync_in_batches(tmp_path: Path, metastore: Embe
         assert len(client.list_partitions("wide", "wide")) == count
     with HmsClient(metastore.uri) as client:
         again = sync(HudiTable.open(builder.storage.uri), client, SyncOptions(database="wide", batch_size=batch))
-    assert again.plan.is_noop and not any("partition" in k for k in again.calls)
+    assert again.plan.is_noop
+    assert not any("partition" in k for k in again.calls)
 
 
 # Acceptance 4: hostile names and values, interrupted syncs --------------------------------------
@@ -401,7 +410,8 @@ def test_sync_interrupted_by_a_stopped_metastore_is_completed_by_the_next_run(tm
         ms.stop()
     with EmbeddedMetastore(folder) as restarted, HmsClient(restarted.uri) as client:
         half = client.get_table("interrupted", "trips_ro")
-        assert half is not None and half.last_synced is None
+        assert half is not None
+        assert half.last_synced is None
         assert len(client.list_partitions("interrupted", "trips_ro")) == 2
         result = sync(table, client, options)
         assert result.applied
@@ -422,15 +432,18 @@ def test_cli_sync_dry_run_then_apply_on_an_embedded_metastore(tmp_path: Path, me
     dry = runner.invoke(main, ["sync", path, "--database", "cli", "--metastore-uri", metastore.uri, "--dry-run", "--json"])
     assert dry.exit_code == 0, dry.output
     planned = json.loads(dry.output)
-    assert not planned["applied"] and planned["create_database"]
+    assert not planned["applied"]
+    assert planned["create_database"]
     assert [t["table"] for t in planned["tables"]] == ["cli.trips_ro", "cli.trips_rt"]
     applied = runner.invoke(main, ["sync", path, "--database", "cli", "--embedded-metastore", folder, "--json"])
     assert applied.exit_code == 0, applied.output
     report = json.loads(applied.output)
-    assert report["applied"] and sorted(report["tables"][0]["partitions"]["ADD"]) == sorted(HudiTable.open(path).partitions())
+    assert report["applied"]
+    assert sorted(report["tables"][0]["partitions"]["ADD"]) == sorted(HudiTable.open(path).partitions())
     with EmbeddedMetastore(folder) as restarted, HmsClient(restarted.uri) as client:  # its Derby files persist
         assert set(client.list_partitions("cli", "trips_rt")) == {(p.split("=")[1],) for p in HudiTable.open(path).partitions()}
     with HmsClient(metastore.uri) as client:
         assert not client.database_exists("cli")  # the dry run wrote nothing
     bad = runner.invoke(main, ["sync", path, "--database", "cli", "--mode", "hms"])
-    assert bad.exit_code == 2 and "needs a metastore URI" in bad.output
+    assert bad.exit_code == 2
+    assert "needs a metastore URI" in bad.output

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from hive_sync.errors import SchemaEvolutionError
 from hive_sync.schema import (
     HiveColumn,
-    SchemaEvolutionError,
     hive_columns,
     hive_type,
     schema_change,
@@ -39,32 +39,43 @@ def test_hive_types() -> None:
     data, parts = hive_columns(AVRO, ("region",))
     types = {c.name: c.type for c in data}
     assert [c.name for c in data[:5]] == ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"]
-    assert types["id"] == "int" and types["big"] == "bigint" and types["ratio"] == "float"
-    assert types["blob"] == "binary" and types["day"] == "date" and types["ts"] == "bigint"
+    assert types["id"] == "int"
+    assert types["big"] == "bigint"
+    assert types["ratio"] == "float"
+    assert types["blob"] == "binary"
+    assert types["day"] == "date"
+    assert types["ts"] == "bigint"
     assert types["amount"] == "decimal(10,2)"
-    assert types["tags"] == "array<string>" and types["attrs"] == "map<string,bigint>"
+    assert types["tags"] == "array<string>"
+    assert types["attrs"] == "map<string,bigint>"
     assert types["inner"] == "struct<a:int,b:string>"
-    assert "region" not in types and parts == [HiveColumn("region", "string")]
+    assert "region" not in types
+    assert parts == [HiveColumn("region", "string")]
     assert hive_type(AVRO["fields"][6]["type"], support_timestamp=True) == "timestamp"
 
 
 def test_spark_schema_properties_round_trip_and_split() -> None:
     props = spark_table_properties(AVRO, ("region",))
     assert props["spark.sql.sources.provider"] == "hudi"
-    assert props["spark.sql.sources.schema.numPartCols"] == "1" and props["spark.sql.sources.schema.partCol.0"] == "region"
+    assert props["spark.sql.sources.schema.numPartCols"] == "1"
+    assert props["spark.sql.sources.schema.partCol.0"] == "region"
     schema = schema_from_properties(props)
     names = [f["name"] for f in schema["fields"]]
-    assert names[-1] == "region" and names[:2] == ["_hoodie_commit_time", "_hoodie_commit_seqno"]
+    assert names[-1] == "region"
+    assert names[:2] == ["_hoodie_commit_time", "_hoodie_commit_seqno"]
     by_name = {f["name"]: f for f in schema["fields"]}
-    assert by_name["amount"]["type"] == "decimal(10,2)" and by_name["ts"]["type"] == "timestamp"
-    assert by_name["big"]["nullable"] is False and by_name["id"]["type"] == "integer"
+    assert by_name["amount"]["type"] == "decimal(10,2)"
+    assert by_name["ts"]["type"] == "timestamp"
+    assert by_name["big"]["nullable"] is False
+    assert by_name["id"]["type"] == "integer"
     assert by_name["inner"]["type"]["fields"][0] == {"name": "a", "type": "integer", "nullable": False, "metadata": {}}
     wide = {"type": "record", "name": "w", "fields": [{"name": f"column_with_a_long_name_{i}", "type": ["null", "string"]} for i in range(200)]}
     big = spark_table_properties(wide, ())
     count = int(big["spark.sql.sources.schema.numParts"])
-    assert count > 1 and all(len(big[f"spark.sql.sources.schema.part.{i}"]) <= 4000 for i in range(count))
+    assert count > 1
+    assert all(len(big[f"spark.sql.sources.schema.part.{i}"]) <= 4000 for i in range(count))
     assert len(schema_from_properties(big)["fields"]) == 205
-    assert json.loads(json.dumps(schema))  # plain JSON
+    assert json.loads(json.dumps(schema)) == schema  # plain JSON: no tuples, no Python-only values
 
 
 def test_schema_evolution_rules() -> None:

@@ -130,7 +130,8 @@ def test_plan_explains_each_stage(fixture_root: Path) -> None:
     assert stages["partition values"] == (2, 3)
     assert stages["partition_stats"][0] < 2
     text = p.explain()
-    assert "column_stats" in text and "residual predicate" in text
+    assert "column_stats" in text
+    assert "residual predicate" in text
     assert p.to_dict()["files"] == [s.to_dict() for s in p.files]
     no_stats = plan(table_path(fixture_root, "sample_table__cow__v9_txns_simple_nometa"), "region = 'eu' AND amount > 1", dialect="trino")
     assert any("no metadata table in use" in r for r in no_stats.not_used)
@@ -147,7 +148,8 @@ def test_no_storage_listing_of_data_partitions_with_mdt(fixture_root: Path) -> N
     plan(lister, "amount > 10", dialect="spark")
     partitions = lister.list_partitions()
     data_listings = [d for d in handler.listed if "/.hoodie" not in d]
-    assert partitions and data_listings == []
+    assert partitions
+    assert data_listings == []
 
     def work(i: int) -> int:
         part = partitions[i % len(partitions)]
@@ -158,7 +160,8 @@ def test_no_storage_listing_of_data_partitions_with_mdt(fixture_root: Path) -> N
     expected = {p: len(lister.list_files(p)) for p in partitions}
     assert counts == [2 * expected[partitions[i % len(partitions)]] for i in range(200)]
     mdt_props = [p for p in handler.opened if p.endswith(".hoodie/metadata/.hoodie/hoodie.properties")]
-    assert len(mdt_props) == 1 and handler.opened[mdt_props[0]] == 1, handler.opened
+    assert len(mdt_props) == 1, handler.opened
+    assert handler.opened[mdt_props[0]] == 1, handler.opened
 
 
 def test_200_threads_200_partitions_one_lister(tmp_path: Path) -> None:
@@ -240,7 +243,8 @@ def test_incremental_cleaned_file_falls_back_or_fails(tmp_path: Path) -> None:
     with pytest.raises(IncrementalRangeError, match="cleaned"):
         incremental(table, begin, first_done)
     fallback = incremental(table, begin, first_done, fallback_to_full_scan=True)
-    assert fallback.full_scan and "cleaned" in fallback.fallback_reason
+    assert fallback.full_scan
+    assert "cleaned" in fallback.fallback_reason
     assert {s.partition for s in fallback.files} == {"p=a", "p=b"}
     assert fallback.row_filter == f"_hoodie_commit_time IN ('{first}')"
 
@@ -297,4 +301,5 @@ def test_200_threads_200_partitions_one_metadata_table_open(tmp_path: Path) -> N
     assert [sorted(r) for r in results] == [sorted((f, v[0]) for (q, f), v in expected.items() if q == p) for p in partitions]
     assert [d for d in handler.listed if "/.hoodie" not in d] == []
     props = [p for p in handler.opened if p.endswith(".hoodie/metadata/.hoodie/hoodie.properties")]
-    assert len(props) == 1 and handler.opened[props[0]] == 1
+    assert len(props) == 1
+    assert handler.opened[props[0]] == 1

@@ -201,7 +201,8 @@ def test_hfile_round_trip_single_and_multi_level(tmp_path: Path) -> None:
     cells = _stats_cells(20000)
     single = write_hfile(cells, METADATA_RECORD_SCHEMA_JSON)
     reader = HFileReader.from_bytes(single)
-    assert reader.trailer.num_data_index_levels == 1 and reader.trailer.minor_version == 0
+    assert reader.trailer.num_data_index_levels == 1
+    assert reader.trailer.minor_version == 0
     assert list(reader.iter_all()) == cells
     writer = HFileWriter(block_size=2048, max_root_entries=32)
     writer.add_all(cells)
@@ -212,7 +213,8 @@ def test_hfile_round_trip_single_and_multi_level(tmp_path: Path) -> None:
     prefix = keys.column_index_id("fare") + keys.partition_index_id("city=5")
     expected = [c for c in cells if c[0].startswith(prefix.encode())]
     blocks_before = reader.blocks_read
-    assert list(reader.scan_prefix(prefix.encode())) == expected and len(expected) > 1000
+    assert list(reader.scan_prefix(prefix.encode())) == expected
+    assert len(expected) > 1000
     assert reader.blocks_read - blocks_before < len(reader.data_index)
     some_key = cells[1234][0]
     assert reader.get(some_key) == cells[1234][1]
@@ -247,7 +249,8 @@ def test_hudi_rs_reads_our_hfiles(tmp_path: Path, fixture_root: Path) -> None:
     writer.add_all(_stats_cells(5000))
     many.write_bytes(writer.finish({b"schema": METADATA_RECORD_SCHEMA_JSON.encode()}))
     rows = hudi.HudiFileGroupReader(str(target)).read_file_slice_from_paths(str(many.relative_to(target)), []).to_pylist()
-    assert len(rows) == 5000 and rows[0]["ColumnStatsMetadata"]["columnName"] == "fare"
+    assert len(rows) == 5000
+    assert rows[0]["ColumnStatsMetadata"]["columnName"] == "fare"
 
 
 def test_log_file_round_trip() -> None:
@@ -265,7 +268,8 @@ def test_log_file_round_trip() -> None:
     assert result.problems == []
     assert [(b.block_type, b.header, b.content) for b in result.blocks] == [(b.block_type, b.header, b.content) for b in blocks]
     assert decode_delete_keys(result.blocks[2], "mem.log") == [("k1", "p"), ("k2", "p")]
-    assert result.blocks[3].is_rollback and result.blocks[3].target_instant_time == "20240101000002000"
+    assert result.blocks[3].is_rollback
+    assert result.blocks[3].target_instant_time == "20240101000002000"
     inner = HFileReader.from_bytes(result.blocks[1].content)
     assert list(inner.iter_all()) == cells
 
@@ -277,10 +281,12 @@ def test_truncated_log_reports_file_and_offset() -> None:
     assert len(result.blocks) == 1
     assert len(result.problems) == 1
     problem = result.problems[0]
-    assert problem.offset == len(good) and "x/.f_1.log.1_0-0-0" in str(problem)
+    assert problem.offset == len(good)
+    assert "x/.f_1.log.1_0-0-0" in str(problem)
     garbage = good + b"NOTHUDI" + good
     result = read_log_blocks(garbage, "g.log")
-    assert len(result.blocks) == 1 and "magic" in str(result.problems[0])
+    assert len(result.blocks) == 1
+    assert "magic" in str(result.problems[0])
 
 
 # Consistency (section 9) --------------------------------------------------------------
@@ -319,7 +325,8 @@ def test_truncated_mdt_log_keeps_earlier_blocks(tmp_path: Path, fixture_root: Pa
     mdt = MetadataTable.open(str(path))
     assert mdt.files_for(mdt.partitions()) == expected_files
     assert len(mdt.problems) == 1
-    assert mdt.problems[0].offset == len(original) and log_path.name in str(mdt.problems[0])
+    assert mdt.problems[0].offset == len(original)
+    assert log_path.name in str(mdt.problems[0])
 
 
 @requires_fixtures
