@@ -30,11 +30,12 @@ class DirectoryLister:
         use_metadata: bool | None = True,
         as_of: str | None = None,
         filesystem: pafs.FileSystem | None = None,
+        strict: bool = False,
     ) -> DirectoryLister:
         """`use_metadata=True` uses the MDT when the table has one and falls
         back to storage listing otherwise (`listing_note` says why); False
-        always lists storage."""
-        table = HudiTable.open(path_or_uri, filesystem=filesystem, use_metadata=None if use_metadata else False)
+        always lists storage. `strict`: a damaged MDT is an error, not a fallback."""
+        table = HudiTable.open(path_or_uri, filesystem=filesystem, use_metadata=None if use_metadata else False, strict=strict)
         return cls(table, as_of)
 
     def __enter__(self) -> DirectoryLister:

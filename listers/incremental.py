@@ -69,9 +69,11 @@ def incremental(
     max_commits: int | None = None,
     fallback_to_full_scan: bool = False,
     use_metadata: bool | None = None,
+    strict: bool = False,
 ) -> IncrementalPlan:
-    """Plan the changes in (begin, end]; `max_commits` caps the instants (-1 or None: all)."""
-    table = path_or_uri if isinstance(path_or_uri, HudiTable) else HudiTable.open(path_or_uri, use_metadata=use_metadata)
+    """Plan the changes in (begin, end]; `max_commits` caps the instants (-1 or None: all).
+    `strict`: a damaged metadata table is an error rather than a fallback to storage."""
+    table = path_or_uri if isinstance(path_or_uri, HudiTable) else HudiTable.open(path_or_uri, use_metadata=use_metadata, strict=strict)
     check_instant_time(begin, "begin instant")
     if end is not None:
         check_instant_time(end, "end instant")

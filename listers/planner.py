@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -24,11 +24,12 @@ from expressions import Expr, bind, may_match, parse_sql, to_sql
 from expressions.eval_partitions import prune_partitions
 from expressions.tree import references
 from listers.directory_lister import DirectoryLister
-from metadata import FileSlice, HudiError, MetadataTable
+from metadata import FileSlice, HudiError, MetadataTable, MetadataTableUnavailable
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.stats_table import FILE_NAME, PARTITION, min_field
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,16 @@ def plan(
     dialect: str = "spark",
     as_of: str | None = None,
     use_metadata: bool = True,
+    strict: bool = False,
 ) -> Plan:
-    """Candidate file slices for a predicate, with an explanation."""
-    lister = path_or_uri if isinstance(path_or_uri, DirectoryLister) else DirectoryLister.open(path_or_uri, use_metadata, as_of)
+    """Candidate file slices for a predicate, with an explanation.
+
+    A metadata table that cannot be read keeps files (the explanation says
+    why); with `strict` it is an error instead."""
+    lister = (
+        path_or_uri if isinstance(path_or_uri, DirectoryLister)
+        else DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict)
+    )
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
     return _Planner(lister, expr, dialect).run(text)
@@ -142,6 +150,13 @@ class _Planner:
             listing=self.lister.listing_note,
         )
 
+    def _stage_unusable(self, stage: str, exc: MetadataTableUnavailable, kept: list[T]) -> list[T]:
+        if self.lister.table.strict:
+            raise exc
+        log.warning("%s not used: %s", stage, exc)
+        self.not_used.append(f"{stage}: {exc.reason}; every candidate kept")
+        return kept
+
     def _partition_stats(self, mdt: MetadataTable | None, partitions: list[str], columns: list[str]) -> list[str]:
         if mdt is None or not columns or not partitions:
             return partitions
@@ -151,7 +166,10 @@ class _Planner:
         if not self.table.config.partition_fields:
             return partitions
         start = time.perf_counter()
-        stats = mdt.partition_stats(columns, partitions)
+        try:
+            stats = mdt.partition_stats(columns, partitions)
+        except MetadataTableUnavailable as exc:
+            return self._stage_unusable("partition_stats", exc, partitions)
         keep = may_match(self.expr, stats).to_pylist()
         excluded = {p for p, k in zip(stats.column(PARTITION).to_pylist(), keep) if not k}
         kept = [p for p in partitions if p not in excluded]  # no stats row: kept
@@ -167,7 +185,10 @@ class _Planner:
             self.not_used.append("column_stats: not built for this table")
             return slices
         start = time.perf_counter()
-        stats = mdt.column_stats(columns, partitions)
+        try:
+            stats = mdt.column_stats(columns, partitions)
+        except MetadataTableUnavailable as exc:
+            return self._stage_unusable("column_stats", exc, slices)
         indexed = [c for c in columns if stats.num_rows and stats.column(min_field(c)).null_count < stats.num_rows]
         if not indexed:
             self.not_used.append(f"column_stats: none of {', '.join(columns)} is indexed")

@@ -10,6 +10,7 @@ from metadata.errors import (
     HudiTableNotFound,
     InstantNotFound,
     InvalidInstantTime,
+    MetadataTableDamaged,
     MetadataTableUnavailable,
     UnsupportedTableError,
 )
@@ -24,6 +25,6 @@ from metadata.timeline import Timeline
 __all__ = [
     "Action", "HudiBridgeError", "InvalidInstantTime", "CleanMetadata", "CleanedFilesError", "CommitMetadata", "CompactionPlan", "FileGroup", "FileSlice",
     "FileSystemView", "HudiError", "HudiFormatError", "HudiTable", "HudiTableNotFound", "Instant",
-    "InstantNotFound", "MetadataTable", "MetadataTableUnavailable", "RollbackMetadata", "State", "TableConfig", "TableType",
+    "InstantNotFound", "MetadataTable", "MetadataTableDamaged", "MetadataTableUnavailable", "RollbackMetadata", "State", "TableConfig", "TableType",
     "Timeline", "UnsupportedTableError", "WriteStat",
 ]

@@ -54,6 +54,16 @@ class MetadataTableUnavailable(HudiError):
         super().__init__(f"{table_uri}: {reason}")
 
 
+class MetadataTableDamaged(MetadataTableUnavailable):
+    """A completed metadata-table instant's log block cannot be read: the
+    metadata table would list less than the table has. `path` names the file."""
+
+    def __init__(self, table_uri: str, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(table_uri, f"metadata table damaged: {path}: {problem}")
+
+
 class InvalidInstantTime(HudiBridgeError, ValueError):
     """Text given as an instant time is not one (yyyyMMddHHmmssSSS)."""
 

@@ -26,7 +26,9 @@ class HudiTable:
     `listing` injects the source (the metadata table's or storage's); when
     absent it is chosen on first use by `use_metadata`: None uses the
     metadata table when the table lists its `files` partition, True
-    requires it, False lists storage.
+    requires it, False lists storage. With `strict`, a damaged metadata
+    table is an error instead of a fallback to storage (the listing note
+    says why it fell back).
     """
 
     def __init__(
@@ -36,11 +38,13 @@ class HudiTable:
         timeline: Timeline,
         listing: FileListing | None = None,
         use_metadata: bool | None = None,
+        strict: bool = False,
     ) -> None:
         self.storage = storage
         self.config = config
         self.timeline = timeline
         self.use_metadata = use_metadata
+        self.strict = strict
         self._views: dict[str | None, FileSystemView] = {}
         self._listing = listing
         self._lock = threading.Lock()
@@ -51,9 +55,10 @@ class HudiTable:
         path_or_uri: str,
         filesystem: pafs.FileSystem | None = None,
         use_metadata: bool | None = None,
+        strict: bool = False,
     ) -> HudiTable:
         parts = TableParts.load(path_or_uri, filesystem)
-        return cls(parts.storage, parts.config, parts.timeline, use_metadata=use_metadata)
+        return cls(parts.storage, parts.config, parts.timeline, use_metadata=use_metadata, strict=strict)
 
     @property
     def name(self) -> str:
@@ -68,7 +73,7 @@ class HudiTable:
     def listing(self) -> FileListing:
         with self._lock:
             if self._listing is None:
-                self._listing = choose_listing(self, self.use_metadata)
+                self._listing = choose_listing(self, self.use_metadata, self.strict)
             return self._listing
 
     @property

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,11 @@ def json_requested() -> bool:
     return bool(click.get_current_context().meta.get("hudi_bridge.json", False))
 
 
+def strict_requested() -> bool:
+    """--strict: a damaged metadata table is an error, not a fallback."""
+    return bool(click.get_current_context().meta.get("hudi_bridge.strict", False))
+
+
 def debug_requested() -> bool:
     ctx = click.get_current_context(silent=True)
     return bool(ctx is not None and ctx.find_root().meta.get("hudi_bridge.debug", False))
@@ -52,16 +58,32 @@ def fail(exc: BaseException) -> None:
     sys.exit(ERROR_EXIT)
 
 
+class _StderrHandler(logging.Handler):
+    """Warnings (and with --debug, debug records) on stderr, beside --json on stdout."""
+
+    def __init__(self, debug: bool) -> None:
+        super().__init__(logging.DEBUG if debug else logging.WARNING)
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s" if debug else "%(levelname)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(self.format(record).replace("WARNING:", "warning:", 1), err=True)
+
+
 def command_output(func: Callable[..., Output]) -> Callable[..., None]:
     @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
     @functools.wraps(func)
     def wrapper(*args: Any, as_json: bool, **kwargs: Any) -> None:
         click.get_current_context().meta["hudi_bridge.json"] = as_json
+        handler = _StderrHandler(debug_requested())
+        root = logging.getLogger()
+        root.addHandler(handler)
         try:
             output = func(*args, **kwargs)
         except (HudiBridgeError, OSError) as exc:
             fail(exc)
             return
+        finally:
+            root.removeHandler(handler)
         if as_json:
             click.echo(json.dumps(output.payload, indent=2, default=str))
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, rich_table, slice_rows
+from engine_bridge.cli.output import Output, command_output, console, rich_table, slice_rows, strict_requested
 from expressions import Dialect
 
 
@@ -21,7 +21,7 @@ def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_meta
     """Candidate file slices for a predicate (partition pruning + data skipping)."""
     from listers import plan
 
-    result = plan(path, where, dialect=dialect, as_of=as_of, use_metadata=not no_metadata)
+    result = plan(path, where, dialect=dialect, as_of=as_of, use_metadata=not no_metadata, strict=strict_requested())
 
     def render() -> None:
         if explain:
@@ -42,7 +42,7 @@ def incremental_command(path: str, begin: str, end: str | None, max_commits: int
     """What changed between two instants (RFC-04), planned from the timeline."""
     from listers import incremental
 
-    result = incremental(path, begin, end, max_commits, fallback_to_full_scan=fallback)
+    result = incremental(path, begin, end, max_commits, fallback_to_full_scan=fallback, strict=strict_requested())
 
     def render() -> None:
         console.print(f"[bold]instants[/]: {', '.join(i.requested_time for i in result.instants) or 'none'}")

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, json_requested
+from engine_bridge.cli.output import Output, command_output, console, json_requested, strict_requested
 from hive_sync import EmbeddedMetastore, SyncMode, SyncOptions, SyncResult, open_client, sync
 from hive_sync.target import DEFAULT_BATCH_SIZE
 from metadata import HudiTable
@@ -45,7 +45,7 @@ def sync_command(path: str, database: str, table_name: str | None, mode: str, me
         support_timestamp=support_timestamp, skip_ro_suffix=skip_ro_suffix,
         datasource_properties=not no_datasource_properties, full=full,
     )
-    result = run_sync(HudiTable.open(path), options, SyncMode(mode), metastore_uri, hiveserver2, embedded, dry_run,
+    result = run_sync(HudiTable.open(path, strict=strict_requested()), options, SyncMode(mode), metastore_uri, hiveserver2, embedded, dry_run,
                       show_progress=not json_requested())
     report = result.to_dict()
     return Output(report, lambda: render_sync(report))

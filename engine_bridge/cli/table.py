@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, print_lines, rich_table, slice_rows
+from engine_bridge.cli.output import Output, command_output, console, print_lines, rich_table, slice_rows, strict_requested
 from metadata import HudiTable
 
 AS_OF_HELP = "Instant time (requested time) of the view."
@@ -20,7 +20,7 @@ def table() -> None:
 
 
 def open_table(path: str, no_metadata: bool = False) -> HudiTable:
-    return HudiTable.open(path, use_metadata=False if no_metadata else None)
+    return HudiTable.open(path, use_metadata=False if no_metadata else None, strict=strict_requested())
 
 
 def table_summary(t: HudiTable) -> dict[str, Any]:

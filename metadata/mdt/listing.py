@@ -3,13 +3,16 @@ listing), and the choice between it and storage."""
 
 from __future__ import annotations
 
+import logging
 import threading
 
-from metadata.errors import HudiError, MetadataTableUnavailable
+from metadata.errors import HudiError, MetadataTableDamaged, MetadataTableUnavailable
 from metadata.listing import FileListing, ListingSource, StorageListing
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.storage import StoredFile, join
 from metadata.stored_table import StoredTable
+
+log = logging.getLogger(__name__)
 
 
 class MetadataListing:
@@ -43,18 +46,25 @@ class MetadataListing:
             return {p: self._files[p] for p in partitions}
 
 
-def choose_listing(table: StoredTable, use_metadata: bool | None) -> FileListing:
+def choose_listing(table: StoredTable, use_metadata: bool | None, strict: bool = False) -> FileListing:
     """The metadata table's listing when it can be used, else storage's.
 
     `use_metadata`: None prefers the metadata table and falls back to storage
-    (the listing's note says why); True requires it; False lists storage.
+    (the listing's note says why, and a damaged metadata table is logged as a
+    warning); True requires it; False lists storage. `strict` turns a damaged
+    metadata table into an error rather than a fallback.
     """
     if use_metadata is False:
         return StorageListing(table.storage, "metadata table not requested")
     try:
-        return MetadataListing(MetadataTable.open(table))
+        listing = MetadataListing(MetadataTable.open(table))
+        # Read the files partition now: damage shows here, before a view relies on it.
+        listing.partitions()
+        return listing
     except HudiError as exc:
-        if use_metadata:
+        if use_metadata or (strict and isinstance(exc, MetadataTableDamaged)):
             raise
         reason = exc.reason if isinstance(exc, MetadataTableUnavailable) else str(exc)
+        if isinstance(exc, MetadataTableDamaged):
+            log.warning("%s; listing storage instead", exc)
         return StorageListing(table.storage, reason)

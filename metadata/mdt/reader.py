@@ -12,12 +12,14 @@ blocks that can hold them.
 from __future__ import annotations
 
 import logging
+import posixpath
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from metadata.errors import HudiError, HudiFormatError, MetadataTableUnavailable
+from metadata.errors import HudiError, HudiFormatError, MetadataTableDamaged, MetadataTableUnavailable
 from metadata.file_group import FileSlice
+from metadata.file_naming import LogFileName
 from metadata.fs_view import FileSystemView
 from metadata.instant import Action
 from metadata.listing import StorageListing
@@ -85,6 +87,7 @@ class MetadataTableReader:
         self._lock = threading.Lock()
         self._readers: dict[str, HFileReader] = {}
         self._logs: dict[str, _LogContent] = {}
+        self._v6_writers: dict[str, set[str]] | None = None
         self._valid = self._valid_instants()
 
     # Which log blocks count -----------------------------------------------------------
@@ -134,13 +137,50 @@ class MetadataTableReader:
         if content is None:
             path = self.mdt.storage.full_path(relative)
             result = read_log_blocks(self.mdt.storage.read_bytes(relative), path)
-            for problem in result.problems:
-                log.warning("metadata table log: %s (earlier blocks are used)", problem)
             content = _LogContent(result.blocks, result.problems)
+            self._check_complete(relative, content)
+            for problem in result.problems:
+                log.warning("metadata table log: %s (a block of an instant that did not complete; earlier blocks are used)", problem)
             with self._lock:
                 self._logs[relative] = content
                 self.problems.extend(result.problems)
         return content
+
+    def _check_complete(self, relative: str, content: _LogContent) -> None:
+        """Every valid instant that wrote this log file must have its blocks in
+        it; otherwise the metadata table would silently list less. A torn
+        block of an instant that never completed is harmless."""
+        found = {block.instant_time for block in content.blocks}
+        missing = sorted(self._writers_of(relative) - found)
+        if not missing:
+            return
+        problems = "; ".join(p.problem + (f" at offset {p.offset}" if p.offset is not None else "") for p in content.problems)
+        raise MetadataTableDamaged(
+            self.data_table.storage.uri,
+            self.mdt.storage.full_path(relative),
+            f"no readable block of completed instant(s) {', '.join(missing)}" + (f" ({problems})" if problems else " (the file is empty or ends early)"),
+        )
+
+    def _writers_of(self, relative: str) -> set[str]:
+        """Valid instants that wrote a log file. From table version 8 a log file
+        is named by the delta commit that wrote it; before, commit metadata says."""
+        if self.mdt.config.version >= 8:
+            try:
+                written_by = LogFileName.parse(posixpath.basename(relative)).instant_time
+            except HudiFormatError:
+                return set()
+            return {written_by} & self._valid
+        with self._lock:
+            if self._v6_writers is None:
+                writers: dict[str, set[str]] = {}
+                for instant in self.mdt.timeline.completed():
+                    if instant.requested_time in self._valid and instant.action.writes_data:
+                        for stats in self.mdt.timeline.commit_metadata(instant).partition_to_write_stats.values():
+                            for stat in stats:
+                                if stat.path:
+                                    writers.setdefault(stat.path, set()).add(instant.requested_time)
+                self._v6_writers = writers
+            return set(self._v6_writers.get(relative, set()))
 
     def _valid_blocks(self, file_slice: FileSlice) -> list[tuple[str, LogBlock]]:
         kept: list[tuple[str, LogBlock]] = []

@@ -1,0 +1,134 @@
+"""A damaged metadata table never makes a listing or a plan silently smaller.
+
+An empty, truncated or zero-filled log file of a completed metadata-table
+instant makes the metadata table unusable for the read: listing falls back to
+storage and says why (or, strict, fails naming the file). A torn block of an
+instant that never completed stays harmless.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from listers import plan
+from metadata import HudiTable, MetadataTableDamaged
+from metadata.listing import ListingSource
+from metadata.testing.builder import TableBuilder
+from tests.conftest import requires_fixtures, table_path
+
+SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("amount", pa.float64())])
+
+
+def build(path: Path, table_type: str) -> TableBuilder:
+    builder = TableBuilder(str(path), SCHEMA, table_type=table_type, version=8, partition_fields=["region"], metadata_table=True)
+    builder.write([{"id": i, "region": f"r{i % 3}", "amount": float(i)} for i in range(9)])
+    builder.write([{"id": 100 + i, "region": f"r{i % 5}", "amount": 100.0 + i} for i in range(5)])
+    return builder
+
+
+def latest_files_log(path: Path) -> Path:
+    logs = sorted((path / ".hoodie" / "metadata" / "files").glob(".files-*.log.*"))
+    return logs[-1]  # the newest data instant's delta commit
+
+
+def slices(table: HudiTable) -> set[tuple[str, str, str | None, tuple[str, ...]]]:
+    return {(s.partition, s.file_id, s.base_file_name, tuple(s.log_file_names)) for s in table.file_slices()}
+
+
+DAMAGE: dict[str, Callable[[Path], None]] = {
+    "empty": lambda f: f.write_bytes(b""),
+    "truncated": lambda f: f.write_bytes(f.read_bytes()[: f.stat().st_size // 2]),
+    "zero-filled": lambda f: f.write_bytes(bytes(f.stat().st_size)),
+}
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_damaged_log_of_a_completed_instant_falls_back_to_storage(tmp_path: Path, table_type: str, damage: str) -> None:
+    path = tmp_path / "t"
+    build(path, table_type)
+    expected = slices(HudiTable.open(str(path), use_metadata=False))
+    assert slices(HudiTable.open(str(path))) == expected  # intact: the MDT lists the same
+    damaged = latest_files_log(path)
+    DAMAGE[damage](damaged)
+
+    table = HudiTable.open(str(path))
+    assert table.listing.source is ListingSource.STORAGE
+    assert "metadata table damaged" in table.listing_note
+    assert damaged.name in table.listing_note
+    assert slices(table) == expected
+    assert table.partitions() == ["region=r0", "region=r1", "region=r2", "region=r3", "region=r4"]
+
+    planned = plan(str(path), "region = 'r4'")
+    assert "metadata table damaged" in planned.listing
+    assert {s.partition for s in planned.files} == {"region=r4"}
+    assert planned.to_dict()["listing"] == planned.listing
+
+    with pytest.raises(MetadataTableDamaged, match=damaged.name) as strict:
+        HudiTable.open(str(path), strict=True).partitions()
+    assert strict.value.path.endswith(damaged.name)
+    with pytest.raises(MetadataTableDamaged):
+        HudiTable.open(str(path), use_metadata=True).partitions()
+
+
+def test_torn_block_of_an_instant_that_never_completed_is_harmless(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    build(path, "MERGE_ON_READ")
+    expected = slices(HudiTable.open(str(path), use_metadata=False))
+    latest = latest_files_log(path)
+    # A writer died while appending its delta commit: a log named by an
+    # instant that has no completed file on the metadata table's timeline.
+    torn = latest.with_name(latest.name.replace(latest.name.split("_")[1].split(".")[0], "29990101000000000"))
+    torn.write_bytes(latest.read_bytes()[:40])
+    table = HudiTable.open(str(path))
+    assert table.listing.source is ListingSource.METADATA_TABLE
+    assert slices(table) == expected
+    mdt = table.metadata_table
+    assert mdt is not None
+    # The metadata table's own view does not list a log of an instant that
+    # never completed, so the torn bytes are not even read.
+    assert mdt.problems == []
+    assert torn.exists()
+
+
+def test_cli_warns_and_strict_fails(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from engine_bridge.cli import main
+
+    path = tmp_path / "t"
+    build(path, "COPY_ON_WRITE")
+    DAMAGE["truncated"](latest_files_log(path))
+    runner = CliRunner()
+    listed = runner.invoke(main, ["table", "files", str(path), "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert "metadata table damaged" in listed.stderr
+    strict = runner.invoke(main, ["--strict", "table", "files", str(path)])
+    assert strict.exit_code == 2
+    assert "metadata table damaged" in strict.stderr
+    assert "Traceback" not in strict.output
+
+
+@requires_fixtures
+def test_damaged_column_stats_log_keeps_every_file_in_a_plan(fixture_root: Path, tmp_path: Path) -> None:
+    source = Path(table_path(fixture_root, "sample_table__cow__v9_txns_simple_meta"))
+    path = tmp_path / source.name
+    shutil.copytree(source, path)
+    predicate = "amount > 900"
+    intact = plan(str(path), predicate)
+    no_stats = plan(str(path), predicate, use_metadata=False)
+    assert len(intact.files) < len(no_stats.files)  # column_stats prunes when readable
+    logs = sorted((path / ".hoodie" / "metadata" / "column_stats").glob(".col-stats-*.log.*"))
+    newest = max(logs, key=lambda f: f.name.split("_")[1])
+    DAMAGE["zero-filled"](newest)
+
+    damaged = plan(str(path), predicate)
+    assert [(s.partition, s.file_id) for s in damaged.files] == [(s.partition, s.file_id) for s in no_stats.files]
+    assert any(reason.startswith("column_stats: metadata table damaged") for reason in damaged.not_used)
+    with pytest.raises(MetadataTableDamaged, match=newest.name):
+        plan(str(path), predicate, strict=True)
