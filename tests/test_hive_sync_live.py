@@ -447,3 +447,32 @@ def test_cli_sync_dry_run_then_apply_on_an_embedded_metastore(tmp_path: Path, me
     bad = runner.invoke(main, ["sync", path, "--database", "cli", "--mode", "hms"])
     assert bad.exit_code == 2
     assert "needs a metastore URI" in bad.output
+
+
+def test_sync_on_a_damaged_metadata_table_lists_storage_and_ends_holding_every_partition(tmp_path: Path, metastore: EmbeddedMetastore) -> None:
+    schema = pa.schema([("id", pa.int64()), ("region", pa.string()), ("amount", pa.int32())])
+    builder = TableBuilder(str(tmp_path / "damaged"), schema, name="damaged", version=8, partition_fields=["region"], metadata_table=True)
+    builder.write(_region_rows(["a", "b"], 0))
+    options = SyncOptions(database="damaged_mdt")
+    with HmsClient(metastore.uri) as client:
+        sync(HudiTable.open(builder.storage.uri), client, options)
+    builder.write(_region_rows(["c", "d"], 10))
+    newest = sorted((tmp_path / "damaged" / ".hoodie" / "metadata" / "files").glob(".files-*.log.*"))[-1]
+    intact = newest.read_bytes()
+    newest.write_bytes(intact[: len(intact) // 3])  # the MDT no longer records partitions c and d
+
+    table = HudiTable.open(builder.storage.uri)
+    with HmsClient(metastore.uri) as client:
+        damaged_sync = sync(table, client, options)
+        assert "metadata table damaged" in table.listing_note
+        assert set(client.list_partitions("damaged_mdt", "damaged")) == {("a",), ("b",), ("c",), ("d",)}
+        assert client.get_table("damaged_mdt", "damaged").last_synced == table.timeline.latest_commit().requested_time
+    assert damaged_sync.applied
+
+    newest.write_bytes(intact)  # repaired: the MDT is used again and agrees
+    repaired = HudiTable.open(builder.storage.uri)
+    with HmsClient(metastore.uri) as client:
+        again = sync(repaired, client, options)
+        assert set(client.list_partitions("damaged_mdt", "damaged")) == {("a",), ("b",), ("c",), ("d",)}
+    assert repaired.metadata_table is not None
+    assert again.plan.is_noop
