@@ -19,6 +19,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
 
 from expressions.dialect import Dialect
 from expressions.errors import SqlSyntaxError
@@ -38,6 +39,7 @@ from expressions.tree import (
     Ref,
     StartsWith,
     Unknown,
+    chain,
 )
 
 NEUTRAL = Dialect.SPARK.value  # the dialect Unknown leaves keep their SQL in
@@ -56,22 +58,84 @@ def parse_sql(text: str, dialect: Dialect | str = Dialect.SPARK) -> Expr:
     """The HudiExpression of a WHERE clause (without the WHERE keyword)."""
     dialect = Dialect.of(dialect)
     try:
+        tokens = sqlglot.tokenize(text, read=dialect.value)
+    except TokenError as exc:
+        start = getattr(exc, "start", None) or 0
+        raise SqlSyntaxError(f"cannot tokenize {dialect} SQL (unclosed quote or bad character)", _line_column(text, start)) from None
+    _check_tokens(text, tokens)
+    try:
         tree = sqlglot.parse_one(text, read=dialect.value)
     except ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         raise SqlSyntaxError(f"cannot parse {dialect} SQL: {first.get('description', exc)}", (first.get("line", 1), first.get("col", 1))) from None
-    except TokenError as exc:
-        start = getattr(exc, "start", None) or 0
-        line = text.count("\n", 0, start) + 1
-        column = start - (text.rfind("\n", 0, start) + 1) + 1
-        raise SqlSyntaxError(f"cannot tokenize {dialect} SQL (unclosed quote or bad character)", (line, column)) from None
+    except RecursionError:  # a safety net: _check_tokens bounds the nesting first
+        raise SqlSyntaxError(f"predicate nested too deeply (at most {MAX_NESTING} levels)", (1, 1)) from None
+    _check_boolean(text, tree, tokens)
     return _Converter(text, dialect).convert(tree)
+
+
+# What --where and the engines' predicates may be: one boolean expression (a
+# subquery inside it is an Unknown leaf), no statement, and nesting sqlglot's
+# recursive parser handles.
+MAX_NESTING = 32
+_STATEMENTS = tuple(getattr(exp, name) for name in (
+    "DDL", "DML", "Command", "Drop", "Create", "Insert", "Update", "Delete", "Merge", "Set", "Use", "Alter",
+) if hasattr(exp, name))
+_NOT_BOOLEAN = (exp.Binary, exp.Literal, exp.Neg, exp.Star)  # arithmetic, strings, numbers
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _check_tokens(text: str, tokens: list[Any]) -> None:
+    """One expression (no `;`), nested at most MAX_NESTING deep (parentheses
+    and runs of NOT), before the recursive parser sees it."""
+    depth = not_run = 0
+    for token in tokens:
+        kind = token.token_type
+        if kind is TokenType.SEMICOLON:
+            raise SqlSyntaxError("only one boolean expression is accepted; ';' ends a statement", _line_column(text, token.start))
+        not_run = not_run + 1 if kind is TokenType.NOT else 0
+        depth += 1 if kind is TokenType.L_PAREN else -1 if kind is TokenType.R_PAREN else 0
+        if depth + not_run > MAX_NESTING:
+            raise SqlSyntaxError(f"predicate nested too deeply (at most {MAX_NESTING} levels of parentheses and NOT)",
+                                 _line_column(text, token.start))
+
+
+def _check_boolean(text: str, tree: exp.Expr, tokens: list[Any]) -> None:
+    """Refuse statements and expressions that are not conditions."""
+    root = tree
+    while isinstance(root, exp.Paren):
+        root = root.this
+    candidates: list[exp.Expr] = [root, *tree.find_all(*_STATEMENTS)]
+    for node in candidates:
+        if isinstance(node, (*_STATEMENTS, exp.Query)):
+            keyword = "SELECT" if isinstance(node, exp.Query) else node.key.upper()
+            where = next((t.start for t in tokens if t.text.upper() == keyword), 0)
+            raise SqlSyntaxError(f"{keyword} is not accepted: give one boolean expression (a WHERE clause without WHERE)",
+                                 _line_column(text, where))
+    if isinstance(root, _NOT_BOOLEAN) and not isinstance(root, (exp.Predicate, exp.Connector, exp.Escape)):
+        raise SqlSyntaxError(f"{root.sql()!r} is not a condition: give a boolean expression", (1, 1))
 
 
 class _Converter:
     def __init__(self, text: str, dialect: Dialect) -> None:
         self.text = text
         self.dialect = dialect
+
+    def chain(self, node: exp.And | exp.Or) -> Expr:
+        """A chain of one connector, walked without recursion (sqlglot nests
+        `a AND b AND c` to the left; a parenthesised part is one term)."""
+        terms: list[exp.Expr] = []
+        pending: list[exp.Expr] = [node]
+        while pending:
+            current = pending.pop()
+            if type(current) is type(node):
+                pending += [current.expression, current.this]
+            else:
+                terms.append(current)
+        return chain(And if isinstance(node, exp.And) else Or, [self.convert(term) for term in terms])
 
     def position(self, name: str) -> tuple[int, int] | None:
         match = re.search(r"(?<![\w.])" + re.escape(name) + r"(?!\w)", self.text, re.IGNORECASE)
@@ -93,10 +157,8 @@ class _Converter:
     def _convert(self, node: exp.Expr) -> Expr:
         if isinstance(node, exp.Paren):
             return self.convert(node.this)
-        if isinstance(node, exp.And):
-            return And(self.convert(node.this), self.convert(node.expression))
-        if isinstance(node, exp.Or):
-            return Or(self.convert(node.this), self.convert(node.expression))
+        if isinstance(node, (exp.And, exp.Or)):
+            return self.chain(node)
         if isinstance(node, exp.Not):
             return Not(self.convert(node.this))
         if isinstance(node, exp.Boolean):
@@ -300,9 +362,9 @@ def _literal(value: Any) -> exp.Expr:
 
 def _to_glot(expr: Expr) -> exp.Expr:
     if isinstance(expr, And):
-        return exp.And(this=_paren(expr.left), expression=_paren(expr.right))
+        return exp.And(this=_paren(expr.left, And), expression=_paren(expr.right))
     if isinstance(expr, Or):
-        return exp.Or(this=_paren(expr.left), expression=_paren(expr.right))
+        return exp.Or(this=_paren(expr.left, Or), expression=_paren(expr.right))
     if isinstance(expr, Not):
         return exp.Not(this=exp.Paren(this=_to_glot(expr.child)))
     if isinstance(expr, AlwaysTrue):
@@ -330,6 +392,9 @@ def _to_glot(expr: Expr) -> exp.Expr:
     raise TypeError(f"cannot print {expr!r}")
 
 
-def _paren(expr: Expr) -> exp.Expr:
+def _paren(expr: Expr, chained: type[And] | type[Or] | None = None) -> exp.Expr:
+    """Parenthesise AND/OR operands, except the left operand of the same
+    connector: `a AND b AND c` reads back as the same left-deep chain, and a
+    long chain prints without one nesting level per term."""
     node = _to_glot(expr)
-    return exp.Paren(this=node) if isinstance(expr, (And, Or)) else node
+    return exp.Paren(this=node) if isinstance(expr, (And, Or)) and type(expr) is not chained else node

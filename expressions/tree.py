@@ -13,6 +13,7 @@ itself; Trino follows IEEE).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Generic, TypeVar
@@ -233,6 +234,25 @@ class Unknown(Expr):
 
 
 LEAVES = (Comparison, In, IsNull, IsNotNull, StartsWith, Unknown)
+
+
+# Longer AND/OR chains are built balanced, so that a tree of 10,000 terms is
+# about 14 levels deep and every recursive visitor stays far from Python's limit.
+LEFT_DEEP_CHAIN = 32
+
+
+def chain(kind: type[And] | type[Or], parts: Sequence[Expr]) -> Expr:
+    """`parts` joined by AND or OR as written: left-deep as SQL associates
+    for short chains, balanced for long ones (same meaning, bounded depth)."""
+    if not parts:
+        raise ValueError("an AND/OR chain needs at least one part")
+    if len(parts) <= LEFT_DEEP_CHAIN:
+        result = parts[0]
+        for part in parts[1:]:
+            result = kind(result, part)
+        return result
+    middle = len(parts) // 2
+    return kind(chain(kind, parts[:middle]), chain(kind, parts[middle:]))
 
 
 def and_(*parts: Expr) -> Expr:

@@ -281,5 +281,5 @@ def test_bind_to_avro_schema() -> None:
     ]}
     bound = bind(parse_sql("trip_date = '2024-01-02' AND amount > 1.234 AND _hoodie_commit_time > '2024'", "spark"), avro)
     assert to_sql(bound, "spark") == (
-        "(trip_date = CAST('2024-01-02' AS DATE) AND amount >= 1.24) AND _hoodie_commit_time > '2024'"
+        "trip_date = CAST('2024-01-02' AS DATE) AND amount >= 1.24 AND _hoodie_commit_time > '2024'"
     )
