@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+import posixpath
 import re
+import zlib
 from dataclasses import dataclass, field
 
 from metadata.errors import HudiFormatError, HudiTableNotFound, UnsupportedTableError
@@ -10,7 +13,13 @@ from metadata.storage import Storage
 from metadata.text_enum import TextEnum
 
 PROPERTIES_PATH = ".hoodie/hoodie.properties"
+# Hudi writes this copy while it rewrites hoodie.properties, and reads it when
+# the main file is missing or fails its checksum (HoodieTableConfig).
+PROPERTIES_BACKUP_PATH = ".hoodie/hoodie.properties.backup"
+CHECKSUM_KEY = "hoodie.table.checksum"
 SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
+
+log = logging.getLogger(__name__)
 
 
 class TableType(TextEnum):
@@ -159,6 +168,7 @@ class TableConfig:
             props["hoodie.timeline.path"] = "timeline"
             props["hoodie.timeline.history.path"] = "history"
         props.update(extra or {})
+        props[CHECKSUM_KEY] = str(table_checksum(props))  # written last, as Hudi does
         return cls.from_properties(props)
 
     def write(self, storage: Storage) -> None:
@@ -168,18 +178,20 @@ class TableConfig:
 
     @classmethod
     def load(cls, storage: Storage) -> TableConfig:
+        """hoodie.properties, or its backup when it is missing or fails its
+        checksum (as Hudi reads it); a bad file without a good backup is an
+        error naming the file."""
         path = storage.full_path(PROPERTIES_PATH)
-        try:
-            data = storage.read_bytes(PROPERTIES_PATH)
-        except FileNotFoundError as exc:
-            raise HudiTableNotFound(f"{path}: no hoodie.properties; {storage.uri} is not a Hudi table") from exc
-        except OSError as exc:
-            raise HudiTableNotFound(f"{path}: cannot read hoodie.properties: {exc}") from exc
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise HudiFormatError(path, f"not UTF-8 text ({exc.reason})", offset=exc.start) from exc
-        return cls.from_properties(parse_java_properties(text), source=path)
+        props, problem = _read_properties(storage, PROPERTIES_PATH)
+        if props is not None and problem is None:
+            return cls.from_properties(props, source=path)
+        backup, backup_problem = _read_properties(storage, PROPERTIES_BACKUP_PATH)
+        if backup is not None and backup_problem is None:
+            log.warning("%s; reading %s instead, as Hudi does", problem or f"{path}: missing", PROPERTIES_BACKUP_PATH)
+            return cls.from_properties(backup, source=storage.full_path(PROPERTIES_BACKUP_PATH))
+        if problem is not None:
+            raise problem
+        raise HudiTableNotFound(f"{path}: no hoodie.properties; {storage.uri} is not a Hudi table")
 
     @classmethod
     def from_properties(cls, props: dict[str, str], source: str = PROPERTIES_PATH) -> TableConfig:
@@ -214,7 +226,10 @@ class TableConfig:
             raise UnsupportedTableError(f"{source}: base file format {format_text!r} is not supported (PARQUET, or HFILE in a metadata table)")
         base_format = BaseFileFormat(format_text)
         default_layout = "2" if version >= 8 else "1"
-        layout = int(props.get("hoodie.timeline.layout.version", default_layout) or default_layout)
+        layout_text = props.get("hoodie.timeline.layout.version", default_layout) or default_layout
+        if not layout_text.strip().isdigit():
+            raise HudiFormatError(source, f"hoodie.timeline.layout.version is {layout_text!r}, not a number")
+        layout = int(layout_text)
         if version >= 8 and layout < 2 or version < 8 and layout != 1:
             raise HudiFormatError(source, f"timeline layout {layout} does not go with table version {version}")
         timeline_path = ".hoodie/" + props.get("hoodie.timeline.path", "timeline") if layout >= 2 else ".hoodie"
@@ -234,6 +249,37 @@ class TableConfig:
             metadata_partitions=_split_fields(props.get("hoodie.table.metadata.partitions", "")),
             raw=dict(props),
         )
+
+
+def table_checksum(props: dict[str, str]) -> int:
+    """Hudi's hoodie.table.checksum: CRC32 of "<database>.<table name>"."""
+    return zlib.crc32(f"{props.get('hoodie.database.name', '')}.{props.get('hoodie.table.name', '')}".encode())
+
+
+def _read_properties(storage: Storage, relative: str) -> tuple[dict[str, str] | None, HudiFormatError | None]:
+    """(properties, None), (None, None) when absent, or what is wrong with them."""
+    path = storage.full_path(relative)
+    try:
+        data = storage.read_bytes(relative)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        raise HudiTableNotFound(f"{path}: cannot read {posixpath.basename(relative)}: {exc}") from exc
+    try:
+        props = parse_java_properties(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return None, HudiFormatError(path, f"not UTF-8 text ({exc.reason})", offset=exc.start)
+    stored = props.get(CHECKSUM_KEY)
+    if stored is None or "hoodie.table.name" not in props:
+        return props, None  # tables written before Hudi 0.11 carry no checksum
+    if not stored.strip().isdigit():
+        return props, HudiFormatError(path, f"{CHECKSUM_KEY} is {stored!r}, not a number")
+    expected = table_checksum(props)
+    if int(stored) != expected:
+        return props, HudiFormatError(
+            path, f"{CHECKSUM_KEY} {stored} does not match the table name (expected {expected}): the file is partly written or was edited"
+        )
+    return props, None
 
 
 def _split_fields(text: str) -> tuple[str, ...]:

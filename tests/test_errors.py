@@ -136,3 +136,50 @@ def test_as_of_before_archived_timeline_says_so(tmp_path: Path) -> None:
     with pytest.raises(HudiError, match="older than the active timeline"):
         HudiTable.open(str(path)).file_slices(as_of="20000101000000000")
     assert os.path.exists(archived)
+
+
+def test_checksum_matches_what_hudi_writes(fixture_root: Path) -> None:
+    from metadata.table_config import table_checksum
+    from tests.conftest import table_path
+
+    for stem in ("sample_table__cow__v9_txns_simple_meta", "sample_table__cow__v6_empty"):
+        props = HudiTable.open(table_path(fixture_root, stem)).config.raw
+        assert int(props["hoodie.table.checksum"]) == table_checksum(props)
+
+
+def test_checksum_mismatch_names_the_file_and_the_backup_is_read(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = built(tmp_path, version=8)
+    props = path / ".hoodie" / "hoodie.properties"
+    good = props.read_bytes()
+    assert b"hoodie.table.checksum=" in good  # the builder writes it, as Hudi does
+    props.write_bytes(good.replace(b"hoodie.table.name=sample", b"hoodie.table.name=sampl"))  # a torn rewrite
+    with pytest.raises(HudiFormatError, match=r"hoodie\.properties: hoodie\.table\.checksum \d+ does not match the table name"):
+        HudiTable.open(str(path))
+    (path / ".hoodie" / "hoodie.properties.backup").write_bytes(good)
+    with caplog.at_level("WARNING"):
+        table = HudiTable.open(str(path))
+    assert table.name == "sample"
+    assert "hoodie.properties.backup" in caplog.text
+    assert "does not match the table name" in caplog.text
+
+
+def test_missing_properties_with_a_backup_reads_the_backup(tmp_path: Path) -> None:
+    path = built(tmp_path)
+    props = path / ".hoodie" / "hoodie.properties"
+    props.rename(path / ".hoodie" / "hoodie.properties.backup")  # Hudi died between deleting and rewriting it
+    table = HudiTable.open(str(path))
+    assert table.partitions() == ["city=la", "city=sf"]
+
+
+@pytest.mark.parametrize("key,value,message", [
+    ("hoodie.timeline.layout.version", "two", "hoodie.timeline.layout.version is 'two', not a number"),
+    ("hoodie.table.version", "eight", "hoodie.table.version is 'eight', not a number"),
+    ("hoodie.table.checksum", "abc", "hoodie.table.checksum is 'abc', not a number"),
+    ("hoodie.table.type", "COPY_ON_READ", "hoodie.table.type is 'COPY_ON_READ'"),
+])
+def test_values_that_are_not_what_hudi_writes(tmp_path: Path, key: str, value: str, message: str) -> None:
+    path = built(tmp_path, version=8)
+    set_property(path, key, value)
+    with pytest.raises(HudiFormatError, match=message.replace(".", r"\.")) as caught:
+        HudiTable.open(str(path))
+    assert caught.value.path.endswith("hoodie.properties")
