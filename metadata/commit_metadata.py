@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from metadata.errors import HudiFormatError
+from metadata.partition_path import check_partition_path
 
 
 def _get(source: str, data: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
@@ -58,7 +59,7 @@ class WriteStat:
             raise HudiFormatError(source, f"write stat in partition {partition!r} is not an object")
         prev = _get(source, data, "prevCommit", str)
         return cls(
-            partition_path=_get(source, data, "partitionPath", str, partition) or partition,
+            partition_path=check_partition_path(_get(source, data, "partitionPath", str, partition) or partition, source),
             file_id=_get(source, data, "fileId", str, ""),
             path=_get(source, data, "path", str),
             prev_commit=None if prev in (None, "null") else prev,
@@ -122,13 +123,13 @@ class CommitMetadata:
         for partition, entries in raw_stats.items():
             if not isinstance(entries, list):
                 raise HudiFormatError(source, f"partitionToWriteStats[{partition!r}] is not a list")
-            stats[partition] = tuple(WriteStat.from_dict(source, partition, e) for e in entries)
+            stats[check_partition_path(partition, source)] = tuple(WriteStat.from_dict(source, partition, e) for e in entries)
         raw_replace = _get(source, data, "partitionToReplaceFileIds", dict, {})
         replace: dict[str, tuple[str, ...]] = {}
         for partition, ids in raw_replace.items():
             if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
                 raise HudiFormatError(source, f"partitionToReplaceFileIds[{partition!r}] is not a list of file ids")
-            replace[partition] = tuple(ids)
+            replace[check_partition_path(partition, source)] = tuple(ids)
         extra = _get(source, data, "extraMetadata", dict, {})
         return cls(
             partition_to_write_stats=stats,

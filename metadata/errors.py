@@ -29,6 +29,11 @@ class HudiFormatError(HudiError):
         super().__init__(f"{where}: {problem}")
 
 
+class UnsafePathError(HudiError):
+    """A path read from the table (a partition, a file name) would resolve
+    outside the table's base path."""
+
+
 class HudiTableNotFound(HudiError):
     """The path holds no readable Hudi table."""
 

@@ -14,6 +14,8 @@ from metadata.file_naming import PARTITION_METADATA_PREFIX
 from metadata.storage import Storage, StoredFile, join
 from metadata.text_enum import TextEnum
 
+METAFOLDER = ".hoodie"
+
 
 class ListingSource(TextEnum):
     STORAGE = "storage"
@@ -41,8 +43,8 @@ class StorageListing:
     """Lists partitions by walking storage for partition metadata files.
 
     A folder holding `.hoodie_partition_metadata*` is a partition, as in
-    Hudi's own storage listing; hidden folders (`.hoodie` among them) are
-    not walked. Files seen while walking are kept, so listing files later
+    Hudi's own storage listing, which walks every folder but `.hoodie` (a
+    partition value may start with a dot). Files seen while walking are kept, so listing files later
     costs no second call for those folders.
     """
 
@@ -72,7 +74,7 @@ class StorageListing:
                 self._files[folder] = files
                 if folder:
                     continue  # a partition holds no partitions below it
-            pending.extend(join(folder, sub) for sub in folders if not sub.startswith("."))
+            pending.extend(join(folder, sub) for sub in folders if sub != METAFOLDER)
         return sorted(found)
 
     def files_for(self, partitions: list[str]) -> dict[str, list[StoredFile]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import unquote
 
 from metadata.errors import HudiFormatError
+from metadata.storage import unsafe_reason
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # The metadata table names the partition of a non-partitioned table ".".
@@ -61,15 +62,30 @@ def parse_partition_values(
 
 
 def format_partition_path(values: dict[str, object], fields: tuple[str, ...], hive_style: bool, url_encode: bool = False) -> str:
-    """The partition path Hudi writes for these values."""
+    """The partition path Hudi writes for these values. A value that would
+    add a folder level or leave the base (`/`, `..`) needs url-encoding."""
     segments = []
     for f in fields:
         raw = values.get(f)
         text = HIVE_DEFAULT_PARTITION if raw is None or raw == "" else str(raw)
         if url_encode:
-            text = escape_path_name(text)
+            text = escape_path_name(text)  # escapes separators, not dots
+        elif "/" in text or "\\" in text:
+            raise ValueError(f"partition value {text!r} of {f} holds a path separator; write it with url-encoding")
+        if not hive_style and text in (".", ".."):
+            raise ValueError(f"partition value {text!r} of {f} would name no folder or the parent folder")
         segments.append(f"{f}={text}" if hive_style else text)
     return "/".join(segments)
+
+
+def check_partition_path(partition: str, where: str) -> str:
+    """A partition path read from the table, refused when it could leave the base."""
+    reason = unsafe_reason(partition)
+    if reason is None and partition and any(s in ("", ".") for s in partition.split("/")):
+        reason = "has an empty or '.' segment"
+    if reason is not None:
+        raise HudiFormatError(where, f"partition path {partition!r} {reason}: it would resolve outside the table or nowhere")
+    return partition
 
 
 def to_metadata_partition(partition: str) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
-from metadata.errors import HudiError
+from metadata.errors import HudiError, UnsafePathError
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,16 @@ class StoredFile:
     @property
     def name(self) -> str:
         return posixpath.basename(self.relative_path)
+
+
+def unsafe_reason(relative: str) -> str | None:
+    """Why a path relative to a table base could leave it (None when it cannot):
+    absolute, or with a `..` segment."""
+    if relative.startswith("/") or "\\" in relative:
+        return "is absolute or holds a backslash"
+    if ".." in relative and ".." in relative.split("/"):
+        return "has a '..' segment"
+    return None
 
 
 def join(*parts: str) -> str:
@@ -67,6 +77,10 @@ class Storage:
         return Storage(self.filesystem, self.full_path(relative), join(self.uri, relative) if "://" in self.uri else self.full_path(relative))
 
     def full_path(self, relative: str) -> str:
+        """The path of a file below the base; never outside it."""
+        reason = unsafe_reason(relative)
+        if reason is not None:
+            raise UnsafePathError(f"{self.uri}: {relative!r} {reason}: it would resolve outside the table")
         return posixpath.join(self.base_path, relative) if relative else self.base_path
 
     # Reading -------------------------------------------------------------

@@ -12,11 +12,11 @@ from typing import Any
 import pyarrow as pa
 
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
-from metadata.errors import HudiError, MetadataTableUnavailable
+from metadata.errors import HudiError, HudiFormatError, MetadataTableUnavailable
 from metadata.mdt import keys
 from metadata.mdt.reader import KeyQuery, MetadataTableReader
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, live_files
-from metadata.partition_path import from_metadata_partition, to_metadata_partition
+from metadata.partition_path import check_partition_path, from_metadata_partition, to_metadata_partition
 from metadata.stats_table import (
     FILE_NAME,
     PARTITION,
@@ -71,7 +71,8 @@ class MetadataTable:
     # files partition ---------------------------------------------------------------------
     def partitions(self) -> list[str]:
         records = self.reader.read(FILES, KeyQuery(keys=[ALL_PARTITIONS_KEY]))
-        return sorted(from_metadata_partition(p) for p in live_files(records.get(ALL_PARTITIONS_KEY)))
+        where = self._files_where(ALL_PARTITIONS_KEY)
+        return sorted(check_partition_path(from_metadata_partition(p), where) for p in live_files(records.get(ALL_PARTITIONS_KEY)))
 
     def files(self, partition: str) -> dict[str, int]:
         return self.files_for([partition])[partition]
@@ -80,7 +81,15 @@ class MetadataTable:
         """File name -> size for each partition, in one pass over the MDT."""
         wanted = {to_metadata_partition(p): p for p in partitions}
         records = self.reader.read(FILES, KeyQuery(keys=list(wanted)))
-        return {name: live_files(records.get(key)) for key, name in wanted.items()}
+        result = {name: live_files(records.get(key)) for key, name in wanted.items()}
+        for partition, files in result.items():
+            for file_name in files:
+                if "/" in file_name or "\\" in file_name or file_name in (".", ".."):
+                    raise HudiFormatError(self._files_where(partition), f"file name {file_name!r} is a path, not a name in the partition")
+        return result
+
+    def _files_where(self, key: str) -> str:
+        return f"{self.reader.mdt.storage.uri}/{FILES} (record {key!r})"
 
     # Statistics ------------------------------------------------------------------------------
     def column_stats(self, columns: list[str], partitions: list[str] | None = None) -> pa.Table:

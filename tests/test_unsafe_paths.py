@@ -1,0 +1,80 @@
+"""Partition paths and file names read from a table never resolve outside its
+base path; the sample-table writer refuses to write such values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from listers import incremental
+from metadata import HudiFormatError, HudiTable
+from metadata.errors import UnsafePathError
+from metadata.partition_path import check_partition_path
+from metadata.storage import Storage
+from metadata.testing.builder import TableBuilder
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
+
+
+@pytest.mark.parametrize("value", ["..", "."])
+def test_builder_refuses_dot_dot_even_url_encoded(tmp_path: Path, value: str) -> None:
+    for url_encode in (False, True):
+        builder = TableBuilder(str(tmp_path / f"t{url_encode}"), SCHEMA, partition_fields=["p"], hive_style=False, url_encode=url_encode)
+        with pytest.raises(ValueError, match="no folder or the parent folder"):
+            builder.write([{"id": 1, "p": value}])
+    hive = TableBuilder(str(tmp_path / "hive"), SCHEMA, partition_fields=["p"])  # p=.. is a plain folder name
+    hive.write([{"id": 1, "p": value}])
+    assert HudiTable.open(str(tmp_path / "hive")).partitions() == [f"p={value}"]
+
+
+@pytest.mark.parametrize("value", ["../outside", "a/b", "a\\b"])
+def test_builder_refuses_separators_unless_url_encoded(tmp_path: Path, value: str) -> None:
+    builder = TableBuilder(str(tmp_path / "t"), SCHEMA, partition_fields=["p"], hive_style=False)
+    with pytest.raises(ValueError, match="url-encoding"):
+        builder.write([{"id": 1, "p": value}])
+    encoded = TableBuilder(str(tmp_path / "e"), SCHEMA, partition_fields=["p"], hive_style=False, url_encode=True)
+    encoded.write([{"id": 1, "p": value}])
+    table = HudiTable.open(str(tmp_path / "e"))
+    [partition] = table.partitions()
+    assert "/" not in partition
+    assert partition not in ("..", ".")
+    assert not (tmp_path / "outside").exists()
+
+
+@pytest.mark.parametrize("path", ["../x", "a/../../x", "/etc", "a/./b", "a//b", "..\\x"])
+def test_reader_refuses_paths_that_leave_the_base(path: str) -> None:
+    with pytest.raises(HudiFormatError, match="would resolve outside the table or nowhere"):
+        check_partition_path(path, "commit 1")
+    assert check_partition_path("year=2024/month=01", "commit 1") == "year=2024/month=01"
+
+
+def test_storage_never_reads_outside_its_base(tmp_path: Path) -> None:
+    storage = Storage.open(str(tmp_path / "base"))
+    (tmp_path / "secret").write_text("x")
+    with pytest.raises(UnsafePathError, match=r"'\.\./secret' has a '\.\.' segment"):
+        storage.read_bytes("../secret")
+    with pytest.raises(UnsafePathError):
+        storage.list_dir("a/../../")
+
+
+def test_commit_metadata_naming_a_partition_outside_the_table_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    builder = TableBuilder(str(path), SCHEMA, partition_fields=["p"])
+    first = builder.write([{"id": 1, "p": "a"}])
+    builder.write([{"id": 2, "p": "b"}])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / ".hoodie_partition_metadata").write_text("commitTime=1\n")
+    commit = sorted((path / ".hoodie").glob("*.commit"))[-1]
+    content = json.loads(commit.read_text())
+    stats = content["partitionToWriteStats"].pop("p=b")
+    for stat in stats:
+        stat["partitionPath"] = "../outside"
+    content["partitionToWriteStats"]["../outside"] = stats
+    commit.write_text(json.dumps(content))
+    with pytest.raises(HudiFormatError, match=r"partition path '\.\./outside' has a '\.\.' segment") as caught:
+        incremental(str(path), first)
+    assert caught.value.path.endswith(commit.name)
