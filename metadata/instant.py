@@ -128,13 +128,29 @@ class Instant:
         return f"{self.requested_time} {self.action} {self.state.name}{done}"
 
 
+class DuplicateInstantError(ValueError):
+    """Two completed instant files share a requested time."""
+
+    def __init__(self, requested_time: str, file_names: list[str]) -> None:
+        self.requested_time = requested_time
+        self.file_names = file_names
+        super().__init__(f"{len(file_names)} completed instants have requested time {requested_time}: {', '.join(file_names)}")
+
+
 def fold_instant_files(files: list[InstantFile]) -> list[Instant]:
-    """Merge the requested/inflight/completed files of each instant time."""
+    """Merge the requested/inflight/completed files of each instant time.
+
+    Two completed files of one time (other than a savepoint, which takes the
+    time of the commit it keeps) make the timeline inconsistent: which one
+    wrote the files is unknown, so this raises DuplicateInstantError."""
     by_time: dict[str, list[InstantFile]] = {}
     for f in files:
         by_time.setdefault(f.requested_time, []).append(f)
     instants = []
     for ts, group in by_time.items():
+        completed = sorted(f.file_name for f in group if f.state is State.COMPLETED and f.action is not Action.SAVEPOINT)
+        if len(completed) > 1:
+            raise DuplicateInstantError(ts, completed)
         best = max(group, key=lambda f: f.state)
         pending = [f for f in group if f.state is not State.COMPLETED]
         planned = next((f.action for f in pending if f.action.is_table_service_plan), None)

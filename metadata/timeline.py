@@ -12,6 +12,7 @@ from metadata.commit_metadata import CleanMetadata, CommitMetadata, CompactionPl
 from metadata.errors import HudiError, HudiFormatError, InstantNotFound
 from metadata.instant import (
     Action,
+    DuplicateInstantError,
     Instant,
     fold_instant_files,
     parse_instant_file_name,
@@ -44,7 +45,10 @@ class Timeline:
     def load(cls, storage: Storage, config: TableConfig) -> Timeline:
         files, _ = storage.list_dir(config.timeline_path)
         parsed = [p for p in (parse_instant_file_name(f.name) for f in files) if p is not None]
-        return cls(storage, config, fold_instant_files(parsed))
+        try:
+            return cls(storage, config, fold_instant_files(parsed))
+        except DuplicateInstantError as exc:
+            raise HudiFormatError(storage.full_path(config.timeline_path), f"inconsistent timeline: {exc}") from None
 
     # Queries -------------------------------------------------------------
     @property

@@ -183,3 +183,20 @@ def test_values_that_are_not_what_hudi_writes(tmp_path: Path, key: str, value: s
     with pytest.raises(HudiFormatError, match=message.replace(".", r"\.")) as caught:
         HudiTable.open(str(path))
     assert caught.value.path.endswith("hoodie.properties")
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_two_completed_instants_with_one_requested_time_name_both_files(tmp_path: Path, version: int) -> None:
+    path = built(tmp_path, version=version)
+    timeline = path / ".hoodie" / ("timeline" if version >= 8 else "")
+    commit = _completed_commit_file(path) if version < 8 else sorted(timeline.glob("*.commit"))[-1]
+    ts = commit.name.split(".")[0].split("_")[0]
+    twin = timeline / (f"{ts}.replacecommit" if version < 8 else f"{ts}_29990101000000000.replacecommit")
+    twin.write_bytes(commit.read_bytes())
+    with pytest.raises(HudiFormatError, match=rf"inconsistent timeline: 2 completed instants have requested time {ts}") as caught:
+        HudiTable.open(str(path))
+    assert commit.name in str(caught.value)
+    assert twin.name in str(caught.value)
+    twin.unlink()
+    (timeline / f"{ts}.savepoint").write_bytes(b"")  # a savepoint shares the time of the commit it keeps
+    assert HudiTable.open(str(path)).timeline.is_completed(ts)
