@@ -45,7 +45,8 @@ class DirectoryLister:
         self.close()
 
     def close(self) -> None:
-        """Nothing to release: files are opened per read. Kept for the context-manager shape."""
+        """Close every file the lister opened (the metadata table's HFiles)."""
+        self.table.close()
 
     @property
     def listing_source(self) -> ListingSource:

@@ -86,13 +86,12 @@ def plan(
 
     A metadata table that cannot be read keeps files (the explanation says
     why); with `strict` it is an error instead."""
-    lister = (
-        path_or_uri if isinstance(path_or_uri, DirectoryLister)
-        else DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict)
-    )
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
-    return _Planner(lister, expr, dialect).run(text)
+    if isinstance(path_or_uri, DirectoryLister):
+        return _Planner(path_or_uri, expr, dialect).run(text)
+    with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict) as lister:
+        return _Planner(lister, expr, dialect).run(text)
 
 
 class _Planner:

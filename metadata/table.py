@@ -86,6 +86,12 @@ class HudiTable:
         listing = self.listing
         return listing.mdt if isinstance(listing, MetadataListing) else None
 
+    def close(self) -> None:
+        """Release the files the metadata table keeps open (the table stays usable)."""
+        mdt = self.metadata_table if self._listing is not None else None
+        if mdt is not None:
+            mdt.close()
+
     # Views ----------------------------------------------------------------------
     def view(self, as_of: str | None = None) -> FileSystemView:
         with self._lock:

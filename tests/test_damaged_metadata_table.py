@@ -8,6 +8,7 @@ instant that never completed stays harmless.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from listers import plan
+from listers import DirectoryLister, plan
 from metadata import HudiTable, MetadataTableDamaged
 from metadata.listing import ListingSource
 from metadata.testing.builder import TableBuilder
@@ -132,3 +133,23 @@ def test_damaged_column_stats_log_keeps_every_file_in_a_plan(fixture_root: Path,
     assert any(reason.startswith("column_stats: metadata table damaged") for reason in damaged.not_used)
     with pytest.raises(MetadataTableDamaged, match=newest.name):
         plan(str(path), predicate, strict=True)
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counting open files needs /proc (Linux)")
+def test_lister_close_releases_every_file_it_opened(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    build(path, "MERGE_ON_READ")
+    with DirectoryLister.open(str(path)) as warm:  # imports and caches warmed once
+        plan(warm, "region = 'r1'")
+    before = open_descriptors()
+    for _ in range(100):
+        lister = DirectoryLister.open(str(path))
+        assert lister.listing_source is ListingSource.METADATA_TABLE
+        assert plan(lister, "region = 'r1' AND amount > 2").files
+        lister.close()
+        plan(str(path), "region = 'r2'")
+    assert open_descriptors() == before

@@ -53,8 +53,9 @@ class IndexEntry:
 
 
 class HFileReader:
-    def __init__(self, read_at: ReadAt, size: int, path: str) -> None:
+    def __init__(self, read_at: ReadAt, size: int, path: str, on_close: Callable[[], None] | None = None) -> None:
         self._read_at = read_at
+        self._on_close = on_close
         self.size = size
         self.path = path
         self.blocks_read = 0
@@ -82,7 +83,17 @@ class HFileReader:
             with lock:
                 return handle.read_at(length, offset)
 
-        return cls(read_at, handle.size(), storage.full_path(relative))
+        try:
+            return cls(read_at, handle.size(), storage.full_path(relative), on_close=handle.close)
+        except BaseException:
+            handle.close()
+            raise
+
+    def close(self) -> None:
+        """Release the file handle (readers made from bytes hold none)."""
+        if self._on_close is not None:
+            self._on_close()
+            self._on_close = None
 
     def _read(self, offset: int, length: int, what: str) -> bytes:
         if offset < 0 or length < 0 or offset + length > self.size:

@@ -63,6 +63,9 @@ class MetadataTable:
                 f"(built: {', '.join(self.table.config.metadata_partitions)})",
             )
 
+    def close(self) -> None:
+        self.reader.close()
+
     @property
     def problems(self) -> list[HudiError]:
         """Corrupt or truncated log blocks found while reading (earlier blocks were used)."""

@@ -115,6 +115,13 @@ class MetadataTableReader:
         # v8+: 00000000000000000, ...001; v6: <instant> + 3-digit suffix (010 and up).
         return ts.startswith("00000000000000") or len(ts) > 17
 
+    def close(self) -> None:
+        """Close the HFiles opened for reads; a later read opens them again."""
+        with self._lock:
+            readers, self._readers = list(self._readers.values()), {}
+        for reader in readers:
+            reader.close()
+
     def is_valid_block(self, block: LogBlock) -> bool:
         return block.instant_time is not None and block.instant_time in self._valid
 
