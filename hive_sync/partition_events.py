@@ -35,11 +35,12 @@ class PartitionEvent:
 
 def table_location(table: HudiTable) -> str:
     """The base path as Hadoop (and so the metastore) writes it: a local
-    path becomes `file:/...`, other URIs stay as they are."""
+    path becomes absolute `file:/...` (a relative one would mean another
+    folder to every other process), other URIs stay as they are."""
     base = table.base_uri.rstrip("/")
-    if base.startswith("file://"):
-        return "file:" + base[len("file://"):]
-    return base if "://" in base or base.startswith("file:") else "file:" + base
+    if "://" in base and not base.startswith("file://"):
+        return base
+    return "file:" + table.storage.base_path
 
 
 def same_location(a: str, b: str) -> bool:

@@ -66,3 +66,16 @@ def test_write_completing_after_a_sync_with_an_older_requested_time_is_not_misse
     table = HudiTable.open(path)
     events = partition_events(table, metastore, marker[LAST_COMMIT_TIME_SYNC], marker.get(LAST_COMMIT_COMPLETION_TIME_SYNC))
     assert [(e.kind, e.values) for e in events] == [(EventKind.ADD, ("late",))]
+
+
+def test_a_relative_table_path_is_registered_absolute(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hive_sync.partition_events import table_location
+
+    builder = TableBuilder(str(tmp_path / "rel"), SCHEMA, partition_fields=["p"])
+    builder.write([{"id": 1, "p": "a"}])
+    monkeypatch.chdir(tmp_path)
+    table = HudiTable.open("rel")
+    assert table_location(table) == f"file:{tmp_path}/rel"
+    [event] = partition_events(table, {}, None)
+    assert event.location == f"file:{tmp_path}/rel/p=a"
+    assert table_location(HudiTable.open(f"file://{tmp_path}/rel")) == f"file:{tmp_path}/rel"
