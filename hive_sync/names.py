@@ -9,9 +9,21 @@ back verbatim; nothing a user names is pasted into a statement unquoted.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
+from hive_sync.errors import SyncError
 from metadata.partition_path import escape_path_name
+
+# Hive's MetaStoreUtils.validateName: database and table names are word characters.
+_HIVE_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+
+def check_hive_name(name: str, what: str) -> str:
+    """Refuse a name the metastore would refuse, before anything is written."""
+    if not _HIVE_NAME.fullmatch(name):
+        raise SyncError(f"{name!r} is not a valid Hive {what} name: the metastore takes letters, digits and underscores only")
+    return name
 
 
 def partition_name(keys: Sequence[str], values: Sequence[str]) -> str:

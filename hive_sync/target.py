@@ -19,6 +19,7 @@ from hive_sync.model import (
     LAST_COMMIT_TIME_SYNC,
     TableDefinition,
 )
+from hive_sync.names import check_hive_name
 from hive_sync.partition_events import table_location
 from hive_sync.schema import hive_columns, spark_table_properties
 from metadata import HudiTable
@@ -51,6 +52,8 @@ def table_definitions(table: HudiTable, options: SyncOptions) -> list[TableDefin
     base_name = options.table or table.name
     if not base_name:
         raise SyncError(f"{table.base_uri}: hoodie.table.name is empty; name the Hive table")
+    check_hive_name(options.database, "database")
+    check_hive_name(base_name, "table")
     try:
         avro = table.avro_schema()
     except HudiError as exc:
