@@ -10,16 +10,19 @@ is compared with the metastore.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
-from enum import Enum
 
 from metadata import HudiTable
 from metadata.instant import Action
 from metadata.partition_path import HIVE_DEFAULT_PARTITION, format_partition_path, parse_partition_values
 from metadata.storage import join
+from metadata.text_enum import TextEnum
+
+log = logging.getLogger(__name__)
 
 
-class EventKind(str, Enum):
+class EventKind(TextEnum):
     ADD = "ADD"
     UPDATE = "UPDATE"
     DROP = "DROP"
@@ -81,6 +84,9 @@ def changed_partitions(table: HudiTable, last_synced: str | None, last_synced_co
                 continue
         elif instant.requested_time <= last_synced:
             continue
+        if instant.is_commit and timeline.is_empty(instant):
+            log.warning("%s is empty: the partitions it touched are unknown; comparing every partition", timeline.instant_file(instant))
+            return None
         if instant.is_commit:
             touched |= timeline.commit_metadata(instant).touched_partitions()
         elif instant.action is Action.CLEAN:

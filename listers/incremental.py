@@ -91,6 +91,9 @@ def incremental(
     problem = None
     if first is not None and begin < first and timeline.has_archived_instants:
         problem = f"begin {begin} is before the active timeline (starts at {first}); archived instants are not read"
+    empty = [i for i in in_range if timeline.is_empty(i)]
+    if problem is None and empty:
+        problem = f"{timeline.instant_file(empty[0])} is empty, so which files it wrote is unknown"
     files: list[FileSlice] = []
     partitions: list[str] = []
     replaced: set[tuple[str, str]] = set()

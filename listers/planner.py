@@ -52,6 +52,7 @@ class Plan:
     not_used: tuple[str, ...] = ()
     residual: str = ""
     listing: str = ""
+    warnings: tuple[str, ...] = ()  # what the view had to assume (damaged or empty files)
 
     def explain(self) -> str:
         lines = [f"predicate: {self.predicate}", f"listing: {self.listing}"]
@@ -59,6 +60,7 @@ class Plan:
             note = f" ({stage.note})" if stage.note else ""
             lines.append(f"{stage.name}: kept {stage.kept} of {stage.total} in {stage.seconds * 1000:.1f} ms{note}")
         lines += [f"not used: {reason}" for reason in self.not_used]
+        lines += [f"warning: {warning}" for warning in self.warnings]
         lines.append(f"residual predicate (engines still filter rows): {self.residual}")
         lines.append(f"candidate file slices: {len(self.files)}")
         return "\n".join(lines)
@@ -70,6 +72,7 @@ class Plan:
             "stages": [s.to_dict() for s in self.stages],
             "not_used": list(self.not_used),
             "residual": self.residual,
+            "warnings": list(self.warnings),
             "files": [s.to_dict() for s in self.files],
         }
 
@@ -147,6 +150,7 @@ class _Planner:
             not_used=tuple(self.not_used),
             residual=to_sql(self.expr, self.dialect),
             listing=self.lister.listing_note,
+            warnings=tuple(self.lister.view.warnings),
         )
 
     def _stage_unusable(self, stage: str, exc: MetadataTableUnavailable, kept: list[T]) -> list[T]:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from metadata.errors import CleanedFilesError, HudiError
+from metadata.errors import CleanedFilesError, HudiError, HudiFormatError
 from metadata.file_group import FileGroup, FileSlice
 from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.instant import Action, Instant, check_instant_time
@@ -82,8 +82,15 @@ class FileSystemView:
         }
         self._replaced: set[tuple[str, str]] = set()
         self._deleted_partitions: set[str] = set()
+        # What a reader of this view should know (also logged as warnings).
+        self.warnings: list[str] = []
         for instant in visible:
             if instant.action is Action.REPLACE_COMMIT:
+                if timeline.is_empty(instant):
+                    raise HudiFormatError(
+                        timeline.instant_file(instant),
+                        "completed replacecommit is empty: the file groups it replaced are unknown, so the view cannot be built",
+                    )
                 meta = timeline.commit_metadata(instant)
                 self._replaced |= meta.replaced_file_groups()
             elif instant.action is Action.CLEAN:
@@ -145,7 +152,7 @@ class FileSystemView:
         partition: str,
         files: list[StoredFile],
         ghosts: dict[str, _Ghost],
-        log_writers: dict[str, str],
+        log_writers: dict[str, str] | None,
         pending_groups: dict[str, set[tuple[str, str]]],
     ) -> list[FileGroup]:
         extension = self.config.base_file_format.extension
@@ -198,12 +205,15 @@ class FileSystemView:
         group: FileGroup,
         logs: list[tuple[LogFileName, int]],
         pending_keys: set[str],
-        log_writers: dict[str, str],
+        log_writers: dict[str, str] | None,
     ) -> None:
         if self.config.timeline_layout_version < 2:
             for name, size in logs:
                 base = name.instant_time
                 if not (self._is_visible_instant(base) or base in pending_keys or base in self._pending_compactions):
+                    continue
+                if log_writers is None:
+                    group.add_log(base, name, size)
                     continue
                 writer = log_writers.get(name.name)
                 if writer is None and self._first_active is not None and base >= self._first_active:
@@ -240,13 +250,22 @@ class FileSystemView:
                         ghosts.setdefault(partition, {})[name] = _Ghost(instant.requested_time)
         return ghosts
 
-    def _log_writers(self) -> dict[str, str]:
-        """Log file name -> first completed instant that wrote or named it.
+    def _log_writers(self) -> dict[str, str] | None:
+        """Log file name -> first completed instant that wrote or named it;
+        None when a completed commit's metadata is empty, so which logs it
+        wrote is unknown (logs are then listed as Hudi lists them).
 
         Table v6 log names carry the base instant only; commit metadata says
         which delta commit wrote a log (`path`) and which logs a slice held
         then (`logFiles`); rollbacks name the logs their command blocks went to.
         """
+        empty = [i for i in self.timeline.completed() if i.is_commit and self.timeline.is_empty(i)]
+        if empty:
+            self._warn(
+                f"{self.timeline.instant_file(empty[0])} is empty: log files are listed by base instant, as Hudi lists them, "
+                "including any a failed write left (readers skip their blocks)"
+            )
+            return None
         writers: dict[str, str] = {}
         for instant in self.timeline.completed():
             ts = instant.requested_time
@@ -261,6 +280,11 @@ class FileSystemView:
                     for name in names:
                         writers.setdefault(name, ts)
         return writers
+
+    def _warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+            log.warning("%s", message)
 
     # Public queries -----------------------------------------------------------
     def latest_file_slices(self, partitions: list[str] | None = None) -> list[FileSlice]:

@@ -33,10 +33,11 @@ class Timeline:
     a few commits reads only those files.
     """
 
-    def __init__(self, storage: Storage, config: TableConfig, instants: list[Instant]) -> None:
+    def __init__(self, storage: Storage, config: TableConfig, instants: list[Instant], sizes: dict[str, int] | None = None) -> None:
         self.storage = storage
         self.config = config
         self.instants = instants
+        self._sizes = sizes or {}  # timeline file name -> bytes, from the one listing
         self._by_time = {i.requested_time: i for i in instants}
         self._cache: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
@@ -46,7 +47,7 @@ class Timeline:
         files, _ = storage.list_dir(config.timeline_path)
         parsed = [p for p in (parse_instant_file_name(f.name) for f in files) if p is not None]
         try:
-            return cls(storage, config, fold_instant_files(parsed))
+            return cls(storage, config, fold_instant_files(parsed), {f.name: f.size for f in files})
         except DuplicateInstantError as exc:
             raise HudiFormatError(storage.full_path(config.timeline_path), f"inconsistent timeline: {exc}") from None
 
@@ -126,6 +127,14 @@ class Timeline:
         with self._lock:
             self._cache[key] = value
         return value
+
+    def is_empty(self, instant: Instant) -> bool:
+        """A completed instant whose file has no bytes: Hudi reads it as empty
+        metadata, but which files it wrote or replaced is unknown."""
+        return instant.is_completed and self._sizes.get(instant.file_name) == 0
+
+    def instant_file(self, instant: Instant) -> str:
+        return self.storage.full_path(self.instant_path(instant))
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         if not instant.is_commit:

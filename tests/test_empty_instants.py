@@ -1,0 +1,102 @@
+"""A completed instant file with no bytes never silently changes what is
+visible: replaced file groups do not come back (the view fails naming the
+file), a log file is not dropped (listed as Hudi lists it, with a warning),
+and incremental pulls and syncs do not skip what it wrote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+
+from engine_bridge.cli import main
+from hive_sync.partition_events import changed_partitions
+from listers import IncrementalRangeError, incremental, plan
+from metadata import HudiFormatError, HudiTable
+from metadata.testing.builder import TableBuilder
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
+
+
+def rows(ids: list[int]) -> list[dict[str, object]]:
+    return [{"id": i, "p": f"p{i % 2}"} for i in ids]
+
+
+def timeline_folder(path: Path, version: int) -> Path:
+    return path / ".hoodie" / ("timeline" if version >= 8 else "")
+
+
+def completed_file(path: Path, version: int, ts: str, action: str) -> Path:
+    [found] = [f for f in timeline_folder(path, version).iterdir() if f.name.startswith(ts) and f.name.endswith("." + action)]
+    return found
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_empty_replacecommit_fails_naming_the_file(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "t"
+    builder = TableBuilder(str(path), SCHEMA, version=version, partition_fields=["p"])
+    builder.write(rows([0, 1, 2, 3]))
+    replaced_before = {(s.partition, s.file_id) for s in HudiTable.open(str(path)).file_slices()}
+    overwrite = builder.insert_overwrite(rows([10, 11]))
+    assert not replaced_before & {(s.partition, s.file_id) for s in HudiTable.open(str(path)).file_slices()}
+    empty = completed_file(path, version, overwrite, "replacecommit")
+    empty.write_bytes(b"")
+    with pytest.raises(HudiFormatError, match="completed replacecommit is empty") as caught:
+        HudiTable.open(str(path)).file_slices()
+    assert caught.value.path.endswith(empty.name)
+    failed = CliRunner().invoke(main, ["table", "files", str(path)])
+    assert failed.exit_code == 2
+    assert empty.name in failed.stderr
+
+
+def test_empty_deltacommit_keeps_its_log_file_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    builder = TableBuilder(str(path), SCHEMA, version=6, table_type="MERGE_ON_READ", partition_fields=["p"])
+    builder.write(rows([0, 1, 2, 3]))
+    update = builder.write(rows([1, 3]))  # a log file on p1's file group
+    expected = builder.expected_latest_files()
+    assert any(logs for _, logs in expected.values())
+    empty = completed_file(path, 6, update, "deltacommit")
+    empty.write_bytes(b"")
+
+    table = HudiTable.open(str(path))
+    listed = {(s.partition, s.file_id): (s.base_file_name, tuple(s.log_file_names)) for s in table.file_slices()}
+    assert listed == expected
+    [warning] = table.view().warnings
+    assert empty.name in warning
+    planned = plan(str(path), "p = 'p1'")
+    assert planned.warnings == (warning,)
+    assert f"warning: {warning}" in planned.explain()
+    cli = CliRunner().invoke(main, ["table", "files", str(path), "--json"])
+    assert cli.exit_code == 0
+    assert empty.name in cli.stderr
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_incremental_over_an_empty_commit_fails_or_falls_back(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "t"
+    builder = TableBuilder(str(path), SCHEMA, version=version, partition_fields=["p"])
+    first = builder.write(rows([0, 1]))
+    second = builder.write(rows([2]))
+    empty = completed_file(path, version, second, "commit")
+    empty.write_bytes(b"")
+    begin = first if version < 8 else HudiTable.open(str(path)).timeline.get(first).completion_time  # type: ignore[union-attr]
+    with pytest.raises(IncrementalRangeError, match=f"{empty.name} is empty"):
+        incremental(str(path), begin)
+    fallback = incremental(str(path), begin, fallback_to_full_scan=True)
+    assert fallback.full_scan
+    assert empty.name in (fallback.fallback_reason or "")
+    assert set(fallback.partitions) == {"p=p0", "p=p1"}
+
+
+def test_sync_compares_every_partition_after_an_empty_commit(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    builder = TableBuilder(str(path), SCHEMA, version=6, partition_fields=["p"])
+    first = builder.write(rows([0]))
+    second = builder.write(rows([1]))
+    table = HudiTable.open(str(path))
+    assert changed_partitions(table, first) == {"p=p1"}
+    completed_file(path, 6, second, "commit").write_bytes(b"")
+    assert changed_partitions(HudiTable.open(str(path)), first) is None  # a full diff, not a skipped partition
