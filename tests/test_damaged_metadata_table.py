@@ -8,6 +8,7 @@ instant that never completed stays harmless.
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 from collections.abc import Callable
@@ -145,6 +146,7 @@ def test_lister_close_releases_every_file_it_opened(tmp_path: Path) -> None:
     build(path, "MERGE_ON_READ")
     with DirectoryLister.open(str(path)) as warm:  # imports and caches warmed once
         plan(warm, "region = 'r1'")
+    gc.collect()  # files earlier tests left to the collector are not this test's
     before = open_descriptors()
     for _ in range(100):
         lister = DirectoryLister.open(str(path))
@@ -152,4 +154,4 @@ def test_lister_close_releases_every_file_it_opened(tmp_path: Path) -> None:
         assert plan(lister, "region = 'r1' AND amount > 2").files
         lister.close()
         plan(str(path), "region = 'r2'")
-    assert open_descriptors() == before
+    assert open_descriptors() <= before
