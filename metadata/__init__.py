@@ -12,6 +12,8 @@ from metadata.errors import (
     InvalidInstantTime,
     MetadataTableDamaged,
     MetadataTableUnavailable,
+    MissingFileError,
+    UnsafePathError,
     UnsupportedTableError,
 )
 from metadata.file_group import FileGroup, FileSlice
@@ -25,6 +27,6 @@ from metadata.timeline import Timeline
 __all__ = [
     "Action", "HudiBridgeError", "InvalidInstantTime", "CleanMetadata", "CleanedFilesError", "CommitMetadata", "CompactionPlan", "FileGroup", "FileSlice",
     "FileSystemView", "HudiError", "HudiFormatError", "HudiTable", "HudiTableNotFound", "Instant",
-    "InstantNotFound", "MetadataTable", "MetadataTableDamaged", "MetadataTableUnavailable", "RollbackMetadata", "State", "TableConfig", "TableType",
+    "InstantNotFound", "MetadataTable", "MetadataTableDamaged", "MissingFileError", "UnsafePathError", "MetadataTableUnavailable", "RollbackMetadata", "State", "TableConfig", "TableType",
     "Timeline", "UnsupportedTableError", "WriteStat",
 ]

@@ -50,6 +50,16 @@ class CleanedFilesError(HudiError):
     """A requested view needs files that a clean already deleted."""
 
 
+class MissingFileError(HudiError):
+    """A file a completed instant wrote is not in storage (and nothing newer
+    replaces it): serving the version before it would be silently stale."""
+
+    def __init__(self, path: str, instant: str, action: str) -> None:
+        self.path = path
+        self.instant = instant
+        super().__init__(f"{path}: written by the completed {action} {instant} but missing from storage")
+
+
 class MetadataTableUnavailable(HudiError):
     """The metadata table is absent or cannot be used; `reason` says why."""
 

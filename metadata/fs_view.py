@@ -22,12 +22,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from metadata.errors import CleanedFilesError, HudiError, HudiFormatError
+from metadata.errors import CleanedFilesError, HudiError, HudiFormatError, MissingFileError
 from metadata.file_group import FileGroup, FileSlice
 from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.instant import Action, Instant, check_instant_time
-from metadata.listing import FileListing
-from metadata.storage import StoredFile
+from metadata.listing import FileListing, StorageListing
+from metadata.storage import Storage, StoredFile
 from metadata.table_config import TableConfig
 from metadata.timeline import Timeline
 
@@ -96,6 +96,7 @@ class FileSystemView:
             elif instant.action is Action.CLEAN:
                 self._deleted_partitions |= timeline.clean_metadata(instant).deleted_partitions()
         self._groups_cache: dict[str, list[FileGroup]] = {}
+        self._newest_bases: dict[tuple[str, str], tuple[Instant, str]] | None = None
         self._lock = threading.RLock()  # one lister serves many planner threads
 
     # Visibility -----------------------------------------------------------
@@ -198,7 +199,34 @@ class FileSystemView:
                         f"which the clean at {ghosts[name].clean_instant} deleted; pick a later instant"
                     )
             groups.append(group)
+        if isinstance(self.listing, StorageListing):
+            self._check_newest_bases(partition, bases, self.listing.storage)
         return groups
+
+    def _check_newest_bases(self, partition: str, bases: dict[str, list[tuple[BaseFileName, int]]], storage: Storage) -> None:
+        """Storage must hold the newest base file each visible commit wrote: a
+        missing one would make the view serve the version before it. (The
+        metadata table lists what was committed, so it needs no such check.)"""
+        for (written_partition, file_id), (instant, path) in self._written_bases().items():
+            if written_partition != partition or (partition, file_id) in self._replaced:
+                continue
+            stored = max((b.instant_time for b, _ in bases.get(file_id, [])), default=None)
+            if stored is None or stored < instant.requested_time:
+                raise MissingFileError(storage.full_path(path), instant.requested_time, instant.action.value)
+
+    def _written_bases(self) -> dict[tuple[str, str], tuple[Instant, str]]:
+        """(partition, file id) -> the newest visible commit that wrote a base file for it, and the file's path."""
+        if self._newest_bases is None:
+            newest: dict[tuple[str, str], tuple[Instant, str]] = {}
+            extension = self.config.base_file_format.extension
+            for instant in sorted(self._visible.values(), key=lambda i: i.requested_time):
+                if not instant.is_commit or self.timeline.is_empty(instant):
+                    continue
+                for stat in self.timeline.commit_metadata(instant).write_stats():
+                    if stat.path and stat.file_id and stat.file_name.endswith(extension) and not stat.file_name.startswith("."):
+                        newest[(stat.partition_path, stat.file_id)] = (instant, stat.path)
+            self._newest_bases = newest
+        return self._newest_bases
 
     def _attach_logs(
         self,

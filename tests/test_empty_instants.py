@@ -100,3 +100,42 @@ def test_sync_compares_every_partition_after_an_empty_commit(tmp_path: Path) -> 
     assert changed_partitions(table, first) == {"p=p1"}
     completed_file(path, 6, second, "commit").write_bytes(b"")
     assert changed_partitions(HudiTable.open(str(path)), first) is None  # a full diff, not a skipped partition
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_a_missing_newest_base_file_is_an_error_not_the_previous_version(tmp_path: Path, version: int) -> None:
+    from metadata import MissingFileError
+
+    path = tmp_path / "t"
+    builder = TableBuilder(str(path), SCHEMA, version=version, partition_fields=["p"])
+    first = builder.write(rows([0, 2]))
+    update = builder.write(rows([2]))  # rewrites p0's base file
+    [(partition, file_id)] = [k for k, (base, _) in builder.expected_latest_files().items() if base and update in base]
+    newest = next((path / partition).glob(f"{file_id}_*_{update}.parquet"))
+    newest.unlink()  # lost by storage; the older version is still there
+    assert any((path / partition).glob(f"{file_id}_*_{first}.parquet"))
+    with pytest.raises(MissingFileError, match=rf"{newest.name}: written by the completed commit {update}") as caught:
+        HudiTable.open(str(path)).file_slices()
+    assert caught.value.instant == update
+    begin = first if version < 8 else HudiTable.open(str(path)).timeline.get(first).completion_time  # type: ignore[union-attr]
+    with pytest.raises(MissingFileError):
+        incremental(str(path), begin)
+    cli = CliRunner().invoke(main, ["plan", str(path), "--where", "p = 'p0'"])
+    assert cli.exit_code == 2
+    assert newest.name in cli.stderr
+
+
+def test_with_a_metadata_table_validate_says_which_file_storage_lacks(tmp_path: Path) -> None:
+    from metadata.mdt.validate import validate_metadata
+
+    path = tmp_path / "t"
+    builder = TableBuilder(str(path), SCHEMA, version=8, partition_fields=["p"], metadata_table=True)
+    builder.write(rows([0, 2]))
+    update = builder.write(rows([2]))
+    newest = next((path / "p=p0").glob(f"*_{update}.parquet"))
+    newest.unlink()
+    planned = plan(str(path), "p = 'p0'")
+    assert newest.name in {s.base_file_name for s in planned.files}  # what the table committed
+    report = validate_metadata(str(path))
+    assert report.files_only_in_metadata == {"p=p0": [newest.name]}
+    assert any("cannot serve the latest slices" in line and newest.name in line for line in report.differences())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from metadata.errors import MissingFileError
 from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.listing import StorageListing
 from metadata.mdt.listing import MetadataListing
@@ -71,7 +72,11 @@ def validate_metadata(path_or_table: HudiTable | str) -> ValidationReport:
     with_mdt = HudiTable(table.storage, table.config, table.timeline, listing=MetadataListing(mdt))
     with_storage = HudiTable(table.storage, table.config, table.timeline, listing=storage)
     via_mdt = {(s.partition, s.file_id): s.files for s in with_mdt.file_slices()}
-    via_storage = {(s.partition, s.file_id): s.files for s in with_storage.file_slices()}
+    try:
+        via_storage = {(s.partition, s.file_id): s.files for s in with_storage.file_slices()}
+    except MissingFileError as exc:
+        report.slice_differences.append(f"the storage listing cannot serve the latest slices: {exc}")
+        return report
     for key in sorted(set(via_mdt) | set(via_storage)):
         if via_mdt.get(key) != via_storage.get(key):
             report.slice_differences.append(
