@@ -96,7 +96,7 @@ class FileSystemView:
             elif instant.action is Action.CLEAN:
                 self._deleted_partitions |= timeline.clean_metadata(instant).deleted_partitions()
         self._groups_cache: dict[str, list[FileGroup]] = {}
-        self._newest_bases: dict[tuple[str, str], tuple[Instant, str]] | None = None
+        self._newest_bases: dict[str, dict[str, tuple[Instant, str]]] | None = None
         self._lock = threading.RLock()  # one lister serves many planner threads
 
     # Visibility -----------------------------------------------------------
@@ -207,24 +207,25 @@ class FileSystemView:
         """Storage must hold the newest base file each visible commit wrote: a
         missing one would make the view serve the version before it. (The
         metadata table lists what was committed, so it needs no such check.)"""
-        for (written_partition, file_id), (instant, path) in self._written_bases().items():
-            if written_partition != partition or (partition, file_id) in self._replaced:
+        for file_id, (instant, path) in self._written_bases().get(partition, {}).items():
+            if (partition, file_id) in self._replaced:
                 continue
             stored = max((b.instant_time for b, _ in bases.get(file_id, [])), default=None)
             if stored is None or stored < instant.requested_time:
                 raise MissingFileError(storage.full_path(path), instant.requested_time, instant.action.value)
 
-    def _written_bases(self) -> dict[tuple[str, str], tuple[Instant, str]]:
-        """(partition, file id) -> the newest visible commit that wrote a base file for it, and the file's path."""
+    def _written_bases(self) -> dict[str, dict[str, tuple[Instant, str]]]:
+        """Partition -> file id -> the newest visible commit that wrote a base
+        file for it, and the file's path (commit metadata read once per view)."""
         if self._newest_bases is None:
-            newest: dict[tuple[str, str], tuple[Instant, str]] = {}
+            newest: dict[str, dict[str, tuple[Instant, str]]] = {}
             extension = self.config.base_file_format.extension
             for instant in sorted(self._visible.values(), key=lambda i: i.requested_time):
                 if not instant.is_commit or self.timeline.is_empty(instant):
                     continue
                 for stat in self.timeline.commit_metadata(instant).write_stats():
                     if stat.path and stat.file_id and stat.file_name.endswith(extension) and not stat.file_name.startswith("."):
-                        newest[(stat.partition_path, stat.file_id)] = (instant, stat.path)
+                        newest.setdefault(stat.partition_path, {})[stat.file_id] = (instant, stat.path)
             self._newest_bases = newest
         return self._newest_bases
 
