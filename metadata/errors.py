@@ -29,6 +29,15 @@ class HudiFormatError(HudiError):
         super().__init__(f"{where}: {problem}")
 
 
+class StorageError(HudiError, OSError):
+    """Storage refused or failed a call (permission, connection, timeout);
+    the message names the path. Still an OSError for callers that expect one."""
+
+
+class StoredFileNotFound(StorageError, FileNotFoundError):
+    """A file is not (or no longer) in storage."""
+
+
 class UnsafePathError(HudiError):
     """A path read from the table (a partition, a file name) would resolve
     outside the table's base path."""

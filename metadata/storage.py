@@ -7,13 +7,18 @@ s3://, hdfs:// and gs:// behave alike, and tests can pass their own
 
 from __future__ import annotations
 
+import os
 import posixpath
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pyarrow.fs as pafs
 
-from metadata.errors import HudiError, UnsafePathError
+from metadata.errors import HudiError, StorageError, StoredFileNotFound, UnsafePathError
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,69 @@ def join(*parts: str) -> str:
     return "/".join(kept)
 
 
+# Remote calls give up after this long rather than hang (gs:// retries for 15
+# minutes by default); the CLI's --timeout sets it.
+DEFAULT_TIMEOUT_SECONDS = 30.0
+_timeout_seconds = DEFAULT_TIMEOUT_SECONDS
+
+
+def set_default_timeout(seconds: float) -> None:
+    """Timeout for filesystems Storage creates for s3:// and gs:// URIs."""
+    global _timeout_seconds
+    if seconds <= 0:
+        raise ValueError("a timeout must be positive")
+    _timeout_seconds = seconds
+
+
+def remote_filesystem(uri: str, timeout: float | None = None) -> tuple[pafs.FileSystem, str]:
+    """A pyarrow filesystem and the path inside it, with connect and request
+    timeouts where the filesystem has them."""
+    seconds = timeout or _timeout_seconds
+    scheme, _, rest = uri.partition("://")
+    if scheme in ("gs", "gcs"):
+        return pafs.GcsFileSystem(retry_time_limit=timedelta(seconds=seconds)), rest.rstrip("/")
+    if scheme in ("s3", "s3a"):
+        bucket = rest.split("/", 1)[0]
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or _s3_region(bucket, seconds)
+        return pafs.S3FileSystem(region=region, connect_timeout=seconds, request_timeout=seconds), rest.rstrip("/")
+    return pafs.FileSystem.from_uri(uri)
+
+
+def _s3_region(bucket: str, seconds: float) -> str:
+    """The bucket's region (what FileSystem.from_uri looks up), within the timeout."""
+    found: list[str] = []
+    failed: list[BaseException] = []
+
+    def resolve() -> None:
+        try:
+            found.append(pafs.resolve_s3_region(bucket))
+        except BaseException as exc:  # reported below with the bucket named
+            failed.append(exc)
+
+    worker = threading.Thread(target=resolve, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if found:
+        return found[0]
+    why = f"{failed[0]}" if failed else f"no answer within {seconds:g} s"
+    raise StorageError(f"s3://{bucket}: cannot find the bucket's region ({why}); set AWS_REGION to skip the lookup")
+
+
+@contextmanager
+def _storage_call(what: str, path: str) -> Iterator[None]:
+    """OS and connection errors become the project's errors, naming the path."""
+    try:
+        yield
+    except (StorageError, UnsafePathError):
+        raise
+    except FileNotFoundError as exc:
+        raise StoredFileNotFound(f"{path}: not found ({what})") from exc
+    except PermissionError as exc:
+        raise StorageError(f"{path}: permission denied ({what})") from exc
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot {what}: {exc}") from exc
+
+
 class Storage:
     """Files below one base path on one filesystem."""
 
@@ -65,7 +133,9 @@ class Storage:
             return cls(filesystem, _normalise_local(base) if "://" not in path_or_uri else base, path_or_uri)
         if "://" in path_or_uri and not path_or_uri.startswith("file://"):
             try:
-                fs, base = pafs.FileSystem.from_uri(path_or_uri)
+                fs, base = remote_filesystem(path_or_uri)
+            except StorageError:
+                raise
             except Exception as exc:  # pyarrow raises several types here
                 raise HudiError(f"cannot open storage for {path_or_uri}: {exc}") from exc
             return cls(fs, base, path_or_uri)
@@ -76,6 +146,10 @@ class Storage:
         """Storage rooted at a folder below this one (e.g. the metadata table)."""
         return Storage(self.filesystem, self.full_path(relative), join(self.uri, relative) if "://" in self.uri else self.full_path(relative))
 
+    def display_path(self, relative: str) -> str:
+        """Where a file is, as the user named the table (with its scheme)."""
+        return join(self.uri, relative) if "://" in self.uri else self.full_path(relative)
+
     def full_path(self, relative: str) -> str:
         """The path of a file below the base; never outside it."""
         reason = unsafe_reason(relative)
@@ -85,25 +159,34 @@ class Storage:
 
     # Reading -------------------------------------------------------------
     def read_bytes(self, relative: str) -> bytes:
-        with self.filesystem.open_input_stream(self.full_path(relative)) as stream:
-            return stream.read()
+        path = self.full_path(relative)
+        with _storage_call("read", self.display_path(relative)), self.filesystem.open_input_stream(path) as stream:
+            return bytes(stream.read())
 
     def open_random_access(self, relative: str) -> pafs.NativeFile:
-        return self.filesystem.open_input_file(self.full_path(relative))
+        path = self.full_path(relative)
+        with _storage_call("open", self.display_path(relative)):
+            return self.filesystem.open_input_file(path)
 
     def exists(self, relative: str) -> bool:
-        info = self.filesystem.get_file_info(self.full_path(relative))
-        return info.type != pafs.FileType.NotFound
+        path = self.full_path(relative)
+        with _storage_call("look up", self.display_path(relative)):
+            return self.filesystem.get_file_info(path).type != pafs.FileType.NotFound
 
     def is_dir(self, relative: str) -> bool:
-        return self.filesystem.get_file_info(self.full_path(relative)).type == pafs.FileType.Directory
+        path = self.full_path(relative)
+        with _storage_call("look up", self.display_path(relative)):
+            return self.filesystem.get_file_info(path).type == pafs.FileType.Directory
 
     def list_dir(self, relative: str = "") -> tuple[list[StoredFile], list[str]]:
         """Files and sub-folder names directly inside a folder ([] when absent)."""
-        selector = pafs.FileSelector(self.full_path(relative), allow_not_found=True, recursive=False)
+        path = self.full_path(relative)
+        selector = pafs.FileSelector(path, allow_not_found=True, recursive=False)
         files: list[StoredFile] = []
         folders: list[str] = []
-        for info in self.filesystem.get_file_info(selector):
+        with _storage_call("list", self.display_path(relative)):
+            infos = self.filesystem.get_file_info(selector)
+        for info in infos:
             name = posixpath.basename(info.path.rstrip("/"))
             if info.type == pafs.FileType.Directory:
                 folders.append(name)
@@ -123,17 +206,22 @@ class Storage:
         """
         target = self.full_path(relative)
         folder = posixpath.dirname(target)
-        self.filesystem.create_dir(folder, recursive=True)
         temp = posixpath.join(folder, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(target)}")
-        with self.filesystem.open_output_stream(temp) as out:
-            out.write(data)
-        self.filesystem.move(temp, target)
+        with _storage_call("write", self.display_path(relative)):
+            self.filesystem.create_dir(folder, recursive=True)
+            with self.filesystem.open_output_stream(temp) as out:
+                out.write(data)
+            self.filesystem.move(temp, target)
 
     def delete_file(self, relative: str) -> None:
-        self.filesystem.delete_file(self.full_path(relative))
+        path = self.full_path(relative)
+        with _storage_call("delete", self.display_path(relative)):
+            self.filesystem.delete_file(path)
 
     def make_dirs(self, relative: str) -> None:
-        self.filesystem.create_dir(self.full_path(relative), recursive=True)
+        path = self.full_path(relative)
+        with _storage_call("create", self.display_path(relative)):
+            self.filesystem.create_dir(path, recursive=True)
 
 
 def _normalise_local(path: str) -> str:

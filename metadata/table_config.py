@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import posixpath
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -263,8 +262,8 @@ def _read_properties(storage: Storage, relative: str) -> tuple[dict[str, str] | 
         data = storage.read_bytes(relative)
     except FileNotFoundError:
         return None, None
-    except OSError as exc:
-        raise HudiTableNotFound(f"{path}: cannot read {posixpath.basename(relative)}: {exc}") from exc
+    except OSError as exc:  # StorageError: the message names the file
+        raise HudiTableNotFound(str(exc)) from exc
     try:
         props = parse_java_properties(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
