@@ -9,17 +9,53 @@ start and the process lives only as long as its owner.
 
 from __future__ import annotations
 
+import atexit
+import ctypes
+import fcntl
+import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 
 from hive_sync.errors import SyncError
 
 METASTORE_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+OWNER_FILE = "metastore.owner"  # "<owner pid> <metastore pid>", locked while a metastore runs
+PR_SET_PDEATHSIG = 1
+
+log = logging.getLogger(__name__)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM when the parent dies, so a
+    killed owner leaves no metastore behind."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _is_metastore_of(pid: int, folder: Path) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return False
+    return METASTORE_CLASS in cmdline and str(folder) in cmdline
 
 
 def spark_home() -> Path:
@@ -77,6 +113,8 @@ class EmbeddedMetastore:
         self.port = port or free_port()
         self.start_timeout = start_timeout
         self.process: subprocess.Popen[bytes] | None = None
+        self._owner: int | None = None  # fd of the locked owner file
+        self._previous_sigterm: signal.Handlers | object = None
 
     @property
     def uri(self) -> str:
@@ -105,15 +143,77 @@ class EmbeddedMetastore:
 
     def start(self) -> EmbeddedMetastore:
         self.folder.mkdir(parents=True, exist_ok=True)
+        self._take_ownership()
         log_path = self.folder / "metastore.log"
-        with open(log_path, "ab") as log:
-            # Derby writes derby.log into the working directory: keep it in the folder.
-            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, cwd=self.folder)
-        wait_for_port(self.port, self.process, self.start_timeout, log_path, "the embedded metastore")
+        try:
+            with open(log_path, "ab") as out:
+                # Derby writes derby.log into the working directory: keep it in the folder.
+                self.process = subprocess.Popen(
+                    self.command(), stdout=out, stderr=subprocess.STDOUT, cwd=self.folder, preexec_fn=_die_with_parent
+                )
+            self._record_owner()
+            atexit.register(self.stop)
+            self._stop_on_sigterm()
+            wait_for_port(self.port, self.process, self.start_timeout, log_path, "the embedded metastore")
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:
         stop_process(self.process)
+        self.process = None
+        if self._owner is not None:
+            os.close(self._owner)  # releases the lock
+            self._owner = None
+        if self._previous_sigterm is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._previous_sigterm)  # type: ignore[arg-type]
+            self._previous_sigterm = None
+
+    # One owner per folder ------------------------------------------------------------
+    def _take_ownership(self) -> None:
+        """Lock the folder's owner file: a second run on the same folder fails at
+        once; a dead owner's leftover metastore (if its parent-death signal did
+        not reach it) is stopped, and Derby's lock of a dead process is stale."""
+        path = self.folder / OWNER_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 100).decode(errors="replace").split()
+            os.close(fd)
+            raise SyncError(
+                f"{self.folder}: another process (pid {holder[0] if holder else '?'}) runs a metastore on this folder; "
+                "stop it or give another folder"
+            ) from None
+        recorded = os.read(fd, 100).decode(errors="replace").split()
+        if len(recorded) == 2 and recorded[1].isdigit():
+            orphan = int(recorded[1])
+            if _alive(orphan) and _is_metastore_of(orphan, self.folder):
+                log.warning("%s: stopping metastore pid %d left by dead owner pid %s", self.folder, orphan, recorded[0])
+                os.kill(orphan, signal.SIGTERM)
+                deadline = time.monotonic() + 20
+                while _alive(orphan) and time.monotonic() < deadline:
+                    time.sleep(0.2)
+            elif recorded[0].isdigit():
+                log.info("%s: owner pid %s is gone; its locks are stale and recovered", self.folder, recorded[0])
+        self._owner = fd
+
+    def _record_owner(self) -> None:
+        assert self._owner is not None and self.process is not None
+        os.ftruncate(self._owner, 0)
+        os.pwrite(self._owner, f"{os.getpid()} {self.process.pid}\n".encode(), 0)
+
+    def _stop_on_sigterm(self) -> None:
+        """SIGTERM ends the owner through Python's exit path, which stops the
+        metastore (the default action would skip every cleanup)."""
+        if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+
+        def exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+            raise SystemExit(128 + signum)
+
+        self._previous_sigterm = signal.signal(signal.SIGTERM, exit_on_sigterm)
 
     def __enter__(self) -> EmbeddedMetastore:
         return self.start()

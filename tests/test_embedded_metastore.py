@@ -1,0 +1,77 @@
+"""The embedded metastore never outlives its owner and never shares its folder:
+SIGTERM and SIGKILL of the owner stop it, a second run on the same folder
+fails at once naming the holder, and a dead owner's leftovers are recovered."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hive_sync import EmbeddedMetastore, SyncError
+from hive_sync.embedded import OWNER_FILE
+from tests.hive_services import _require_java
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+
+OWNER_SCRIPT = """
+import sys, time
+from hive_sync import EmbeddedMetastore
+ms = EmbeddedMetastore(sys.argv[1]).start()
+print(ms.process.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def wait_gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def start_owner(folder: Path) -> tuple[subprocess.Popen[str], int]:
+    _require_java()
+    owner = subprocess.Popen([sys.executable, "-c", OWNER_SCRIPT, str(folder)], stdout=subprocess.PIPE, text=True,
+                             cwd=Path(__file__).resolve().parent.parent)
+    assert owner.stdout is not None
+    line = owner.stdout.readline()
+    assert line.strip().isdigit(), f"the owner did not start a metastore (exit {owner.poll()})"
+    return owner, int(line)
+
+
+def test_second_run_on_the_same_folder_fails_at_once_naming_the_holder(metastore: EmbeddedMetastore) -> None:
+    started = time.monotonic()
+    with pytest.raises(SyncError, match=rf"another process \(pid {os.getpid()}\) runs a metastore on this folder"):
+        EmbeddedMetastore(metastore.folder).start()
+    assert time.monotonic() - started < 2
+    assert metastore.process is not None
+    assert metastore.process.poll() is None  # the running one is untouched
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_owner_killed_leaves_no_metastore_and_the_folder_is_reusable(tmp_path: Path, how: signal.Signals) -> None:
+    folder = tmp_path / "ms"
+    owner, jvm = start_owner(folder)
+    assert alive(jvm)
+    owner.send_signal(how)
+    owner.wait(timeout=30)
+    assert wait_gone(jvm, 30), f"metastore pid {jvm} outlived its owner after {how.name}"
+    with EmbeddedMetastore(folder) as again:  # stale owner file and Derby lock: recovered
+        assert again.process is not None
+        assert (folder / OWNER_FILE).read_text().split() == [str(os.getpid()), str(again.process.pid)]
