@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -162,23 +162,84 @@ def encode_delete_records(keys: list[tuple[str, str]]) -> bytes:
 
 # Reading ---------------------------------------------------------------------
 def read_log_blocks(data: bytes, path: str) -> LogReadResult:
-    """Parse every block; stop at the first bad one and say where it is."""
+    """Parse every block of a log held in memory; stop at the first bad one and say where it is."""
+    return scan_log_blocks(lambda offset, length: data[offset : offset + length], len(data), path)
+
+
+# A block's header (its schema included) is read in a probe of this size,
+# grown when a header is larger; contents are read only for wanted blocks.
+HEADER_PROBE = 64 * 1024
+ReadAt = Callable[[int, int], bytes]
+
+
+def scan_log_blocks(read_at: ReadAt, size: int, path: str, wanted: Callable[[LogBlock], bool] | None = None) -> LogReadResult:
+    """Blocks of a log file read block by block: `wanted` sees each block's
+    type and header (no content) and only the blocks it keeps are read
+    whole, so a skipped block costs a header probe, not its size in memory.
+    Stops at the first bad block and says where it is."""
     blocks: list[LogBlock] = []
     problems: list[HudiFormatError] = []
     pos = 0
-    size = len(data)
     while pos < size:
-        if data[pos : pos + len(MAGIC)] != MAGIC:
+        if read_at(pos, len(MAGIC)) != MAGIC:
             problems.append(HudiFormatError(path, "log block magic #HUDI# missing; the rest of the file is skipped", offset=pos))
             break
         try:
-            block, end = _parse_block(data, pos, path)
+            end = _block_end(read_at, size, pos, path)
+            if wanted is not None and not wanted(_block_head(read_at, pos, end, path)):
+                pos = end
+                continue
+            block = _parse_block_at(read_at(pos, end - pos), pos, path)
         except HudiFormatError as exc:
             problems.append(exc)
             break
+        block.offset = pos
         blocks.append(block)
         pos = end
     return LogReadResult(blocks, problems)
+
+
+def _parse_block_at(data: bytes, offset: int, path: str) -> LogBlock:
+    """One whole block read on its own; errors keep the block's offset in the file."""
+    try:
+        block, _ = _parse_block(data, 0, path)
+    except HudiFormatError as exc:
+        raise HudiFormatError(path, exc.problem, offset=offset + (exc.offset or 0)) from None
+    return block
+
+
+def _block_end(read_at: ReadAt, size: int, start: int, path: str) -> int:
+    prefix = read_at(start, len(MAGIC) + 8)
+    if len(prefix) < len(MAGIC) + 8:
+        raise HudiFormatError(path, "log block truncated before its size field", offset=start)
+    (block_size,) = struct.unpack_from(">q", prefix, len(MAGIC))
+    end = start + len(MAGIC) + 8 + block_size
+    if block_size < 4 + 4 + 4 + 8 + 4 + 8 or end > size:
+        raise HudiFormatError(path, f"log block size {block_size} does not fit the file ({size - start - len(MAGIC) - 8} bytes left)", offset=start)
+    return end
+
+
+def _block_head(read_at: ReadAt, start: int, end: int, path: str) -> LogBlock:
+    """Type and header of the block at `start` (content and footer left unread)."""
+    probe = HEADER_PROBE
+    while True:
+        data = read_at(start, min(probe, end - start))
+        pos = len(MAGIC) + 8
+        version, type_code = struct.unpack_from(">ii", data, pos)
+        if version != LOG_FORMAT_VERSION:
+            raise HudiFormatError(path, f"unknown log format version {version}", offset=start)
+        try:
+            block_type = BlockType(type_code)
+        except ValueError:
+            raise HudiFormatError(path, f"unknown log block type {type_code}", offset=start) from None
+        try:
+            header, _ = _parse_map(data, pos + 8, len(data), path, start, "header")
+        except HudiFormatError:
+            if len(data) < end - start:
+                probe *= 4  # a header larger than the probe
+                continue
+            raise
+        return LogBlock(block_type, header, b"", {}, start)
 
 
 def _parse_block(data: bytes, start: int, path: str) -> tuple[LogBlock, int]:

@@ -155,3 +155,41 @@ def test_lister_close_releases_every_file_it_opened(tmp_path: Path) -> None:
         lister.close()
         plan(str(path), "region = 'r2'")
     assert open_descriptors() <= before
+
+
+def test_log_blocks_of_instants_that_do_not_count_are_skipped_unread(tmp_path: Path) -> None:
+    import struct
+    import tracemalloc
+
+    from metadata.log_format import MAGIC, BlockType, HeaderKey, LogBlock, _encode_map, encode_block, scan_log_blocks
+
+    def small(instant: str) -> bytes:
+        return encode_block(LogBlock(BlockType.DELETE, {HeaderKey.INSTANT_TIME: instant}, struct.pack(">ii", 3, 0)))
+
+    big_size = 400 * 1024 * 1024  # a torn-off writer's 400 MB block
+    log_file = tmp_path / ".f_1.log.1_0-0-0"
+    with open(log_file, "wb") as out:
+        out.write(small("001"))
+        header = _encode_map({HeaderKey.INSTANT_TIME: "002"})
+        footer = _encode_map({})
+        body = 8 + len(header) + 8 + big_size + len(footer)
+        out.write(MAGIC + struct.pack(">q", body + 8) + struct.pack(">ii", 1, int(BlockType.AVRO_DATA)) + header + struct.pack(">q", big_size))
+        chunk = bytes(1024 * 1024)
+        for _ in range(big_size // len(chunk)):
+            out.write(chunk)
+        out.write(footer + struct.pack(">q", len(MAGIC) + 8 + body))
+        out.write(small("003"))
+    with open(log_file, "rb") as handle:
+        def read_at(offset: int, length: int) -> bytes:
+            handle.seek(offset)
+            return handle.read(length)
+
+        tracemalloc.start()
+        result = scan_log_blocks(read_at, log_file.stat().st_size, str(log_file), lambda block: block.instant_time != "002")
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert [b.instant_time for b in result.blocks] == ["001", "003"]
+    assert result.problems == []
+    assert peak < 2 * 1024 * 1024  # a header probe, not the block
+    assert result.blocks[1].offset == log_file.stat().st_size - len(small("003"))
+    log_file.unlink()

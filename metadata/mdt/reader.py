@@ -23,7 +23,7 @@ from metadata.file_naming import LogFileName
 from metadata.fs_view import FileSystemView
 from metadata.instant import Action
 from metadata.listing import StorageListing
-from metadata.log_format import BlockType, LogBlock, decode_avro_records, decode_delete_keys, read_log_blocks
+from metadata.log_format import BlockType, LogBlock, decode_avro_records, decode_delete_keys, scan_log_blocks
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.records import MetadataRecord, decode_record, merge_records, record_from_dict
 from metadata.stored_table import StoredTable, TableParts
@@ -143,7 +143,9 @@ class MetadataTableReader:
             content = self._logs.get(relative)
         if content is None:
             path = self.mdt.storage.full_path(relative)
-            result = read_log_blocks(self.mdt.storage.read_bytes(relative), path)
+            with self.mdt.storage.open_random_access(relative) as handle:
+                # Blocks of instants that do not count are skipped unread.
+                result = scan_log_blocks(lambda offset, length: handle.read_at(length, offset), handle.size(), path, self.is_valid_block)
             content = _LogContent(result.blocks, result.problems)
             self._check_complete(relative, content)
             for problem in result.problems:
