@@ -24,7 +24,7 @@ from expressions import Expr, bind, may_match, parse_sql, to_sql
 from expressions.eval_partitions import prune_partitions
 from expressions.tree import references
 from listers.directory_lister import DirectoryLister
-from metadata import FileSlice, HudiError, MetadataTable, MetadataTableUnavailable
+from metadata import FileSlice, HudiError, HudiFormatError, MetadataTable, MetadataTableUnavailable
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.stats_table import FILE_NAME, PARTITION, min_field
 
@@ -110,6 +110,8 @@ class _Planner:
         types = {name: pa.string() for name in META_FIELDS}
         try:
             types.update({f.name: f.type for f in avro_to_arrow_schema(self.table.avro_schema())})
+        except HudiFormatError:
+            raise  # a damaged commit file: say which, rather than plan without types
         except HudiError as exc:
             self.not_used.append(f"table schema ({exc}); partition values compared as text")
         return types

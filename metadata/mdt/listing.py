@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 
 class MetadataListing:
     source = ListingSource.METADATA_TABLE
-    note = "metadata table files partition"
+    note = "metadata table files partition (storage is not listed; `hudi-bridge table validate` compares the two)"
 
     def __init__(self, mdt: MetadataTable) -> None:
         self.mdt = mdt
