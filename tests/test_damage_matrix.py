@@ -161,8 +161,6 @@ def check_cell(fault_name: str, kind: str, command: str, tmp_path: Path, fixture
                metastore_uri: str | None = None) -> None:
     fault = FAULTS[fault_name]
     has_mdt = kind.startswith("v9")
-    if fault.needs_mdt and not has_mdt:
-        pytest.skip("v6 tables here have no metadata table")
     path = make_table(kind, tmp_path, fixture_root)
     database = f"matrix_{kind.replace('-', '_')}_{fault_name.replace('-', '_')}"
     code, truth, _, _ = run(command, path, kind, metastore_uri, database)
@@ -191,15 +189,17 @@ def fixture_root_or_none(request: pytest.FixtureRequest, kind: str) -> Path | No
     return root
 
 
+# A metadata-table fault applies to tables that have one (the v9 ones here).
+CELLS = [(f, k) for f in sorted(FAULTS) for k in KINDS if not (FAULTS[f].needs_mdt and k.startswith("v6"))]
+
+
 @pytest.mark.parametrize("command", ["files", "plan", "incremental"])
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("fault_name", sorted(FAULTS))
+@pytest.mark.parametrize("fault_name,kind", CELLS)
 def test_damage_matrix(fault_name: str, kind: str, command: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     check_cell(fault_name, kind, command, tmp_path, fixture_root_or_none(request, kind))
 
 
 @pytest.mark.services
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("fault_name", sorted(FAULTS))
+@pytest.mark.parametrize("fault_name,kind", CELLS)
 def test_damage_matrix_sync_dry_run(fault_name: str, kind: str, tmp_path: Path, request: pytest.FixtureRequest, metastore: Any) -> None:
     check_cell(fault_name, kind, "sync", tmp_path, fixture_root_or_none(request, kind), metastore.uri)
