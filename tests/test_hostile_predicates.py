@@ -101,3 +101,32 @@ def test_cli_refuses_statements_and_bad_instants_in_one_line(tmp_path) -> None:
     assert as_of_files.exit_code == 2
     assert as_of_plan.stderr == as_of_files.stderr == "error: as-of instant 'abc' is not an instant time (yyyyMMddHHmmssSSS, digits only)\n"
     assert "Traceback" not in as_of_plan.output + refused.output
+
+
+@pytest.mark.parametrize("begin", ["1' OR '1'='1", "20240101000000000; DROP TABLE t", "2024-01-01", ""])
+def test_incremental_bounds_are_instant_times_only(tmp_path, begin: str) -> None:
+    from listers import incremental
+    from metadata import InvalidInstantTime
+
+    path = str(tmp_path / "trips")
+    build_sample_table(path)
+    with pytest.raises(InvalidInstantTime, match="is not an instant time"):
+        incremental(path, begin)
+    with pytest.raises(InvalidInstantTime):
+        incremental(path, "00000000000000000", end=begin or "x")
+    row_filter = incremental(path, "00000000000000000").row_filter
+    assert set(row_filter) <= set("_hoodie_commit_time IN (),'0123456789 ")
+
+
+def test_an_unexpected_error_is_one_line_without_debug(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import listers
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(listers, "plan", broken)
+    result = CliRunner().invoke(main, ["plan", str(tmp_path), "--where", "a = 1"])
+    assert result.exit_code == 2
+    assert result.stderr == "error: unexpected KeyError: 'a bug' (run with --debug for the traceback)\n"
+    debug = CliRunner().invoke(main, ["--debug", "plan", str(tmp_path), "--where", "a = 1"])
+    assert isinstance(debug.exception, KeyError)

@@ -82,6 +82,13 @@ def command_output(func: Callable[..., Output]) -> Callable[..., None]:
         except (HudiBridgeError, OSError) as exc:
             fail(exc)
             return
+        except click.ClickException:
+            raise  # usage errors: click prints them
+        except Exception as exc:  # a bug: still one line, the traceback with --debug
+            if debug_requested():
+                raise
+            fail(RuntimeError(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)"))
+            return
         finally:
             root.removeHandler(handler)
         if as_json:
