@@ -1,5 +1,5 @@
 """The embedded metastore never outlives its owner and never shares its folder:
-SIGTERM and SIGKILL of the owner stop it, a second run on the same folder
+SIGINT, SIGTERM and SIGKILL of the owner stop it, a second run on the same folder
 fails at once naming the holder, and a dead owner's leftovers are recovered."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_second_run_on_the_same_folder_fails_at_once_naming_the_holder(metastore
     assert metastore.process.poll() is None  # the running one is untouched
 
 
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_owner_killed_leaves_no_metastore_and_the_folder_is_reusable(tmp_path: Path, how: signal.Signals) -> None:
     folder = tmp_path / "ms"
     owner, jvm = start_owner(folder)
