@@ -225,13 +225,7 @@ def _block_head(read_at: ReadAt, start: int, end: int, path: str) -> LogBlock:
     while True:
         data = read_at(start, min(probe, end - start))
         pos = len(MAGIC) + 8
-        version, type_code = struct.unpack_from(">ii", data, pos)
-        if version != LOG_FORMAT_VERSION:
-            raise HudiFormatError(path, f"unknown log format version {version}", offset=start)
-        try:
-            block_type = BlockType(type_code)
-        except ValueError:
-            raise HudiFormatError(path, f"unknown log block type {type_code}", offset=start) from None
+        block_type = _version_and_type(data, pos, path, start)
         try:
             header, _ = _parse_map(data, pos + 8, len(data), path, start, "header")
         except HudiFormatError:
@@ -259,14 +253,8 @@ def _parse_block(data: bytes, start: int, path: str) -> tuple[LogBlock, int]:
             path, f"log block size {block_size} does not fit the file ({len(data) - pos} bytes left)", offset=start
         )
     need(8, "version and type")
-    version, type_code = struct.unpack_from(">ii", data, pos)
+    block_type = _version_and_type(data, pos, path, start)
     pos += 8
-    if version != LOG_FORMAT_VERSION:
-        raise HudiFormatError(path, f"unknown log format version {version}", offset=start)
-    try:
-        block_type = BlockType(type_code)
-    except ValueError:
-        raise HudiFormatError(path, f"unknown log block type {type_code}", offset=start) from None
     header, pos = _parse_map(data, pos, block_end, path, start, "header")
     need(8, "content length")
     (content_length,) = struct.unpack_from(">q", data, pos)
@@ -285,6 +273,16 @@ def _parse_block(data: bytes, start: int, path: str) -> tuple[LogBlock, int]:
             path, f"log block sizes disagree (block size {block_size}, total length {total}, parsed {pos - start})", offset=start
         )
     return LogBlock(block_type, header, content, footer, start), pos
+
+
+def _version_and_type(data: bytes, pos: int, path: str, start: int) -> BlockType:
+    version, type_code = struct.unpack_from(">ii", data, pos)
+    if version != LOG_FORMAT_VERSION:
+        raise HudiFormatError(path, f"unknown log format version {version}", offset=start)
+    try:
+        return BlockType(type_code)
+    except ValueError:
+        raise HudiFormatError(path, f"unknown log block type {type_code}", offset=start) from None
 
 
 def _parse_map(data: bytes, pos: int, end: int, path: str, start: int, what: str) -> tuple[dict[int, str], int]:
