@@ -223,9 +223,9 @@ class FileSystemView:
             for instant in sorted(self._visible.values(), key=lambda i: i.requested_time):
                 if not instant.is_commit or self.timeline.is_empty(instant):
                     continue
-                for stat in self.timeline.commit_metadata(instant).write_stats():
-                    if stat.path and stat.file_id and stat.file_name.endswith(extension) and not stat.file_name.startswith("."):
-                        newest.setdefault(stat.partition_path, {})[stat.file_id] = (instant, stat.path)
+                for partition, file_id, path in self.timeline.written_files(instant):
+                    if file_id and path.endswith(extension) and not path.rpartition("/")[2].startswith("."):
+                        newest.setdefault(partition, {})[file_id] = (instant, path)
             self._newest_bases = newest
         return self._newest_bases
 

@@ -11,10 +11,10 @@ import os
 import posixpath
 import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TypeVar
 
 import pyarrow.fs as pafs
 
@@ -50,6 +50,8 @@ def join(*parts: str) -> str:
     kept = [p.strip("/") for p in parts if p and p.strip("/")]
     return "/".join(kept)
 
+
+T = TypeVar("T")
 
 # Remote calls give up after this long rather than hang (gs:// retries for 15
 # minutes by default); the CLI's --timeout sets it.
@@ -99,11 +101,11 @@ def _s3_region(bucket: str, seconds: float) -> str:
     raise StorageError(f"s3://{bucket}: cannot find the bucket's region ({why}); set AWS_REGION to skip the lookup")
 
 
-@contextmanager
-def _storage_call(what: str, path: str) -> Iterator[None]:
-    """OS and connection errors become the project's errors, naming the path."""
+def _storage_call(what: str, path: str, call: Callable[[], T]) -> T:
+    """`call()`, with OS and connection errors turned into the project's
+    errors naming the path."""
     try:
-        yield
+        return call()
     except (StorageError, UnsafePathError):
         raise
     except FileNotFoundError as exc:
@@ -160,23 +162,26 @@ class Storage:
     # Reading -------------------------------------------------------------
     def read_bytes(self, relative: str) -> bytes:
         path = self.full_path(relative)
-        with _storage_call("read", self.display_path(relative)), self.filesystem.open_input_stream(path) as stream:
-            return bytes(stream.read())
+
+        def read() -> bytes:
+            with self.filesystem.open_input_stream(path) as stream:
+                return bytes(stream.read())
+
+        return _storage_call("read", self.display_path(relative), read)
 
     def open_random_access(self, relative: str) -> pafs.NativeFile:
         path = self.full_path(relative)
-        with _storage_call("open", self.display_path(relative)):
-            return self.filesystem.open_input_file(path)
+        return _storage_call("open", self.display_path(relative), lambda: self.filesystem.open_input_file(path))
 
     def exists(self, relative: str) -> bool:
         path = self.full_path(relative)
-        with _storage_call("look up", self.display_path(relative)):
-            return self.filesystem.get_file_info(path).type != pafs.FileType.NotFound
+        info = _storage_call("look up", self.display_path(relative), lambda: self.filesystem.get_file_info(path))
+        return bool(info.type != pafs.FileType.NotFound)
 
     def is_dir(self, relative: str) -> bool:
         path = self.full_path(relative)
-        with _storage_call("look up", self.display_path(relative)):
-            return self.filesystem.get_file_info(path).type == pafs.FileType.Directory
+        info = _storage_call("look up", self.display_path(relative), lambda: self.filesystem.get_file_info(path))
+        return bool(info.type == pafs.FileType.Directory)
 
     def list_dir(self, relative: str = "") -> tuple[list[StoredFile], list[str]]:
         """Files and sub-folder names directly inside a folder ([] when absent)."""
@@ -184,8 +189,7 @@ class Storage:
         selector = pafs.FileSelector(path, allow_not_found=True, recursive=False)
         files: list[StoredFile] = []
         folders: list[str] = []
-        with _storage_call("list", self.display_path(relative)):
-            infos = self.filesystem.get_file_info(selector)
+        infos = _storage_call("list", self.display_path(relative), lambda: self.filesystem.get_file_info(selector))
         for info in infos:
             name = posixpath.basename(info.path.rstrip("/"))
             if info.type == pafs.FileType.Directory:
@@ -207,21 +211,21 @@ class Storage:
         target = self.full_path(relative)
         folder = posixpath.dirname(target)
         temp = posixpath.join(folder, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(target)}")
-        with _storage_call("write", self.display_path(relative)):
+        def write() -> None:
             self.filesystem.create_dir(folder, recursive=True)
             with self.filesystem.open_output_stream(temp) as out:
                 out.write(data)
             self.filesystem.move(temp, target)
 
+        _storage_call("write", self.display_path(relative), write)
+
     def delete_file(self, relative: str) -> None:
         path = self.full_path(relative)
-        with _storage_call("delete", self.display_path(relative)):
-            self.filesystem.delete_file(path)
+        _storage_call("delete", self.display_path(relative), lambda: self.filesystem.delete_file(path))
 
     def make_dirs(self, relative: str) -> None:
         path = self.full_path(relative)
-        with _storage_call("create", self.display_path(relative)):
-            self.filesystem.create_dir(path, recursive=True)
+        _storage_call("create", self.display_path(relative), lambda: self.filesystem.create_dir(path, recursive=True))
 
 
 def _normalise_local(path: str) -> str:

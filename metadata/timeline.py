@@ -8,7 +8,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any, TypeVar
 
-from metadata.commit_metadata import CleanMetadata, CommitMetadata, CompactionPlan, RollbackMetadata
+from metadata.commit_metadata import CleanMetadata, CommitMetadata, CompactionPlan, RollbackMetadata, written_files
 from metadata.errors import HudiError, HudiFormatError, InstantNotFound
 from metadata.instant import (
     Action,
@@ -141,6 +141,17 @@ class Timeline:
             raise ValueError(f"{instant} is not a completed commit")
         source = self.storage.full_path(self.instant_path(instant))
         return self._cached("commit", instant, lambda: CommitMetadata.from_dict(source, self.read_content(instant)))
+
+    def written_files(self, instant: Instant) -> list[tuple[str, str, str]]:
+        """(partition, file id, path) of the files a completed commit wrote."""
+        if not instant.is_commit:
+            raise ValueError(f"{instant} is not a completed commit")
+        with self._lock:
+            cached = self._cache.get(("commit", instant.requested_time))
+        if cached is not None:
+            return [(s.partition_path, s.file_id, s.path or "") for s in cached.write_stats()]
+        source = self.storage.full_path(self.instant_path(instant))
+        return self._cached("written", instant, lambda: written_files(source, self.read_content(instant)))
 
     def clean_metadata(self, instant: Instant) -> CleanMetadata:
         if instant.action is not Action.CLEAN or not instant.is_completed:
