@@ -8,6 +8,7 @@ partition is NULL); leaves on other columns may match anything.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -38,12 +39,24 @@ def partition_values_table(
 
 
 def prune_partitions(
-    expr: Expr, partitions: list[str], fields: tuple[str, ...], types: dict[str, pa.DataType], hive_style: bool, url_encoded: bool = False
+    expr: Expr,
+    partitions: list[str],
+    fields: tuple[str, ...],
+    types: dict[str, pa.DataType],
+    hive_style: bool,
+    url_encoded: bool = False,
+    prunable: Collection[str] | None = None,
 ) -> list[str]:
-    """Partitions that may hold matching rows, in input order."""
+    """Partitions that may hold matching rows, in input order. Only fields in
+    `prunable` (default: all) are compared with path values; a leaf on any
+    other field may match anything (its path holds a transformed value)."""
     if not fields or not partitions:
         return list(partitions)
     table = partition_values_table(partitions, fields, types, hive_style, url_encoded)
+    if prunable is not None:
+        table = table.select([name for name in table.column_names if name in prunable]) if set(prunable) & set(table.column_names) else None
+        if table is None:
+            return list(partitions)
     bound = bind(expr, table.schema, strict=False)
     keep = pc.fill_null(visit(bound, RowEvaluator(table, unknown_as_true=True)), False)
     return [p for p, k in zip(partitions, keep.to_pylist()) if k]

@@ -116,6 +116,18 @@ class _Planner:
             self.not_used.append(f"table schema ({exc}); partition values compared as text")
         return types
 
+    def _transformed_partition_fields(self, columns: list[str], types: dict[str, pa.DataType]) -> set[str]:
+        """Partition fields of the predicate whose paths do not hold their values; the explanation says why."""
+        key_generator = self.table.config.key_generator
+        transformed = set()
+        for field in self.table.config.partition_fields:
+            reason = key_generator.why_path_is_not_the_value(field, pa.types.is_timestamp(types.get(field, pa.string())))
+            if reason is not None:
+                transformed.add(field)
+                if field in columns:
+                    self.not_used.append(f"partition values of {field}: {reason}; partitions kept")
+        return transformed
+
     def _mdt(self) -> MetadataTable | None:
         mdt = self.table.metadata_table
         if mdt is None:
@@ -134,14 +146,23 @@ class _Planner:
         columns = sorted({r.path[0] if len(r.path) == 1 else r.name for r in references(self.expr)})
 
         start = time.perf_counter()
+        transformed = self._transformed_partition_fields(columns, types)
+        kept = partitions
         if config.partition_fields:
-            kept = prune_partitions(self.expr, partitions, config.partition_fields, types, config.hive_style_partitioning,
-                                    config.url_encode_partitioning)
+            prunable = [f for f in config.partition_fields if f not in transformed]
+            try:
+                kept = prune_partitions(self.expr, partitions, config.partition_fields, types, config.hive_style_partitioning,
+                                        config.url_encode_partitioning, prunable=prunable)
+            except HudiFormatError as exc:
+                if not transformed:
+                    raise
+                # Formatted values with slashes do not split back into fields.
+                self.not_used.append(f"partition values: paths do not split into fields ({exc.problem}); partitions kept")
             self.stages.append(Stage("partition values", len(kept), len(partitions), time.perf_counter() - start))
-        else:
-            kept = partitions
         mdt = self._mdt()
-        data_columns = [c for c in columns if c not in config.partition_fields]
+        # A partition field whose path holds a transformed value is pruned on
+        # its data values instead (no statistics for it keeps files).
+        data_columns = [c for c in columns if c not in config.partition_fields or c in transformed]
         kept = self._partition_stats(mdt, kept, data_columns)
         slices = [s for part in self.lister.list_files_batch(kept).values() for s in part]
         slices = self._column_stats(mdt, kept, slices, data_columns)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from urllib.parse import unquote
 
 from metadata.errors import HudiFormatError
@@ -41,12 +42,17 @@ def parse_partition_values(
         return None if text == HIVE_DEFAULT_PARTITION else text
 
     if hive_style:
-        values: dict[str, str | None] = {}
+        raw_values: dict[str, str] = {}
+        key = None
         for segment in segments:
             if "=" not in segment:
-                raise HudiFormatError(partition_path, f"hive-style partition segment {segment!r} has no '='")
+                if key is None:
+                    raise HudiFormatError(partition_path, f"hive-style partition segment {segment!r} has no '='")
+                raw_values[key] += "/" + segment  # a value with slashes (a key generator's yyyy/MM/dd)
+                continue
             key, _, raw = segment.partition("=")
-            values[key] = value_of(raw)
+            raw_values[key] = raw
+        values: dict[str, str | None] = {k: value_of(v) for k, v in raw_values.items()}
         missing = [f for f in fields if f not in values]
         if missing:
             raise HudiFormatError(partition_path, f"partition path lacks field(s) {', '.join(missing)} (fields: {', '.join(fields)})")
@@ -61,16 +67,20 @@ def parse_partition_values(
     return {f: value_of(s) for f, s in zip(fields, segments)}
 
 
-def format_partition_path(values: dict[str, object], fields: tuple[str, ...], hive_style: bool, url_encode: bool = False) -> str:
+def format_partition_path(
+    values: dict[str, object], fields: tuple[str, ...], hive_style: bool, url_encode: bool = False, formatted: Collection[str] = ()
+) -> str:
     """The partition path Hudi writes for these values. A value that would
-    add a folder level or leave the base (`/`, `..`) needs url-encoding."""
+    add a folder level or leave the base (`/`, `..`) needs url-encoding,
+    except in `formatted` fields, whose values a key generator formatted
+    (a time as `yyyy/MM/dd` spans folders on purpose)."""
     segments = []
     for f in fields:
         raw = values.get(f)
         text = HIVE_DEFAULT_PARTITION if raw is None or raw == "" else str(raw)
-        if url_encode:
+        if url_encode and f not in formatted:
             text = escape_path_name(text)  # escapes separators, not dots
-        elif "/" in text or "\\" in text:
+        elif f not in formatted and ("/" in text or "\\" in text):
             raise ValueError(f"partition value {text!r} of {f} holds a path separator; write it with url-encoding")
         if not hive_style and text in (".", ".."):
             raise ValueError(f"partition value {text!r} of {f} would name no folder or the parent folder")

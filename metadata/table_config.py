@@ -6,8 +6,10 @@ import logging
 import re
 import zlib
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from metadata.errors import HudiFormatError, HudiTableNotFound, UnsupportedTableError
+from metadata.key_generator import KeyGenerator
 from metadata.storage import Storage
 from metadata.text_enum import TextEnum
 
@@ -116,6 +118,10 @@ class TableConfig:
     populate_meta_fields: bool
     metadata_partitions: tuple[str, ...]
     raw: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @cached_property
+    def key_generator(self) -> KeyGenerator:
+        return KeyGenerator.from_properties(self.raw)
 
     @property
     def is_partitioned(self) -> bool:

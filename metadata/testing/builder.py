@@ -19,7 +19,7 @@ import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pyarrow as pa
@@ -47,6 +47,14 @@ from metadata.testing.mdt_files import FilesPartitionWriter
 from metadata.timeline_models import CLEAN_METADATA, COMPACTION_PLAN, ROLLBACK_METADATA, commit_metadata_schema
 
 INSTANT_FORMAT = "%Y%m%d%H%M%S"
+_JAVA_DATE_FIELDS = (("yyyy", "%Y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"), ("ss", "%S"))
+
+
+def java_date_format_to_strftime(pattern: str) -> str:
+    """The fixed-width fields of a Java date pattern (yyyy MM dd HH mm ss) as strftime's."""
+    for java, python in _JAVA_DATE_FIELDS:
+        pattern = pattern.replace(java, python)
+    return pattern
 
 
 @dataclass
@@ -94,7 +102,13 @@ class TableBuilder:
         max_rows_per_file: int | None = None,
         metadata_table: bool = False,
         filesystem: pafs.FileSystem | None = None,
+        key_generator: str | None = None,
+        timestamp_output_format: str = "yyyy/MM/dd/HH",
     ) -> None:
+        """`key_generator` "TIMESTAMP" writes the one partition field (epoch
+        milliseconds, or ISO-8601 text) as `timestamp_output_format` in UTC,
+        as Hudi's TimestampBasedKeyGenerator does; "CUSTOM" takes fields as
+        `name:SIMPLE` / `name:TIMESTAMP`, as Hudi's CustomKeyGenerator does."""
         if version not in (6, 8):
             raise ValueError(f"the builder writes table versions 6 and 8, not {version}")
         if metadata_table and version < 8:
@@ -106,7 +120,17 @@ class TableBuilder:
         self.name = name
         self.table_type = TableType(table_type)
         self.version = version
-        self.partition_fields = tuple(partition_fields)
+        specs = [f.partition(":") for f in partition_fields]
+        self.partition_fields = tuple(name for name, _, _ in specs)
+        self.partition_field_types = {name: kind.upper() or "SIMPLE" for name, _, kind in specs}
+        if key_generator not in (None, "TIMESTAMP", "CUSTOM"):
+            raise ValueError(f"key_generator is TIMESTAMP, CUSTOM or None (SIMPLE/COMPLEX), not {key_generator!r}")
+        if key_generator == "TIMESTAMP":
+            if len(self.partition_fields) != 1:
+                raise ValueError("a TIMESTAMP key generator partitions on one field")
+            self.partition_field_types = {self.partition_fields[0]: "TIMESTAMP"}
+        self.key_generator = key_generator
+        self.timestamp_output_format = timestamp_output_format
         self.hive_style = hive_style
         self.url_encode = url_encode
         self.record_key = (record_key,) if isinstance(record_key, str) else tuple(record_key)
@@ -146,15 +170,30 @@ class TableBuilder:
         return f"{self._task % 8}-{self._task}-{self._task + 1}"
 
     def _write_properties(self) -> None:
-        key_generator = (
-            "ComplexKeyGenerator" if len(self.record_key) > 1 or len(self.partition_fields) > 1
-            else "NonpartitionedKeyGenerator" if not self.partition_fields else "SimpleKeyGenerator"
+        key_type = self.key_generator or (
+            "COMPLEX" if len(self.record_key) > 1 or len(self.partition_fields) > 1
+            else "NON_PARTITION" if not self.partition_fields else "SIMPLE"
         )
+        class_names = {"SIMPLE": "SimpleKeyGenerator", "COMPLEX": "ComplexKeyGenerator", "NON_PARTITION": "NonpartitionedKeyGenerator",
+                       "TIMESTAMP": "TimestampBasedKeyGenerator", "CUSTOM": "CustomKeyGenerator"}
         extra = {
             "hoodie.archivelog.folder": "archived",
             "hoodie.table.create.schema": json.dumps(arrow_to_avro_schema(self.schema, f"{self.name}_record", f"hoodie.{self.name}")),
-            "hoodie.table.keygenerator.class": f"org.apache.hudi.keygen.{key_generator}",
         }
+        if self.version >= 8:
+            extra["hoodie.table.keygenerator.type"] = key_type  # Hudi 1.x records the type
+        else:
+            extra["hoodie.table.keygenerator.class"] = f"org.apache.hudi.keygen.{class_names[key_type]}"
+        if self.key_generator == "CUSTOM" and self.version >= 8:
+            extra["hoodie.table.partition.fields"] = ",".join(f"{f}:{self.partition_field_types[f]}" for f in self.partition_fields)
+        if self.key_generator is not None:
+            timestamp_field = next(f for f, kind in self.partition_field_types.items() if kind == "TIMESTAMP")
+            is_text = pa.types.is_string(self.schema.field(timestamp_field).type)
+            extra["hoodie.keygen.timebased.timestamp.type"] = "DATE_STRING" if is_text else "EPOCHMILLISECONDS"
+            if is_text:
+                extra["hoodie.keygen.timebased.input.dateformat"] = "yyyy-MM-dd'T'HH:mm:ss.SSSZ"
+            extra["hoodie.keygen.timebased.output.dateformat"] = self.timestamp_output_format
+            extra["hoodie.keygen.timebased.timezone"] = "UTC"
         if self.version >= 8:
             extra["hoodie.record.merge.mode"] = "COMMIT_TIME_ORDERING"
         self.config = TableConfig.new(
@@ -220,11 +259,22 @@ class TableBuilder:
     def partition_of_rows(self, table: pa.Table) -> list[str]:
         if not self.partition_fields:
             return [""] * table.num_rows
-        columns = [table.column(f).to_pylist() for f in self.partition_fields]
+        columns = [[self._path_value(f, v) for v in table.column(f).to_pylist()] for f in self.partition_fields]
         return [
-            format_partition_path(dict(zip(self.partition_fields, values)), self.partition_fields, self.hive_style, self.url_encode)
+            format_partition_path(dict(zip(self.partition_fields, values)), self.partition_fields, self.hive_style, self.url_encode,
+                                  formatted=[f for f, kind in self.partition_field_types.items() if kind == "TIMESTAMP"])
             for values in zip(*columns)
         ]
+
+    def _path_value(self, field: str, value: Any) -> Any:
+        """What the key generator puts in the path for a value of `field`."""
+        if self.partition_field_types.get(field) != "TIMESTAMP" or value is None:
+            return value
+        if isinstance(value, str):
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
+        else:
+            moment = datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc)
+        return moment.strftime(java_date_format_to_strftime(self.timestamp_output_format))
 
     def _with_meta(self, table: pa.Table, ts: str, keys: list[str], partition: str, file_name: str) -> pa.Table:
         n = table.num_rows
