@@ -2,8 +2,8 @@
 
 Conservative by construction: every leaf answers "may match" unless the
 statistics prove no row can match, and any doubt (missing stats, NaN bounds,
-types that do not compare, a string max that may be truncated) keeps the
-file. Evaluated for all files at once with `pyarrow.compute`.
+types that do not compare, a string max declared possibly truncated) keeps
+the file. A file whose value count is 0 holds no row and matches nothing. Evaluated for all files at once with `pyarrow.compute`.
 
 The stats table follows `metadata.stats_table` (one row per file, min, max
 and null count per column); a table that does not is refused.
@@ -30,6 +30,7 @@ from metadata.stats_table import (
     min_field,
     null_count_field,
     stats_columns,
+    truncated_columns,
 )
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class _Column:
     """One column's statistics; derived masks are computed once, when first needed."""
 
     def __init__(self, stats: pa.Table, name: str) -> None:
+        self.maybe_truncated = name in truncated_columns(stats)
         self.min = stats.column(min_field(name))
         self.max = stats.column(max_field(name))
         nulls = null_count_field(name)
@@ -150,9 +152,9 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
         if op is Op.EQ:
             decided = pc.and_(pc.less_equal(lo, scalar), self._max_at_least(column, value, scalar, strict=False))
         elif op is Op.NE:
-            if column.is_float or column.is_string:
-                # NaN rows are unequal to everything and absent from min/max; string
-                # bounds may be truncated, so min == max does not mean one value.
+            if column.is_float or (column.is_string and column.maybe_truncated):
+                # NaN rows are unequal to everything and absent from min/max; truncated
+                # string bounds: min == max does not mean one value.
                 return pc.invert(column.all_null)
             decided = pc.invert(pc.and_(pc.equal(lo, scalar), pc.equal(hi, scalar)))
         elif op is Op.LT:
@@ -173,7 +175,7 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
         prefix of larger values: v starts with max."""
         hi = column.max
         result = pc.greater(hi, scalar) if strict else pc.greater_equal(hi, scalar)
-        if column.is_string and isinstance(value, str):
+        if column.is_string and column.maybe_truncated and isinstance(value, str):
             truncation_doubt = pc.and_(pc.less_equal(hi, scalar), pc.greater(column.extended_max, scalar))
             result = pc.or_(result, truncation_doubt)
         return result
@@ -205,7 +207,7 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
         value_array = pa.array(values, type=column.type)
         low, high = pc.min_max(value_array).values()
         overlaps = pc.and_(pc.less_equal(column.min, high), self._max_at_least(column, low.as_py(), low, strict=False))
-        if column.is_string:  # truncated bounds: min == max need not be the only value
+        if column.is_string and column.maybe_truncated:  # min == max need not be the only value
             return self._finish(column, overlaps)
         single = pc.equal(column.min, column.max)
         point_ok = pc.is_in(column.min, value_set=value_array)
@@ -213,7 +215,7 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
         return self._finish(column, decided)
 
     def _not_in(self, column: _Column, values: list[Any]) -> pa.ChunkedArray:
-        if column.is_float or column.is_string:  # NaN rows; truncated string bounds
+        if column.is_float or (column.is_string and column.maybe_truncated):  # NaN rows; truncated string bounds
             return pc.invert(column.all_null)
         value_array = pa.array(values, type=column.type)
         only_listed = pc.and_(pc.equal(column.min, column.max), pc.is_in(column.min, value_set=value_array))
@@ -253,8 +255,10 @@ def may_match(expr: Expr, stats: pa.Table) -> pa.BooleanArray:
     """Per file: True when it may hold a matching row."""
     check_stats_table(stats)
     bound = bind(expr, stats_columns(stats), strict=False)
-    result = visit(bound, StatsEvaluator(stats))
-    return pc.fill_null(result, True).combine_chunks()
+    result = pc.fill_null(visit(bound, StatsEvaluator(stats)), True)
+    if VALUE_COUNT in stats.column_names:  # an empty file holds no matching row
+        result = pc.and_(result, pc.fill_null(pc.not_equal(stats.column(VALUE_COUNT), 0), True))
+    return result.combine_chunks()
 
 
 def prune_files(expr: Expr, stats: pa.Table) -> list[str]:

@@ -8,6 +8,11 @@ One row per file (column_stats) or per partition (partition_stats):
   `c_nullCount` (int64).
 A column without these fields has no statistics; a null in them means none
 for that file, which keeps the file.
+
+Bounds are exact unless the table declares otherwise: the metadata table's
+column_stats come from Parquet footers (untruncated) and log records, so
+they are; a source whose string bounds may be cut to a prefix (Parquet's
+page index, some writers) marks those columns with `mark_truncated`.
 """
 
 from __future__ import annotations
@@ -26,6 +31,21 @@ PARTITION = "partition"
 FILE_NAME = "fileName"
 VALUE_COUNT = "valueCount"
 _MIN, _MAX, _NULLS = "_minValue", "_maxValue", "_nullCount"
+
+
+TRUNCATED_KEY = b"hudi_bridge.truncated_bounds"  # schema metadata: comma-separated column names
+
+
+def mark_truncated(stats: pa.Table, columns: Sequence[str]) -> pa.Table:
+    """The same statistics, declaring that these columns' string bounds may be prefixes."""
+    metadata = dict(stats.schema.metadata or {})
+    metadata[TRUNCATED_KEY] = ",".join(sorted(set(columns) | truncated_columns(stats))).encode()
+    return stats.replace_schema_metadata(metadata)
+
+
+def truncated_columns(stats: pa.Table) -> frozenset[str]:
+    raw = (stats.schema.metadata or {}).get(TRUNCATED_KEY, b"")
+    return frozenset(name for name in raw.decode().split(",") if name)
 
 
 def min_field(column: str) -> str:

@@ -40,6 +40,7 @@ from expressions import (
 )
 from expressions.eval_partitions import prune_partitions
 from expressions.tree import Comparison, Op
+from metadata.stats_table import mark_truncated
 
 DIALECTS = ["hive", "spark", "trino", "presto"]
 
@@ -242,10 +243,10 @@ def test_stats_hard_cases() -> None:
 
 
 def test_truncated_string_max_is_not_trusted() -> None:
-    stats = pa.table({
+    stats = mark_truncated(pa.table({
         "fileName": ["f"], "valueCount": pa.array([3], pa.int64()),
         "s_minValue": ["aaa"], "s_maxValue": ["abc"], "s_nullCount": pa.array([0], pa.int64()),
-    })
+    }), ["s"])
     # A writer may have cut "abcz" to "abc": values above "abc" that start with it may exist.
     assert prune_files(parse_sql("s = 'abcz'", "spark"), stats) == ["f"]
     assert prune_files(parse_sql("s > 'abcd'", "spark"), stats) == ["f"]
@@ -253,12 +254,33 @@ def test_truncated_string_max_is_not_trusted() -> None:
     assert prune_files(parse_sql("s = 'abd'", "spark"), stats) == []
     assert prune_files(parse_sql("s LIKE 'b%'", "spark"), stats) == []
     # A file whose only value "aa" was cut to "a": min == max proves nothing.
-    one = pa.table({"fileName": ["f"], "valueCount": pa.array([1], pa.int64()), "s_minValue": ["a"], "s_maxValue": ["a"],
-                    "s_nullCount": pa.array([0], pa.int64())})
+    one = mark_truncated(pa.table({"fileName": ["f"], "valueCount": pa.array([1], pa.int64()), "s_minValue": ["a"], "s_maxValue": ["a"],
+                    "s_nullCount": pa.array([0], pa.int64())}), ["s"])
     long_list = "(" + ", ".join(f"'{v}'" for v in ["aa"] + [f"x{i}" for i in range(40)]) + ")"
     assert prune_files(parse_sql(f"s IN {long_list}", "spark"), one) == ["f"]
     assert prune_files(parse_sql("s <> 'a'", "spark"), one) == ["f"]
     assert prune_files(parse_sql("s NOT IN ('a', 'b')", "spark"), one) == ["f"]
+
+
+def test_exact_string_bounds_prune_as_hudi_does() -> None:
+    """The metadata table's bounds are exact (not marked truncated): Hudi's
+    data skipping excludes these files, and so does the plan."""
+    stats = pa.table({
+        "fileName": ["only_abc", "aaa_to_abc", "empty"], "valueCount": pa.array([4, 3, 0], pa.int64()),
+        "s_minValue": ["abc", "aaa", None], "s_maxValue": ["abc", "abc", None], "s_nullCount": pa.array([0, 0, 0], pa.int64()),
+    })
+    assert prune_files(parse_sql("s <> 'abc'", "spark"), stats) == ["aaa_to_abc"]
+    assert prune_files(parse_sql("s NOT IN ('abc')", "spark"), stats) == ["aaa_to_abc"]
+    assert prune_files(parse_sql("s = 'abcd'", "spark"), stats) == []  # above every max
+    assert prune_files(parse_sql("s > 'abc'", "spark"), stats) == []
+    assert prune_files(parse_sql("s LIKE 'abcd%'", "spark"), stats) == []
+    long_list = "(" + ", ".join(f"'x{i}'" for i in range(40)) + ", 'abc')"
+    assert prune_files(parse_sql(f"s IN {long_list}", "spark"), stats) == ["only_abc", "aaa_to_abc"]
+    # A file with no rows matches nothing, whatever the predicate.
+    assert "empty" not in prune_files(parse_sql("s IS NULL OR s IS NOT NULL", "spark"), stats)
+    truncated = mark_truncated(stats, ["s"])
+    assert prune_files(parse_sql("s <> 'abc'", "spark"), truncated) == ["only_abc", "aaa_to_abc"]
+    assert prune_files(parse_sql("s = 'abcd'", "spark"), truncated) == ["only_abc", "aaa_to_abc"]
 
 
 # Partition values ------------------------------------------------------------------------

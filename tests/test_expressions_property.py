@@ -31,6 +31,7 @@ from expressions.tree import (
     Ref,
     StartsWith,
 )
+from metadata.stats_table import mark_truncated
 
 SCHEMA = pa.schema([
     ("i32", pa.int32()),
@@ -134,7 +135,8 @@ def file_stats(files: list[pa.Table], names: list[str], truncate: list[bool]) ->
         columns[f"{field.name}_minValue"] = pa.array(mins, type=field.type)
         columns[f"{field.name}_maxValue"] = pa.array(maxs, type=field.type)
         columns[f"{field.name}_nullCount"] = pa.array(nulls, type=pa.int64())
-    return pa.table(columns)
+    stats = pa.table(columns)
+    return mark_truncated(stats, ["s"]) if any(truncate) else stats  # a truncating writer declares it
 
 
 @st.composite
