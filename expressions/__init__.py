@@ -5,6 +5,7 @@ from expressions.dialect import Dialect, NanSemantics
 from expressions.errors import CoercionError, ExpressionError, SqlSyntaxError, UnknownColumnError
 from expressions.eval_rows import evaluate_rows
 from expressions.eval_stats import may_match, prune_files
+from expressions.hive_filters import parse_hive_filter, parse_search_argument
 from expressions.spark_filters import from_spark_filters
 from expressions.sql import parse_sql, to_sql
 from expressions.tree import (
@@ -29,6 +30,6 @@ from expressions.tree import (
 __all__ = [
     "AlwaysFalse", "AlwaysTrue", "And", "CoercionError", "Comparison", "Dialect", "NanSemantics", "Expr", "ExpressionError", "In",
     "IsNotNull", "IsNull", "Literal", "Not", "Op", "Or", "Ref", "SqlSyntaxError", "StartsWith", "Unknown",
-    "UnknownColumnError", "bind", "evaluate_rows", "from_spark_filters", "may_match", "parse_sql",
+    "UnknownColumnError", "bind", "evaluate_rows", "from_spark_filters", "may_match", "parse_hive_filter", "parse_search_argument", "parse_sql",
     "prune_files", "push_not_down", "to_sql",
 ]

@@ -220,6 +220,8 @@ class _Converter:
 
     def ref(self, node: exp.Expr) -> Ref | None:
         cast = None
+        while isinstance(node, exp.Paren):  # Hive prints `(col) IN (...)`
+            node = node.this
         if isinstance(node, (exp.Cast, exp.TryCast)) and isinstance(node.this, (exp.Column, exp.Dot)):
             cast = node.to.sql(dialect=NEUTRAL).upper()
             node = node.this
