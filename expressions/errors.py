@@ -15,6 +15,11 @@ class ExpressionError(HudiBridgeError, ValueError):
         super().__init__(message + where)
 
 
+def line_column(text: str, offset: int) -> tuple[int, int]:
+    """(line, column), both from 1, of a character offset in a text."""
+    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
 class SqlSyntaxError(ExpressionError):
     """The SQL text does not parse."""
 

@@ -19,7 +19,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from expressions.dialect import Dialect
-from expressions.errors import SqlSyntaxError
+from expressions.errors import SqlSyntaxError, line_column
 from expressions.sql import parse_sql
 from expressions.tree import And, Comparison, Expr, In, IsNull, Literal, Not, Op, Or, Ref, Unknown, chain
 
@@ -40,11 +40,11 @@ def parse_search_argument(text: str) -> Expr:
     """The tree of a SearchArgument's `toString()`."""
     entries = list(_ENTRY.finditer(text))
     if not entries or entries[-1].group(1) != "expr":
-        raise SqlSyntaxError("a SearchArgument string ends with 'expr = ...'", _position(text, len(text)))
+        raise SqlSyntaxError("a SearchArgument string ends with 'expr = ...'", line_column(text, len(text)))
     leaves: dict[int, Expr] = {}
     for entry, following in zip(entries, entries[1:]):
         if entry.group(2) is None:
-            raise SqlSyntaxError("'expr = ...' must come last in a SearchArgument string", _position(text, entry.start()))
+            raise SqlSyntaxError("'expr = ...' must come last in a SearchArgument string", line_column(text, entry.start()))
         body = text[entry.end() : following.start()].strip().rstrip(",").strip()
         leaves[int(entry.group(2))] = _leaf(body, text, entry.end())
     last = entries[-1]
@@ -54,7 +54,7 @@ def parse_search_argument(text: str) -> Expr:
 def _leaf(body: str, text: str, offset: int) -> Expr:
     match = _LEAF.match(body)
     if match is None:
-        raise SqlSyntaxError(f"a SearchArgument leaf is '(OPERATOR column literal...)', not {body!r}", _position(text, offset))
+        raise SqlSyntaxError(f"a SearchArgument leaf is '(OPERATOR column literal...)', not {body!r}", line_column(text, offset))
     operator, column, rest = match.group(1), match.group(2), match.group(3).split()
     ref = Ref(tuple(column.split(".")))
     literals = tuple(_literal(v) for v in rest)
@@ -98,12 +98,12 @@ class _Tree:
     def parse(self) -> Expr:
         result = self._node()
         if self.pos != len(self.tokens):
-            raise SqlSyntaxError("unexpected text after the SearchArgument expression", _position(self.text, self.tokens[self.pos][1]))
+            raise SqlSyntaxError("unexpected text after the SearchArgument expression", line_column(self.text, self.tokens[self.pos][1]))
         return result
 
     def _next(self) -> tuple[str, int]:
         if self.pos >= len(self.tokens):
-            raise SqlSyntaxError("the SearchArgument expression ends early", _position(self.text, len(self.text)))
+            raise SqlSyntaxError("the SearchArgument expression ends early", line_column(self.text, len(self.text)))
         token = self.tokens[self.pos]
         self.pos += 1
         return token
@@ -116,7 +116,7 @@ class _Tree:
             if token == "(":
                 operator, op_at = self._next()
                 if operator not in ("and", "or", "not"):
-                    raise SqlSyntaxError(f"unknown SearchArgument operator {operator!r}", _position(self.text, op_at))
+                    raise SqlSyntaxError(f"unknown SearchArgument operator {operator!r}", line_column(self.text, op_at))
                 stack.append((operator, op_at, []))
                 continue
             value = self._atom(token, at)
@@ -136,21 +136,17 @@ class _Tree:
         if match:
             number = int(match.group(1))
             if number not in self.leaves:
-                raise SqlSyntaxError(f"{token} is not defined", _position(self.text, at))
+                raise SqlSyntaxError(f"{token} is not defined", line_column(self.text, at))
             return self.leaves[number]
         if token in ("YES", "NO", "NULL", "YES_NO", "NO_NULL", "YES_NULL", "YES_NO_NULL"):
             return Unknown(f"SearchArgument constant {token}")  # a truth value: never prunes
-        raise SqlSyntaxError(f"unexpected {token!r} in a SearchArgument expression", _position(self.text, at))
+        raise SqlSyntaxError(f"unexpected {token!r} in a SearchArgument expression", line_column(self.text, at))
 
     def _combine(self, operator: str, children: list[Expr], at: int) -> Expr:
         if operator == "not":
             if len(children) != 1:
-                raise SqlSyntaxError("(not ...) takes one operand", _position(self.text, at))
+                raise SqlSyntaxError("(not ...) takes one operand", line_column(self.text, at))
             return Not(children[0])
         if not children:
-            raise SqlSyntaxError(f"({operator}) needs operands", _position(self.text, at))
+            raise SqlSyntaxError(f"({operator}) needs operands", line_column(self.text, at))
         return chain(And if operator == "and" else Or, children)
-
-
-def _position(text: str, offset: int) -> tuple[int, int]:
-    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1

@@ -22,7 +22,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from expressions.dialect import Dialect
-from expressions.errors import SqlSyntaxError
+from expressions.errors import SqlSyntaxError, line_column
 from expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
@@ -61,7 +61,7 @@ def parse_sql(text: str, dialect: Dialect | str = Dialect.SPARK) -> Expr:
         tokens = sqlglot.tokenize(text, read=dialect.value)
     except TokenError as exc:
         start = getattr(exc, "start", None) or 0
-        raise SqlSyntaxError(f"cannot tokenize {dialect} SQL (unclosed quote or bad character)", _line_column(text, start)) from None
+        raise SqlSyntaxError(f"cannot tokenize {dialect} SQL (unclosed quote or bad character)", line_column(text, start)) from None
     _check_tokens(text, tokens)
     try:
         tree = sqlglot.parse_one(text, read=dialect.value)
@@ -84,10 +84,6 @@ _STATEMENTS = tuple(getattr(exp, name) for name in (
 _NOT_BOOLEAN = (exp.Binary, exp.Literal, exp.Neg, exp.Star)  # arithmetic, strings, numbers
 
 
-def _line_column(text: str, offset: int) -> tuple[int, int]:
-    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
-
-
 def _check_tokens(text: str, tokens: list[Any]) -> None:
     """One expression (no `;`), nested at most MAX_NESTING deep (parentheses
     and runs of NOT), before the recursive parser sees it."""
@@ -95,12 +91,12 @@ def _check_tokens(text: str, tokens: list[Any]) -> None:
     for token in tokens:
         kind = token.token_type
         if kind is TokenType.SEMICOLON:
-            raise SqlSyntaxError("only one boolean expression is accepted; ';' ends a statement", _line_column(text, token.start))
+            raise SqlSyntaxError("only one boolean expression is accepted; ';' ends a statement", line_column(text, token.start))
         not_run = not_run + 1 if kind is TokenType.NOT else 0
         depth += 1 if kind is TokenType.L_PAREN else -1 if kind is TokenType.R_PAREN else 0
         if depth + not_run > MAX_NESTING:
             raise SqlSyntaxError(f"predicate nested too deeply (at most {MAX_NESTING} levels of parentheses and NOT)",
-                                 _line_column(text, token.start))
+                                 line_column(text, token.start))
 
 
 def _check_boolean(text: str, tree: exp.Expr, tokens: list[Any]) -> None:
@@ -114,7 +110,7 @@ def _check_boolean(text: str, tree: exp.Expr, tokens: list[Any]) -> None:
             keyword = "SELECT" if isinstance(node, exp.Query) else node.key.upper()
             where = next((t.start for t in tokens if t.text.upper() == keyword), 0)
             raise SqlSyntaxError(f"{keyword} is not accepted: give one boolean expression (a WHERE clause without WHERE)",
-                                 _line_column(text, where))
+                                 line_column(text, where))
     if isinstance(root, _NOT_BOOLEAN) and not isinstance(root, (exp.Predicate, exp.Connector, exp.Escape)):
         raise SqlSyntaxError(f"{root.sql()!r} is not a condition: give a boolean expression", (1, 1))
 
@@ -141,8 +137,7 @@ class _Converter:
         match = re.search(r"(?<![\w.])" + re.escape(name) + r"(?!\w)", self.text, re.IGNORECASE)
         if match is None:
             return None
-        start = match.start()
-        return self.text.count("\n", 0, start) + 1, start - (self.text.rfind("\n", 0, start) + 1) + 1
+        return line_column(self.text, match.start())
 
     def unknown(self, node: exp.Expr, reason: str) -> Unknown:
         refs = tuple(r for r in (self.ref(c) for c in node.find_all(exp.Column)) if r is not None)
