@@ -56,12 +56,16 @@ def choose_listing(table: StoredTable, use_metadata: bool | None, strict: bool =
     """
     if use_metadata is False:
         return StorageListing(table.storage, "metadata table not requested")
+    mdt: MetadataTable | None = None
     try:
-        listing = MetadataListing(MetadataTable.open(table))
+        mdt = MetadataTable.open(table)
+        listing = MetadataListing(mdt)
         # Read the files partition now: damage shows here, before a view relies on it.
         listing.partitions()
         return listing
     except HudiError as exc:
+        if mdt is not None:
+            mdt.close()  # the files it opened are not needed for a storage listing
         if use_metadata or (strict and isinstance(exc, MetadataTableDamaged)):
             raise
         reason = exc.reason if isinstance(exc, MetadataTableUnavailable) else str(exc)
