@@ -356,3 +356,29 @@ class Visitor(Generic[T]):
 
 def visit(expr: Expr, visitor: Visitor[T]) -> T:
     return push_not_down(expr).accept(visitor)
+
+
+def values_required(expr: Expr, column: str) -> list[Any] | None:
+    """The values `column` must take for `expr` to hold (`= v`, `IN (...)`,
+    through AND and OR), or None when the predicate allows any value. An
+    index lookup of these values finds every matching row."""
+    node = push_not_down(expr)
+    if isinstance(node, Comparison):
+        if node.ref.path == (column,) and node.op in (Op.EQ, Op.NULL_SAFE_EQ) and not node.literal.is_null:
+            return [node.literal.value]
+        return None
+    if isinstance(node, In):
+        if node.ref.path == (column,) and not node.negated:
+            return [lit.value for lit in node.literals if not lit.is_null]
+        return None
+    if isinstance(node, AlwaysFalse):
+        return []
+    if isinstance(node, And):
+        left, right = values_required(node.left, column), values_required(node.right, column)
+        if left is None or right is None:
+            return right if left is None else left
+        return [v for v in left if v in right]
+    if isinstance(node, Or):
+        left, right = values_required(node.left, column), values_required(node.right, column)
+        return None if left is None or right is None else left + [v for v in right if v not in left]
+    return None

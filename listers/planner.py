@@ -16,16 +16,19 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any, TypeVar
 
 import pyarrow as pa
 
 from expressions import Expr, bind, may_match, parse_sql, to_sql
 from expressions.eval_partitions import prune_partitions
-from expressions.tree import references
+from expressions.tree import references, values_required
 from listers.directory_lister import DirectoryLister
 from metadata import FileSlice, HudiError, HudiFormatError, MetadataTable, MetadataTableUnavailable
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
+from metadata.file_naming import LogFileName
+from metadata.mdt.indexes import RECORD_INDEX, record_index_is_global, record_keys_with_values, record_locations, secondary_indexes
 from metadata.stats_table import FILE_NAME, PARTITION, min_field
 
 log = logging.getLogger(__name__)
@@ -97,6 +100,19 @@ def plan(
         return _Planner(lister, expr, dialect).run(text)
 
 
+def index_text(value: Any, days: bool) -> str | None:
+    """A predicate value as an index key holds it: record keys and secondary
+    values are the column's value as text (a date as its day number in a
+    secondary index); None where that text is not known exactly."""
+    if isinstance(value, bool):
+        return None if not days else str(value).lower()
+    if isinstance(value, (int, str)):
+        return str(value)
+    if days and isinstance(value, date) and not isinstance(value, datetime):
+        return str((value - date(1970, 1, 1)).days)
+    return None
+
+
 class _Planner:
     def __init__(self, lister: DirectoryLister, expr: Expr, dialect: str) -> None:
         self.lister = lister
@@ -165,6 +181,7 @@ class _Planner:
         data_columns = [c for c in columns if c not in config.partition_fields or c in transformed]
         kept = self._partition_stats(mdt, kept, data_columns)
         slices = [s for part in self.lister.list_files_batch(kept).values() for s in part]
+        slices = self._record_index(mdt, slices)
         slices = self._column_stats(mdt, kept, slices, data_columns)
         return Plan(
             predicate=text,
@@ -201,6 +218,58 @@ class _Planner:
         kept = [p for p in partitions if p not in excluded]  # no stats row: kept
         self.stages.append(Stage("partition_stats", len(kept), len(partitions), time.perf_counter() - start))
         return kept
+
+    def _record_index(self, mdt: MetadataTable | None, slices: list[FileSlice]) -> list[FileSlice]:
+        """Record keys the predicate pins (`key = v`, `key IN (...)`, or through a
+        secondary index) -> their file groups, as Hudi's RecordLevelIndexSupport
+        and SecondaryIndexSupport do. Slices the index may not cover yet stay."""
+        config = self.table.config
+        if mdt is None or not slices or RECORD_INDEX not in config.metadata_partitions:
+            return slices
+        start = time.perf_counter()
+        if not record_index_is_global(mdt):
+            self.not_used.append("record_index: partitioned record index not read here")
+            return slices
+        keys: set[str] | None = None
+        used = []
+        if len(config.record_key_fields) == 1:
+            for column in (config.record_key_fields[0], "_hoodie_record_key"):
+                texts = self._index_texts(column, days=False)
+                if texts is not None:
+                    keys = set(texts) if keys is None else keys & set(texts)
+                    used.append(RECORD_INDEX)
+        for index in secondary_indexes(mdt):
+            texts = self._index_texts(index.column, days=True)
+            if texts is not None:
+                found = record_keys_with_values(mdt, index, texts)
+                keys = found if keys is None else keys & found
+                used.append(index.partition)
+        if keys is None:
+            return slices
+        allowed = set(record_locations(mdt, sorted(keys)).values())
+        covered = mdt.reader.latest_synced_data_instant()
+        kept = [s for s in slices if (s.partition, s.file_id) in allowed or not self._covered_by_index(s, covered)]
+        self.stages.append(Stage(" + ".join(used), len(kept), len(slices), time.perf_counter() - start,
+                                 f"{len(keys)} record key(s) in {len(allowed)} file group(s)"))
+        return kept
+
+    def _index_texts(self, column: str, days: bool) -> list[str] | None:
+        """The index keys of the values the predicate pins `column` to, if it does."""
+        values = values_required(self.expr, column)
+        if values is None:
+            return None
+        texts = [index_text(v, days) for v in values]
+        return None if None in texts else [t for t in texts if t is not None]
+
+    def _covered_by_index(self, s: FileSlice, covered: str | None) -> bool:
+        """The index holds every write of this slice: all its files are from instants it synced."""
+        if covered is None or s.base_instant > covered:
+            return False
+        if not s.log_files:
+            return True
+        if self.table.config.timeline_layout_version < 2:
+            return False  # v6 log names carry the base instant, not the writer's
+        return all(LogFileName.parse(name).instant_time <= covered for name in s.log_file_names)
 
     def _column_stats(self, mdt: MetadataTable | None, partitions: list[str], slices: list[FileSlice], columns: list[str]) -> list[FileSlice]:
         if mdt is None or not columns or not slices:

@@ -115,6 +115,12 @@ class MetadataTableReader:
         # v8+: 00000000000000000, ...001; v6: <instant> + 3-digit suffix (010 and up).
         return ts.startswith("00000000000000") or len(ts) > 17
 
+    def latest_synced_data_instant(self) -> str | None:
+        """The newest data-table instant whose changes the metadata table holds."""
+        data_completed = {i.requested_time for i in self.data_table.timeline.completed()}
+        synced = [ts for ts in self._valid if ts in data_completed]
+        return max(synced) if synced else None
+
     def close(self) -> None:
         """Close the HFiles opened for reads; a later read opens them again."""
         with self._lock:

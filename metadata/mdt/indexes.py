@@ -1,0 +1,138 @@
+"""Record-level and secondary indexes of the metadata table (Hudi 1.x).
+
+- `record_index`: key = record key; the record's `recordIndexMetadata` names
+  the partition and the file group (a UUID from two longs plus a file index
+  when `fileIdEncoding` is 0, the file id as written when it is 1), as
+  Hudi's `HoodieTableMetadataUtil.getLocationFromRecordIndexInfo` reads it.
+- `secondary_index_<name>`: key = escaped secondary value `$` escaped record
+  key (`SecondaryIndexKeyUtils`: `\\`, `$` and NUL escaped with `\\`); a record
+  with `isDeleted` is a value the record no longer has. The value is the
+  column's Avro form as text (a date is its day number).
+Index definitions (`hoodie.table.index.defs.path`) say which column a
+secondary index covers.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from metadata.errors import HudiFormatError, StoredFileNotFound
+from metadata.mdt.metadata_table import MetadataTable
+from metadata.mdt.reader import KeyQuery
+
+RECORD_INDEX = "record_index"
+SECONDARY_INDEX_PREFIX = "secondary_index_"
+INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
+MISSING_FILE_INDEX = -1
+_ESCAPED = ("\\", "$", "\0")
+
+
+@dataclass(frozen=True)
+class SecondaryIndex:
+    partition: str  # the metadata-table partition, secondary_index_<name>
+    column: str
+
+
+def escape_secondary_key(value: str) -> str:
+    return "".join("\\" + c if c in _ESCAPED else c for c in value)
+
+
+def _unescape(text: str) -> str:
+    out, escaped = [], False
+    for c in text:
+        if escaped or c != "\\":
+            out.append(c)
+            escaped = False
+        else:
+            escaped = True
+    return "".join(out)
+
+
+def _record_key_of(secondary_index_key: str) -> str:
+    escaped = False
+    for i, c in enumerate(secondary_index_key):
+        if c == "\\" and not escaped:
+            escaped = True
+        elif c == "$" and not escaped:
+            return _unescape(secondary_index_key[i + 1 :])
+        else:
+            escaped = False
+    raise ValueError(f"secondary index key {secondary_index_key!r} has no '$'")
+
+
+def file_group_of(info: dict[str, Any], where: str) -> tuple[str, str]:
+    """(partition, file id) of a record_index entry."""
+    partition = info.get("partitionName")
+    if not isinstance(partition, str):
+        raise HudiFormatError(where, "record_index entry has no partitionName")
+    if info.get("fileIdEncoding", 0) == 1:
+        file_id = info.get("fileId")
+        if not isinstance(file_id, str) or not file_id:
+            raise HudiFormatError(where, "record_index entry with fileIdEncoding 1 has no fileId")
+        return partition, file_id
+    high, low, index = info.get("fileIdHighBits"), info.get("fileIdLowBits"), info.get("fileIndex", MISSING_FILE_INDEX)
+    if not isinstance(high, int) or not isinstance(low, int):
+        raise HudiFormatError(where, "record_index entry has no fileIdHighBits/fileIdLowBits")
+    file_id = str(uuid.UUID(int=((high & (2**64 - 1)) << 64) | (low & (2**64 - 1))))
+    return partition, file_id if index == MISSING_FILE_INDEX else f"{file_id}-{index}"
+
+
+def record_locations(mdt: MetadataTable, keys: list[str]) -> dict[str, tuple[str, str]]:
+    """Record key -> (partition, file id) for the keys the record index holds."""
+    records = mdt.reader.read(RECORD_INDEX, KeyQuery(keys=keys))
+    where = f"{mdt.reader.mdt.storage.uri}/{RECORD_INDEX}"
+    found = {}
+    for key, record in records.items():
+        info = record.raw.get("recordIndexMetadata")
+        if isinstance(info, dict):
+            found[key] = file_group_of(info, f"{where} (key {key!r})")
+    return found
+
+
+def record_keys_with_values(mdt: MetadataTable, index: SecondaryIndex, values: list[str]) -> set[str]:
+    """Record keys whose indexed column holds one of `values` (secondary-key text)."""
+    prefixes = [escape_secondary_key(v) + "$" for v in values]
+    records = mdt.reader.read(index.partition, KeyQuery(prefixes=prefixes))
+    keys = set()
+    for key, record in records.items():
+        meta = record.raw.get("SecondaryIndexMetadata")
+        if isinstance(meta, dict) and meta.get("isDeleted"):
+            continue
+        keys.add(_record_key_of(key))
+    return keys
+
+
+def record_index_is_global(mdt: MetadataTable) -> bool:
+    """A partitioned record index keys records per partition; only the global one is read here."""
+    definition = _definitions(mdt).get(RECORD_INDEX, {})
+    return str(definition.get("indexOptions", {}).get("isPartitioned", "false")).lower() != "true"
+
+
+def secondary_indexes(mdt: MetadataTable) -> list[SecondaryIndex]:
+    """Built secondary indexes on one column with the identity function."""
+    built = set(mdt.table.config.metadata_partitions)
+    result = []
+    for name, definition in _definitions(mdt).items():
+        fields = definition.get("sourceFields") or []
+        if (name in built and name.startswith(SECONDARY_INDEX_PREFIX) and len(fields) == 1
+                and definition.get("indexFunction", "identity") in ("identity", "")):
+            result.append(SecondaryIndex(name, fields[0]))
+    return result
+
+
+def _definitions(mdt: MetadataTable) -> dict[str, dict[str, Any]]:
+    path = mdt.table.config.raw.get(INDEX_DEFS_KEY)
+    if not path:
+        return {}
+    storage = mdt.table.storage
+    try:
+        data = json.loads(storage.read_bytes(path))
+    except StoredFileNotFound:
+        return {}
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise HudiFormatError(storage.full_path(path), f"index definitions are not JSON ({exc})") from None
+    definitions = data.get("indexDefinitions", {}) if isinstance(data, dict) else {}
+    return definitions if isinstance(definitions, dict) else {}
