@@ -194,7 +194,7 @@ class _Planner:
         )
 
     def _stage_unusable(self, stage: str, exc: MetadataTableUnavailable, kept: list[T]) -> list[T]:
-        if self.lister.table.strict:
+        if self.table.strict:
             raise exc
         log.warning("%s not used: %s", stage, exc)
         self.not_used.append(f"{stage}: {exc.reason}; every candidate kept")

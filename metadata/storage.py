@@ -101,21 +101,6 @@ def _s3_region(bucket: str, seconds: float) -> str:
     raise StorageError(f"s3://{bucket}: cannot find the bucket's region ({why}); set AWS_REGION to skip the lookup")
 
 
-def _storage_call(what: str, path: str, call: Callable[[], T]) -> T:
-    """`call()`, with OS and connection errors turned into the project's
-    errors naming the path."""
-    try:
-        return call()
-    except (StorageError, UnsafePathError):
-        raise
-    except FileNotFoundError as exc:
-        raise StoredFileNotFound(f"{path}: not found ({what})") from exc
-    except PermissionError as exc:
-        raise StorageError(f"{path}: permission denied ({what})") from exc
-    except OSError as exc:
-        raise StorageError(f"{path}: cannot {what}: {exc}") from exc
-
-
 class Storage:
     """Files below one base path on one filesystem."""
 
@@ -148,6 +133,21 @@ class Storage:
         """Storage rooted at a folder below this one (e.g. the metadata table)."""
         return Storage(self.filesystem, self.full_path(relative), join(self.uri, relative) if "://" in self.uri else self.full_path(relative))
 
+    def _call(self, what: str, relative: str, call: Callable[[str], T]) -> T:
+        """`call(full path)` below the base, with OS and connection errors turned
+        into the project's errors naming the file as the user knows it."""
+        path = self.full_path(relative)
+        try:
+            return call(path)
+        except StorageError:
+            raise
+        except FileNotFoundError as exc:
+            raise StoredFileNotFound(f"{self.display_path(relative)}: not found ({what})") from exc
+        except PermissionError as exc:
+            raise StorageError(f"{self.display_path(relative)}: permission denied ({what})") from exc
+        except OSError as exc:
+            raise StorageError(f"{self.display_path(relative)}: cannot {what}: {exc}") from exc
+
     def display_path(self, relative: str) -> str:
         """Where a file is, as the user named the table (with its scheme)."""
         return join(self.uri, relative) if "://" in self.uri else self.full_path(relative)
@@ -161,35 +161,28 @@ class Storage:
 
     # Reading -------------------------------------------------------------
     def read_bytes(self, relative: str) -> bytes:
-        path = self.full_path(relative)
-
-        def read() -> bytes:
+        def read(path: str) -> bytes:
             with self.filesystem.open_input_stream(path) as stream:
                 return bytes(stream.read())
 
-        return _storage_call("read", self.display_path(relative), read)
+        return self._call("read", relative, read)
 
     def open_random_access(self, relative: str) -> pafs.NativeFile:
-        path = self.full_path(relative)
-        return _storage_call("open", self.display_path(relative), lambda: self.filesystem.open_input_file(path))
+        return self._call("open", relative, self.filesystem.open_input_file)
 
     def exists(self, relative: str) -> bool:
-        path = self.full_path(relative)
-        info = _storage_call("look up", self.display_path(relative), lambda: self.filesystem.get_file_info(path))
-        return bool(info.type != pafs.FileType.NotFound)
+        return bool(self._call("look up", relative, self.filesystem.get_file_info).type != pafs.FileType.NotFound)
 
     def is_dir(self, relative: str) -> bool:
-        path = self.full_path(relative)
-        info = _storage_call("look up", self.display_path(relative), lambda: self.filesystem.get_file_info(path))
-        return bool(info.type == pafs.FileType.Directory)
+        return bool(self._call("look up", relative, self.filesystem.get_file_info).type == pafs.FileType.Directory)
 
     def list_dir(self, relative: str = "") -> tuple[list[StoredFile], list[str]]:
         """Files and sub-folder names directly inside a folder ([] when absent)."""
-        path = self.full_path(relative)
-        selector = pafs.FileSelector(path, allow_not_found=True, recursive=False)
         files: list[StoredFile] = []
         folders: list[str] = []
-        infos = _storage_call("list", self.display_path(relative), lambda: self.filesystem.get_file_info(selector))
+        infos = self._call(
+            "list", relative, lambda path: self.filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True, recursive=False))
+        )
         for info in infos:
             name = posixpath.basename(info.path.rstrip("/"))
             if info.type == pafs.FileType.Directory:
@@ -208,24 +201,21 @@ class Storage:
         are moved into place; on object stores the move is a copy, which is
         still all-or-nothing for readers of the final name.
         """
-        target = self.full_path(relative)
-        folder = posixpath.dirname(target)
-        temp = posixpath.join(folder, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(target)}")
-        def write() -> None:
+        def write(target: str) -> None:
+            folder = posixpath.dirname(target)
+            temp = posixpath.join(folder, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(target)}")
             self.filesystem.create_dir(folder, recursive=True)
             with self.filesystem.open_output_stream(temp) as out:
                 out.write(data)
             self.filesystem.move(temp, target)
 
-        _storage_call("write", self.display_path(relative), write)
+        self._call("write", relative, write)
 
     def delete_file(self, relative: str) -> None:
-        path = self.full_path(relative)
-        _storage_call("delete", self.display_path(relative), lambda: self.filesystem.delete_file(path))
+        self._call("delete", relative, self.filesystem.delete_file)
 
     def make_dirs(self, relative: str) -> None:
-        path = self.full_path(relative)
-        _storage_call("create", self.display_path(relative), lambda: self.filesystem.create_dir(path, recursive=True))
+        self._call("create", relative, lambda path: self.filesystem.create_dir(path, recursive=True))
 
 
 def _normalise_local(path: str) -> str:

@@ -39,9 +39,7 @@ class TableParts:
 
     @classmethod
     def load(cls, path_or_uri: str, filesystem: pafs.FileSystem | None = None) -> TableParts:
-        storage = Storage.open(path_or_uri, filesystem)
-        config = TableConfig.load(storage)
-        return cls(storage, config, Timeline.load(storage, config))
+        return cls.load_storage(Storage.open(path_or_uri, filesystem))
 
     @classmethod
     def load_storage(cls, storage: Storage) -> TableParts:

@@ -139,7 +139,7 @@ class Timeline:
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         if not instant.is_commit:
             raise ValueError(f"{instant} is not a completed commit")
-        source = self.storage.full_path(self.instant_path(instant))
+        source = self.instant_file(instant)
         return self._cached("commit", instant, lambda: CommitMetadata.from_dict(source, self.read_content(instant)))
 
     def written_files(self, instant: Instant) -> list[tuple[str, str, str]]:
@@ -150,19 +150,19 @@ class Timeline:
             cached = self._cache.get(("commit", instant.requested_time))
         if cached is not None:
             return [(s.partition_path, s.file_id, s.path or "") for s in cached.write_stats()]
-        source = self.storage.full_path(self.instant_path(instant))
+        source = self.instant_file(instant)
         return self._cached("written", instant, lambda: written_files(source, self.read_content(instant)))
 
     def clean_metadata(self, instant: Instant) -> CleanMetadata:
         if instant.action is not Action.CLEAN or not instant.is_completed:
             raise ValueError(f"{instant} is not a completed clean")
-        source = self.storage.full_path(self.instant_path(instant))
+        source = self.instant_file(instant)
         return self._cached("clean", instant, lambda: CleanMetadata.from_dict(source, self.read_content(instant)))
 
     def rollback_metadata(self, instant: Instant) -> RollbackMetadata:
         if instant.action is not Action.ROLLBACK or not instant.is_completed:
             raise ValueError(f"{instant} is not a completed rollback")
-        source = self.storage.full_path(self.instant_path(instant))
+        source = self.instant_file(instant)
         return self._cached("rollback", instant, lambda: RollbackMetadata.from_dict(source, self.read_content(instant)))
 
     def compaction_plan(self, instant: Instant) -> CompactionPlan:

@@ -190,10 +190,9 @@ class MetadataTableReader:
                 writers: dict[str, set[str]] = {}
                 for instant in self.mdt.timeline.completed():
                     if instant.requested_time in self._valid and instant.action.writes_data:
-                        for stats in self.mdt.timeline.commit_metadata(instant).partition_to_write_stats.values():
-                            for stat in stats:
-                                if stat.path:
-                                    writers.setdefault(stat.path, set()).add(instant.requested_time)
+                        for _partition, _file_id, path in self.mdt.timeline.written_files(instant):
+                            if path:
+                                writers.setdefault(path, set()).add(instant.requested_time)
                 self._v6_writers = writers
             return set(self._v6_writers.get(relative, set()))
 
