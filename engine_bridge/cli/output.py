@@ -14,7 +14,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 from rich.console import Console
@@ -24,8 +24,6 @@ from metadata import FileSlice, HudiBridgeError
 
 console = Console()
 ERROR_EXIT = 2
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -47,7 +45,7 @@ def strict_requested() -> bool:
 
 def debug_requested() -> bool:
     ctx = click.get_current_context(silent=True)
-    return bool(ctx is not None and ctx.find_root().meta.get("hudi_bridge.debug", False))
+    return bool(ctx is not None and ctx.meta.get("hudi_bridge.debug", False))
 
 
 def fail(exc: BaseException) -> None:
