@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from expressions.errors import CoercionError, UnknownColumnError
+from expressions.functions import result_type as function_result_type
 from expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
@@ -105,9 +106,14 @@ def _bind(expr: Expr, schema: Schema, strict: bool) -> Expr:
             raise UnknownColumnError(ref.name, schema.suggest(ref.name), ref.position)
         return Unknown(f"column {ref.name} is not known here", refs=(ref,))
     name, dtype = found
-    bound_ref = Ref(tuple(name.split(".")), ref.position)
+    bound_ref = Ref(tuple(name.split(".")), ref.position, functions=ref.functions)
     if ref.cast is not None and not widens(dtype, ref.cast):
         return Unknown(f"CAST({name} AS {ref.cast}) is not a widening cast of {dtype}", refs=(bound_ref,))
+    if ref.functions:
+        result = function_result_type(ref.functions, dtype)
+        if result is None:
+            return Unknown(f"{bound_ref} does not prune on a column of type {dtype}", refs=(bound_ref,))
+        dtype, name = result, str(bound_ref)
     if isinstance(expr, (IsNull, IsNotNull)):
         return type(expr)(bound_ref)
     if isinstance(expr, StartsWith):
@@ -193,7 +199,7 @@ def coerce(literal: Literal, dtype: pa.DataType, ref: Ref) -> tuple[bool, Any]:
 
     def fail(why: str) -> CoercionError:
         return CoercionError(
-            f"literal {_show(literal)} cannot be compared with column {ref.name} of type {dtype}: {why}",
+            f"literal {_show(literal)} cannot be compared with column {ref} of type {dtype}: {why}",
             literal.position or ref.position,
         )
 

@@ -16,17 +16,23 @@ import pyarrow.compute as pc
 from expressions.binding import bind
 from expressions.dialect import Dialect, NanSemantics, nan_semantics
 from expressions.errors import ExpressionError
+from expressions.functions import apply_all, result_type
 from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, Ref, StartsWith, Unknown, Visitor, visit
 
 _COMPARE = {Op.EQ: pc.equal, Op.NE: pc.not_equal, Op.LT: pc.less, Op.LE: pc.less_equal, Op.GT: pc.greater, Op.GE: pc.greater_equal}
 
 
 def column_of(table: pa.Table, ref: Ref) -> pa.ChunkedArray:
-    """The (possibly nested) column a reference names."""
+    """The values a reference reads: the (possibly nested) column, with the
+    reference's functions applied row by row."""
     column = table.column(ref.path[0])
     for part in ref.path[1:]:
         column = pc.struct_field(column, part)
-    return column
+    if not ref.functions:
+        return column
+    source = column.type
+    values = [None if v is None else apply_all(ref.functions, v, source) for v in column.to_pylist()]
+    return pa.chunked_array([pa.array(values, type=result_type(ref.functions, source))])
 
 
 def is_nan_literal(value: Any) -> bool:

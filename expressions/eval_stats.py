@@ -21,7 +21,9 @@ import pyarrow.compute as pc
 from expressions.binding import bind
 from expressions.dialect import NanSemantics, nan_semantics
 from expressions.eval_rows import is_nan_literal
-from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, StartsWith, Unknown, Visitor, visit
+from expressions.functions import Function, all_total, image_all, result_type
+from expressions.functions.text import after_prefix
+from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, Ref, StartsWith, Unknown, Visitor, visit
 from metadata.stats_table import (
     FILE_NAME,
     VALUE_COUNT,
@@ -39,32 +41,48 @@ MAX_CHAR = "\U0010ffff"
 SHORT_IN_LIST = 32
 
 
-def upper_prefix_bound(prefix: str) -> str | None:
-    """Smallest string greater than every string starting with `prefix`."""
-    chars = list(prefix)
-    while chars:
-        last = ord(chars[-1])
-        if last < 0x10FFFF:
-            step = 1 if not 0xD7FF <= last < 0xE000 else 0xE000 - last
-            chars[-1] = chr(last + step)
-            return "".join(chars)
-        chars.pop()
-    return None
-
-
 class _Column:
-    """One column's statistics; derived masks are computed once, when first needed."""
+    """One column's statistics (or those of f(column), see `derived`);
+    derived masks are computed once, when first needed."""
 
-    def __init__(self, stats: pa.Table, name: str) -> None:
-        self.maybe_truncated = name in truncated_columns(stats)
-        self.min = stats.column(min_field(name))
-        self.max = stats.column(max_field(name))
-        nulls = null_count_field(name)
-        self.nulls = stats.column(nulls) if nulls in stats.column_names else None
-        self.count = stats.column(VALUE_COUNT) if VALUE_COUNT in stats.column_names else None
+    def __init__(self, low: pa.ChunkedArray, high: pa.ChunkedArray, nulls: pa.ChunkedArray | None,
+                 count: pa.ChunkedArray | None, maybe_truncated: bool = False, all_null: pa.ChunkedArray | None = None) -> None:
+        self.maybe_truncated = maybe_truncated
+        self.min, self.max, self.nulls, self.count = low, high, nulls, count
         self.type = self.min.type
         self.is_float = pa.types.is_floating(self.type)
         self.is_string = pa.types.is_string(self.type) or pa.types.is_large_string(self.type)
+        if all_null is not None:
+            self.__dict__["all_null"] = all_null  # known from the column f was applied to
+
+    @classmethod
+    def read(cls, stats: pa.Table, name: str) -> _Column:
+        nulls = null_count_field(name)
+        return cls(
+            stats.column(min_field(name)),
+            stats.column(max_field(name)),
+            stats.column(nulls) if nulls in stats.column_names else None,
+            stats.column(VALUE_COUNT) if VALUE_COUNT in stats.column_names else None,
+            name in truncated_columns(stats),
+        )
+
+    def derived(self, functions: tuple[Function, ...]) -> _Column:
+        """Statistics of f(column): per file, f's image of [min, max] where f
+        is monotone there, no bounds elsewhere (the file stays)."""
+        source = self.type
+        target = result_type(functions, source)
+        lows: list[Any] = []
+        highs: list[Any] = []
+        usable = pc.fill_null(pc.and_(self.has_bounds, pa.scalar(not self.maybe_truncated)), False)
+        for low, high, ok in zip(self.min.to_pylist(), self.max.to_pylist(), usable.to_pylist()):
+            bounds = _image(functions, low, high, source) if ok else None
+            lows.append(None if bounds is None else bounds[0])
+            highs.append(None if bounds is None else bounds[1])
+        low_array = pa.chunked_array([pa.array(lows, type=target)])
+        high_array = pa.chunked_array([pa.array(highs, type=target)])
+        if all_total(functions, source):
+            return _Column(low_array, high_array, self.nulls, self.count)
+        return _Column(low_array, high_array, None, None, all_null=self.all_null)
 
     @cached_property
     def has_bounds(self) -> pa.ChunkedArray:
@@ -95,12 +113,15 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
     def __init__(self, stats: pa.Table) -> None:
         self.stats = stats
         self.length = stats.num_rows
-        self._columns: dict[str, _Column] = {}
+        self._columns: dict[Ref, _Column] = {}
 
-    def _column(self, name: str) -> _Column:
-        if name not in self._columns:
-            self._columns[name] = _Column(self.stats, name)
-        return self._columns[name]
+    def _column(self, ref: Ref) -> _Column:
+        if ref not in self._columns:
+            if ref.functions:
+                self._columns[ref] = self._column(ref.column).derived(ref.functions)
+            else:
+                self._columns[ref] = _Column.read(self.stats, ref.name)
+        return self._columns[ref]
 
     def _all(self, value: bool) -> pa.ChunkedArray:
         return pa.chunked_array([pa.array([value] * self.length, pa.bool_())])
@@ -139,7 +160,7 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
     # Leaves -----------------------------------------------------------------------------
     def comparison(self, node: Comparison) -> pa.ChunkedArray:
         name = node.ref.name
-        column = self._column(name)
+        column = self._column(node.ref)
         value = node.literal.value
         if column.is_float and is_nan_literal(value):
             return pc.invert(column.all_null)  # NaN rows are invisible to min/max
@@ -182,7 +203,7 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
 
     def in_(self, node: In) -> pa.ChunkedArray:
         name = node.ref.name
-        column = self._column(name)
+        column = self._column(node.ref)
         values = [lit.value for lit in node.literals if not lit.is_null]
         if node.negated:
             if len(values) != len(node.literals):
@@ -222,17 +243,17 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
         return self._finish(column, pc.invert(only_listed))
 
     def is_null(self, node: IsNull) -> pa.ChunkedArray:
-        column = self._column(node.ref.name)
+        column = self._column(node.ref)
         if column.nulls is None:
             return self._all(True)
         return pc.fill_null(pc.greater(column.nulls, 0), True)
 
     def is_not_null(self, node: IsNotNull) -> pa.ChunkedArray:
-        return self._column(node.ref.name).non_null
+        return self._column(node.ref).non_null
 
     def starts_with(self, node: StartsWith) -> pa.ChunkedArray:
         name = node.ref.name
-        column = self._column(name)
+        column = self._column(node.ref)
         if not column.is_string:
             return self._all(True)
         return self._safe(name, lambda: self._starts_with(node, column))
@@ -245,10 +266,17 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
             return self._finish(column, pc.invert(both))
         scalar = pa.scalar(prefix, pa.string())
         decided = self._max_at_least(column, prefix, scalar, strict=False)
-        upper = upper_prefix_bound(prefix)
+        upper = after_prefix(prefix)
         if upper is not None:
             decided = pc.and_(decided, pc.less(column.min, pa.scalar(upper, pa.string())))
         return self._finish(column, decided)
+
+
+def _image(functions: tuple[Function, ...], low: Any, high: Any, source: pa.DataType) -> tuple[Any, Any] | None:
+    try:
+        return image_all(functions, low, high, source)
+    except (ArithmeticError, ValueError):
+        return None  # bounds f cannot take: no pruning for this file
 
 
 def may_match(expr: Expr, stats: pa.Table) -> pa.BooleanArray:

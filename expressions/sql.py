@@ -4,8 +4,9 @@
 comparisons, BETWEEN, IN, IS [NOT] NULL, null-safe equality, LIKE 'abc%'
 (a prefix), typed literals (DATE '...', TIMESTAMP '...', casts of literals).
 Unquoted identifiers are case-insensitive in all four dialects and are
-lowercased; quoted ones keep their case. Anything else (functions, column
-against column, arithmetic) becomes an Unknown leaf that never prunes.
+lowercased; quoted ones keep their case. A column may sit inside
+order-preserving functions (`sql_functions`). Anything else (other
+functions, column against column) becomes an Unknown leaf that never prunes.
 `to_sql` prints a tree back in a dialect; `parse_sql(to_sql(e, d), d) == e`.
 """
 
@@ -23,6 +24,9 @@ from sqlglot.tokens import TokenType
 
 from expressions.dialect import Dialect
 from expressions.errors import SqlSyntaxError, line_column
+from expressions.functions import Function, SessionZone
+from expressions.functions import to_sql as function_sql
+from expressions.sql_functions import FunctionReader, normalise
 from expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
@@ -54,8 +58,9 @@ _TIMESTAMP_TYPES = {"TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMPLTZ", "TIMESTAMPNTZ", 
 _PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
-def parse_sql(text: str, dialect: Dialect | str = Dialect.SPARK) -> Expr:
-    """The HudiExpression of a WHERE clause (without the WHERE keyword)."""
+def parse_sql(text: str, dialect: Dialect | str = Dialect.SPARK, time_zone: str = "UTC") -> Expr:
+    """The HudiExpression of a WHERE clause (without the WHERE keyword).
+    `time_zone` is the session time zone date and time functions use."""
     dialect = Dialect.of(dialect)
     try:
         tokens = sqlglot.tokenize(text, read=dialect.value)
@@ -71,7 +76,7 @@ def parse_sql(text: str, dialect: Dialect | str = Dialect.SPARK) -> Expr:
     except RecursionError:  # a safety net: _check_tokens bounds the nesting first
         raise SqlSyntaxError(f"predicate nested too deeply (at most {MAX_NESTING} levels)", (1, 1)) from None
     _check_boolean(text, tree, tokens)
-    return _Converter(text, dialect).convert(tree)
+    return _Converter(text, dialect, SessionZone(time_zone)).convert(tree)
 
 
 # What --where and the engines' predicates may be: one boolean expression (a
@@ -116,9 +121,10 @@ def _check_boolean(text: str, tree: exp.Expr, tokens: list[Any]) -> None:
 
 
 class _Converter:
-    def __init__(self, text: str, dialect: Dialect) -> None:
+    def __init__(self, text: str, dialect: Dialect, zone: SessionZone) -> None:
         self.text = text
         self.dialect = dialect
+        self.functions = FunctionReader(zone, self.literal)
 
     def chain(self, node: exp.And | exp.Or) -> Expr:
         """A chain of one connector, walked without recursion (sqlglot nests
@@ -214,9 +220,17 @@ class _Converter:
         return self.unknown(node, "only LIKE 'prefix%' prunes")
 
     def ref(self, node: exp.Expr) -> Ref | None:
+        """A column, possibly inside order-preserving functions (`functions.py`)."""
         cast = None
-        while isinstance(node, exp.Paren):  # Hive prints `(col) IN (...)`
-            node = node.this
+        outer_first: list[Function] = []
+        while True:
+            while isinstance(node, exp.Paren):  # Hive prints `(col) IN (...)`
+                node = node.this
+            peeled = self.functions.peel(node, inside=bool(outer_first))
+            if peeled is None:
+                break
+            applied, node = peeled
+            outer_first.extend(reversed(applied))
         if isinstance(node, (exp.Cast, exp.TryCast)) and isinstance(node.this, (exp.Column, exp.Dot)):
             cast = node.to.sql(dialect=NEUTRAL).upper()
             node = node.this
@@ -225,7 +239,7 @@ class _Converter:
             return None
         names = [p.this if p.quoted else p.this.lower() for p in identifiers]
         path = tuple(names)
-        return Ref(path, self.position(".".join(path)) or self.position(path[-1]), cast)
+        return Ref(path, self.position(".".join(path)) or self.position(path[-1]), cast, normalise(tuple(reversed(outer_first))))
 
     def literal(self, node: exp.Expr) -> Literal | None:
         if isinstance(node, exp.Neg):
@@ -331,6 +345,8 @@ def _column(ref: Ref) -> exp.Expr:
         column = exp.Dot.build([exp.Column(this=parts[0]), *parts[1:]])
     if ref.cast:
         column = exp.Cast(this=column, to=exp.DataType.build(ref.cast, dialect=NEUTRAL))
+    if ref.functions:
+        return sqlglot.parse_one(function_sql(ref.functions, column.sql(dialect=NEUTRAL)), read=NEUTRAL)
     return column
 
 

@@ -19,6 +19,8 @@ from enum import Enum
 from typing import Any, Generic, TypeVar
 
 from expressions.dialect import Dialect
+from expressions.functions.base import Function
+from expressions.functions.base import to_sql as function_sql
 
 T = TypeVar("T")
 
@@ -67,13 +69,22 @@ class Ref:
     path: tuple[str, ...]
     position: tuple[int, int] | None = field(default=None, compare=False)
     cast: str | None = None  # CAST(col AS <cast>); binding keeps it only when it widens
+    # Order-preserving functions applied to the column, innermost first: the
+    # leaf compares f(column) with its literal.
+    functions: tuple[Function, ...] = ()
 
     @property
     def name(self) -> str:
+        """The column's name (functions aside)."""
         return ".".join(self.path)
 
+    @property
+    def column(self) -> Ref:
+        """The bare column this reference reads."""
+        return Ref(self.path, self.position, self.cast)
+
     def __str__(self) -> str:
-        return self.name
+        return function_sql(self.functions, self.name)
 
 
 @dataclass(frozen=True)
@@ -364,11 +375,11 @@ def values_required(expr: Expr, column: str) -> list[Any] | None:
     index lookup of these values finds every matching row."""
     node = push_not_down(expr)
     if isinstance(node, Comparison):
-        if node.ref.path == (column,) and node.op in (Op.EQ, Op.NULL_SAFE_EQ) and not node.literal.is_null:
+        if node.ref.path == (column,) and not node.ref.functions and node.op in (Op.EQ, Op.NULL_SAFE_EQ) and not node.literal.is_null:
             return [node.literal.value]
         return None
     if isinstance(node, In):
-        if node.ref.path == (column,) and not node.negated:
+        if node.ref.path == (column,) and not node.ref.functions and not node.negated:
             return [lit.value for lit in node.literals if not lit.is_null]
         return None
     if isinstance(node, AlwaysFalse):

@@ -112,9 +112,9 @@ def predicates(draw: st.DrawFn, table: pa.Table, depth: int = 0) -> Expr:
     return Comparison(op, ref, literal_for(draw, column, table), origin)
 
 
-def file_stats(files: list[pa.Table], names: list[str], truncate: list[bool]) -> pa.Table:
+def file_stats(files: list[pa.Table], names: list[str], truncate: list[bool], schema: pa.Schema = SCHEMA) -> pa.Table:
     columns: dict[str, list] = {"fileName": names, "valueCount": [f.num_rows for f in files]}
-    for field in SCHEMA:
+    for field in schema:
         mins, maxs, nulls = [], [], []
         for f, cut in zip(files, truncate):
             col = f.column(field.name)

@@ -1,0 +1,13 @@
+"""Order-preserving functions of a column (see `base`)."""
+
+from expressions.functions.arithmetic import Add, Divide, Multiply
+from expressions.functions.base import Function, all_total, apply_all, image_all, result_type, to_sql
+from expressions.functions.calendar import DateFormat, DatePart, ParseTime, SecondsToTimestamp, ToDate, ToTimestamp, UnixSeconds
+from expressions.functions.patterns import Pattern, Unit, parse_pattern
+from expressions.functions.text import ChangeCase
+from expressions.functions.zones import SessionZone
+
+__all__ = [
+    "Add", "ChangeCase", "DateFormat", "DatePart", "Divide", "Function", "Multiply", "ParseTime", "Pattern", "SecondsToTimestamp",
+    "SessionZone", "ToDate", "ToTimestamp", "Unit", "UnixSeconds", "all_total", "apply_all", "image_all", "parse_pattern", "result_type", "to_sql",
+]

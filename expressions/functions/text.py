@@ -1,0 +1,55 @@
+"""`lower(c)` and `upper(c)`.
+
+Neither keeps order (`'B' < 'a'` but `lower('B') > 'a'`), which is why
+Hudi's use of them is unsound. What holds: every string between min and
+max starts with their common prefix, so f of every such string starts with
+f of that prefix. The image is the range of strings with that prefix (the
+prefix cut before its first non-ASCII character, whose case mapping may
+depend on what follows, as Σ does); a file holding one value is exact.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from expressions.functions.base import Function
+
+
+def after_prefix(prefix: str) -> str | None:
+    """The smallest string above every string starting with `prefix`."""
+    for cut in range(len(prefix), 0, -1):
+        last = ord(prefix[cut - 1])
+        if last < 0x10FFFF:
+            step = 1 if not 0xD7FF <= last < 0xE000 else 0xE000 - last
+            return prefix[: cut - 1] + chr(last + step)
+    return None
+
+
+@dataclass(frozen=True)
+class ChangeCase(Function):
+    upper: bool
+
+    def result_type(self, source: pa.DataType) -> pa.DataType | None:
+        return pa.string() if pa.types.is_string(source) or pa.types.is_large_string(source) else None
+
+    def apply(self, value: Any, source: pa.DataType) -> Any:
+        return value.upper() if self.upper else value.lower()
+
+    def image(self, low: Any, high: Any, source: pa.DataType) -> tuple[Any, Any] | None:
+        if low == high:
+            value = self.apply(low, source)
+            return value, value
+        shared = os.path.commonprefix([low, high])
+        ascii_end = next((i for i, ch in enumerate(shared) if ord(ch) > 0x7F), len(shared))
+        prefix = self.apply(shared[:ascii_end], source)
+        above = after_prefix(prefix)
+        if not prefix or above is None:
+            return None
+        return prefix, above
+
+    def sql(self, inner: str) -> str:
+        return f"{'upper' if self.upper else 'lower'}({inner})"
