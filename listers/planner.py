@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from expressions import Expr, bind, may_match, parse_sql, to_sql
-from expressions.eval_partitions import prune_partitions
+from expressions.eval_partitions import map_to_path_values, prune_partitions
 from expressions.tree import references, values_required
 from listers.directory_lister import DirectoryLister
 from metadata import FileSlice, HudiError, HudiFormatError, MetadataTable, MetadataTableUnavailable
@@ -132,17 +132,50 @@ class _Planner:
             self.not_used.append(f"table schema ({exc}); partition values compared as text")
         return types
 
-    def _transformed_partition_fields(self, columns: list[str], types: dict[str, pa.DataType]) -> set[str]:
-        """Partition fields of the predicate whose paths do not hold their values; the explanation says why."""
+    def _transformed_partition_fields(self, types: dict[str, pa.DataType]) -> dict[str, str]:
+        """Partition fields whose paths do not hold their values, with why."""
         key_generator = self.table.config.key_generator
-        transformed = set()
+        transformed = {}
         for field in self.table.config.partition_fields:
             reason = key_generator.why_path_is_not_the_value(field, pa.types.is_timestamp(types.get(field, pa.string())))
             if reason is not None:
-                transformed.add(field)
-                if field in columns:
-                    self.not_used.append(f"partition values of {field}: {reason}; partitions kept")
+                transformed[field] = reason
         return transformed
+
+    def _segments_of(self, transformed: dict[str, str]) -> dict[str, int]:
+        """Path segments a formatted time spans (`yyyy/MM/dd` spans 3)."""
+        key_generator = self.table.config.key_generator
+        spans = {}
+        for field in transformed:
+            partitioning = key_generator.timestamp_partitioning(field)
+            if partitioning is not None and not isinstance(partitioning, str):
+                spans[field] = partitioning.output.format(datetime(2000, 1, 1)).count("/") + 1
+        return spans
+
+    def _map_timestamp_fields(self, transformed: dict[str, str], columns: list[str],
+                              types: dict[str, pa.DataType]) -> tuple[Expr, dict[str, pa.DataType], dict[str, str]]:
+        """The predicate for partition pruning: leaves on TIMESTAMP key-generator
+        fields mapped onto the formatted path text (`map_to_path_values`);
+        other transformed fields of the predicate keep their partitions, and
+        the explanation says why. Returns (predicate, types, {mapped field: note})."""
+        key_generator = self.table.config.key_generator
+        expr = self.expr
+        path_types = dict(types)
+        notes = {}
+        for field in [f for f in transformed if f in columns]:
+            partitioning = key_generator.timestamp_partitioning(field)
+            if partitioning is None or isinstance(partitioning, str):
+                unknown = f" (its transform is not known: {partitioning})" if partitioning else ""
+                self.not_used.append(f"partition values of {field}: {transformed[field]}{unknown}; partitions kept")
+                continue
+            if expr is self.expr:
+                expr = bind(self.expr, pa.schema(list(types.items())), strict=False)
+            why = partitioning.why_not_monotone()
+            expr = map_to_path_values(expr, field, partitioning.path_value, monotone=why is None)
+            path_types[field] = pa.string()
+            notes[field] = (f"{field} mapped through the TIMESTAMP key generator ({partitioning.timestamp_type} to "
+                            f"'{partitioning.output.text}')" + ("" if why is None else f", equality only: {why}"))
+        return expr, path_types, notes
 
     def _mdt(self) -> MetadataTable | None:
         mdt = self.table.metadata_table
@@ -162,19 +195,20 @@ class _Planner:
         columns = sorted({r.path[0] if len(r.path) == 1 else r.name for r in references(self.expr)})
 
         start = time.perf_counter()
-        transformed = self._transformed_partition_fields(columns, types)
+        transformed = self._transformed_partition_fields(types)
         kept = partitions
         if config.partition_fields:
-            prunable = [f for f in config.partition_fields if f not in transformed]
+            partition_expr, path_types, notes = self._map_timestamp_fields(transformed, columns, types)
+            prunable = [f for f in config.partition_fields if f not in transformed or f in notes]
             try:
-                kept = prune_partitions(self.expr, partitions, config.partition_fields, types, config.hive_style_partitioning,
-                                        config.url_encode_partitioning, prunable=prunable)
+                kept = prune_partitions(partition_expr, partitions, config.partition_fields, path_types, config.hive_style_partitioning,
+                                        config.url_encode_partitioning, prunable=prunable, segments_of=self._segments_of(transformed))
             except HudiFormatError as exc:
                 if not transformed:
                     raise
                 # Formatted values with slashes do not split back into fields.
                 self.not_used.append(f"partition values: paths do not split into fields ({exc.problem}); partitions kept")
-            self.stages.append(Stage("partition values", len(kept), len(partitions), time.perf_counter() - start))
+            self.stages.append(Stage("partition values", len(kept), len(partitions), time.perf_counter() - start, "; ".join(notes.values())))
         mdt = self._mdt()
         # A partition field whose path holds a transformed value is pruned on
         # its data values instead (no statistics for it keeps files).

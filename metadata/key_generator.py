@@ -10,8 +10,14 @@ the predicate's value with the path text would drop matching partitions.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone, tzinfo
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from metadata.datetime_pattern import FixedWidthParser, Pattern, fixed_width_parser, parse_pattern
 from metadata.text_enum import TextEnum
 
 TYPE_KEY = "hoodie.table.keygenerator.type"  # table v8+
@@ -61,6 +67,8 @@ class KeyGenerator:
     type: KeyGeneratorType
     name: str  # as the table config names it, for messages
     field_types: dict[str, str]  # CUSTOM: field -> SIMPLE / TIMESTAMP, where the config records it
+    # TIMESTAMP (and CUSTOM TIMESTAMP) fields: the transform, or why it is not known.
+    timestamp: TimestampPartitioning | str | None = None
 
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> KeyGenerator:
@@ -70,13 +78,24 @@ class KeyGenerator:
             if name and kind:
                 field_types[name] = kind.strip().upper()
         type_name = props.get(TYPE_KEY, "").strip().upper()
-        if type_name:
-            return cls(_TYPE_NAMES.get(type_name, KeyGeneratorType.OTHER), type_name, field_types)
         class_name = props.get(CLASS_KEY, "").strip()
-        if class_name:
-            return cls(_CLASSES.get(class_name.rsplit(".", 1)[-1], KeyGeneratorType.OTHER), class_name, field_types)
-        # No key generator recorded: Hudi's default, the field's value as written.
-        return cls(KeyGeneratorType.SIMPLE, "SIMPLE (default)", field_types)
+        if type_name:
+            kind, name = _TYPE_NAMES.get(type_name, KeyGeneratorType.OTHER), type_name
+        elif class_name:
+            kind, name = _CLASSES.get(class_name.rsplit(".", 1)[-1], KeyGeneratorType.OTHER), class_name
+        else:  # no key generator recorded: Hudi's default, the field's value as written
+            kind, name = KeyGeneratorType.SIMPLE, "SIMPLE (default)"
+        timestamp = None
+        if kind in (KeyGeneratorType.TIMESTAMP, KeyGeneratorType.CUSTOM):
+            timestamp = TimestampPartitioning.from_properties(props)
+        return cls(kind, name, field_types, timestamp)
+
+    def timestamp_partitioning(self, field: str) -> TimestampPartitioning | str | None:
+        """For a field written as a formatted time: its transform, or why it
+        is not known; None for fields written otherwise."""
+        if self.type is KeyGeneratorType.TIMESTAMP or (self.type is KeyGeneratorType.CUSTOM and self.field_types.get(field) == "TIMESTAMP"):
+            return self.timestamp
+        return None
 
     def why_path_is_not_the_value(self, field: str, is_timestamp_column: bool = False) -> str | None:
         """None when the partition path holds `field`'s value; else why not."""
@@ -96,3 +115,135 @@ class KeyGenerator:
         if kind is KeyGeneratorType.TIMESTAMP:
             return f"key generator {self.name} writes a formatted time for {field}, not its value"
         return f"key generator {self.name} is not one whose paths are known to hold the value of {field}"
+
+
+class TimestampType(TextEnum):
+    """`hoodie.keygen.timebased.timestamp.type`: what the field holds."""
+
+    UNIX_TIMESTAMP = "UNIX_TIMESTAMP"  # seconds
+    EPOCHMILLISECONDS = "EPOCHMILLISECONDS"
+    EPOCHMICROSECONDS = "EPOCHMICROSECONDS"
+    SCALAR = "SCALAR"  # a number in hoodie.keygen.timebased.timestamp.scalar.time.unit
+    DATE_STRING = "DATE_STRING"  # text in one of the input formats
+    MIXED = "MIXED"
+
+
+_PREFIX = "hoodie.keygen.timebased."
+_MICROS_PER = {"NANOSECONDS": None, "MICROSECONDS": 1, "MILLISECONDS": 1_000, "SECONDS": 1_000_000, "MINUTES": 60_000_000,
+               "HOURS": 3_600_000_000, "DAYS": 86_400_000_000}
+
+
+@dataclass(frozen=True)
+class TimestampPartitioning:
+    """How Hudi's TimestampBasedKeyGenerator turns a value into a path
+    (`TimestampBasedAvroKeyGenerator.getPartitionPath`): a number is a time
+    in its unit (truncated towards zero), a string is parsed with the input
+    format in the input zone, and the time is printed with the output format
+    in the output zone."""
+
+    timestamp_type: TimestampType
+    output: Pattern
+    zone: tzinfo
+    fixed_zone: bool
+    micros_per_unit: int | None = None
+    inputs: tuple[FixedWidthParser, ...] = ()
+    input_zone: tzinfo | None = None
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> TimestampPartitioning | str:
+        """The transform, or why it is not known exactly."""
+        try:
+            kind = TimestampType(props.get(_PREFIX + "timestamp.type", "").strip().upper())
+        except ValueError:
+            return f"timestamp type {props.get(_PREFIX + 'timestamp.type')!r} is not one Hudi defines"
+        output_text = props.get(_PREFIX + "output.dateformat", "")
+        output = parse_pattern(output_text)
+        if output is None:
+            return f"output format {output_text!r} has fields this planner does not format"
+        zone_name = props.get(_PREFIX + "output.timezone") or props.get(_PREFIX + "timezone")
+        if not zone_name:
+            return "no output time zone is recorded (Hudi would use the writer's JVM zone)"
+        zone = _zone(zone_name)
+        if zone is None:
+            return f"unknown time zone {zone_name!r}"
+        fixed = isinstance(zone, timezone)
+        if kind in (TimestampType.DATE_STRING, TimestampType.MIXED):
+            delimiter = props.get(_PREFIX + "input.dateformat.list.delimiter.regex", ",") or ","
+            parsers = []
+            for text in re.split(delimiter, props.get(_PREFIX + "input.dateformat", "")):
+                pattern = parse_pattern(text.strip(), offsets=True)
+                parser = fixed_width_parser(pattern) if pattern is not None else None
+                if parser is None:
+                    return f"input format {text.strip()!r} is not one this planner parses exactly"
+                parsers.append(parser)
+            input_zone_name = props.get(_PREFIX + "input.timezone") or zone_name
+            input_zone = _zone(input_zone_name)
+            if input_zone is None:
+                return f"unknown time zone {input_zone_name!r}"
+            if kind is TimestampType.MIXED:
+                return "MIXED timestamps (text or numbers) are not mapped"
+            return cls(kind, output, zone, fixed, inputs=tuple(parsers), input_zone=input_zone)
+        unit = {TimestampType.UNIX_TIMESTAMP: "SECONDS", TimestampType.EPOCHMILLISECONDS: "MILLISECONDS",
+                TimestampType.EPOCHMICROSECONDS: "MICROSECONDS"}.get(kind) or props.get(_PREFIX + "timestamp.scalar.time.unit", "SECONDS").upper()
+        micros = _MICROS_PER.get(unit)
+        if micros is None:
+            return f"scalar time unit {unit!r} is not mapped"
+        return cls(kind, output, zone, fixed, micros_per_unit=micros)
+
+    def instant(self, value: Any) -> datetime | None:
+        """The time a field value stands for (None where it has none)."""
+        if isinstance(value, str):
+            for parser in self.inputs:
+                moment = parser.parse(value)
+                if moment is not None:
+                    return moment if moment.tzinfo is not None else moment.replace(tzinfo=self.input_zone)
+            return None
+        if self.micros_per_unit is None or isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+            return None
+        micros = int(value) * self.micros_per_unit
+        millis = abs(micros) // 1000 * (1 if micros >= 0 else -1)  # Hudi's conversion to milliseconds truncates towards zero
+        micros = millis * 1000
+        try:
+            return EPOCH + timedelta(microseconds=micros)
+        except OverflowError:
+            return None
+
+    def path_value(self, value: Any) -> str | None:
+        """The partition path text Hudi writes for a field value."""
+        moment = self.instant(value)
+        if moment is None:
+            return None
+        try:
+            return self.output.format(moment.astimezone(self.zone).replace(tzinfo=None))
+        except (OverflowError, ValueError):
+            return None
+
+    def why_not_monotone(self) -> str | None:
+        """None when a larger value never gets a smaller path (ranges map);
+        else why only equality maps."""
+        if fixed_width_parser(self.output) is None:
+            return f"output format {self.output.text!r} is not fixed-width year-first, so paths do not sort as times"
+        if self.inputs and any(p.has_offset for p in self.inputs):
+            return "input times carry zone offsets, so their text does not sort as times"
+        if not self.fixed_zone:
+            return "the output time zone has daylight saving time, so local times do not sort as instants"
+        return None
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _zone(name: str) -> tzinfo | None:
+    text = name.strip()
+    upper = text.upper()
+    if upper in ("UTC", "GMT", "Z", "ETC/UTC", "ETC/GMT"):
+        return timezone.utc
+    match = re.fullmatch(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?", upper)
+    if match:
+        sign, hours, minutes = match.groups()
+        offset = timedelta(hours=int(hours), minutes=int(minutes or 0))
+        return timezone(-offset if sign == "-" else offset)
+    try:
+        return ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from urllib.parse import unquote
 
 from metadata.errors import HudiFormatError
@@ -31,8 +31,11 @@ def parse_partition_values(
     fields: tuple[str, ...],
     hive_style: bool,
     url_encoded: bool = False,
+    segments_of: Mapping[str, int] | None = None,
 ) -> dict[str, str | None]:
-    """Field -> raw string value (None for Hive's default partition)."""
+    """Field -> raw string value (None for Hive's default partition).
+    `segments_of` gives fields whose values span several path segments (a
+    key generator's `yyyy/MM/dd`) in paths that are not hive-style."""
     if not fields:
         return {}
     segments = partition_path.split("/") if partition_path else []
@@ -60,11 +63,16 @@ def parse_partition_values(
     if len(fields) == 1:
         # A single field may hold slashes (e.g. a yyyy/MM/dd value).
         return {fields[0]: value_of(partition_path)}
-    if len(segments) != len(fields):
+    widths = [(segments_of or {}).get(f, 1) for f in fields]
+    if len(segments) != sum(widths):
         raise HudiFormatError(
             partition_path, f"partition path has {len(segments)} segment(s) but the table has {len(fields)} partition fields ({', '.join(fields)})"
         )
-    return {f: value_of(s) for f, s in zip(fields, segments)}
+    values, start = {}, 0
+    for name, width in zip(fields, widths):
+        values[name] = value_of("/".join(segments[start:start + width]))
+        start += width
+    return values
 
 
 def format_partition_path(

@@ -3,9 +3,9 @@
 from expressions.functions.arithmetic import Add, Divide, Multiply
 from expressions.functions.base import Function, all_total, apply_all, image_all, result_type, to_sql
 from expressions.functions.calendar import DateFormat, DatePart, ParseTime, SecondsToTimestamp, ToDate, ToTimestamp, UnixSeconds
-from expressions.functions.patterns import Pattern, Unit, parse_pattern
 from expressions.functions.text import ChangeCase
 from expressions.functions.zones import SessionZone
+from metadata.datetime_pattern import Pattern, Unit, parse_pattern
 
 __all__ = [
     "Add", "ChangeCase", "DateFormat", "DatePart", "Divide", "Function", "Multiply", "ParseTime", "Pattern", "SecondsToTimestamp",

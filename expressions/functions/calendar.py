@@ -18,8 +18,8 @@ from typing import Any
 import pyarrow as pa
 
 from expressions.functions.base import Function
-from expressions.functions.patterns import FixedWidthParser, Pattern, Unit, first_difference, fixed_width_parser
 from expressions.functions.zones import SessionZone
+from metadata.datetime_pattern import FixedWidthParser, Pattern, Unit, first_difference, fixed_width_parser
 
 UTC_MICROS = pa.timestamp("us", tz="UTC")
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)

@@ -19,7 +19,7 @@ import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -32,6 +32,7 @@ from metadata.commit_metadata import CommitMetadata, WriteStat
 from metadata.file_naming import BaseFileName, LogFileName
 from metadata.instant import Action
 from metadata.instant_content import encode_avro_instant
+from metadata.key_generator import TimestampPartitioning
 from metadata.log_format import (
     BlockType,
     HeaderKey,
@@ -47,14 +48,6 @@ from metadata.testing.mdt_files import FilesPartitionWriter
 from metadata.timeline_models import CLEAN_METADATA, COMPACTION_PLAN, ROLLBACK_METADATA, commit_metadata_schema
 
 INSTANT_FORMAT = "%Y%m%d%H%M%S"
-_JAVA_DATE_FIELDS = (("yyyy", "%Y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"), ("ss", "%S"))
-
-
-def java_date_format_to_strftime(pattern: str) -> str:
-    """The fixed-width fields of a Java date pattern (yyyy MM dd HH mm ss) as strftime's."""
-    for java, python in _JAVA_DATE_FIELDS:
-        pattern = pattern.replace(java, python)
-    return pattern
 
 
 @dataclass
@@ -104,10 +97,14 @@ class TableBuilder:
         filesystem: pafs.FileSystem | None = None,
         key_generator: str | None = None,
         timestamp_output_format: str = "yyyy/MM/dd/HH",
+        timestamp_type: str | None = None,
+        timestamp_zone: str = "UTC",
+        timestamp_input_format: str = "yyyy-MM-dd'T'HH:mm:ss.SSSZ",
     ) -> None:
         """`key_generator` "TIMESTAMP" writes the one partition field (epoch
-        milliseconds, or ISO-8601 text) as `timestamp_output_format` in UTC,
-        as Hudi's TimestampBasedKeyGenerator does; "CUSTOM" takes fields as
+        milliseconds or `timestamp_type`, or text in `timestamp_input_format`)
+        as `timestamp_output_format` in `timestamp_zone`, as Hudi's
+        TimestampBasedKeyGenerator does; "CUSTOM" takes fields as
         `name:SIMPLE` / `name:TIMESTAMP`, as Hudi's CustomKeyGenerator does."""
         if version not in (6, 8):
             raise ValueError(f"the builder writes table versions 6 and 8, not {version}")
@@ -131,6 +128,9 @@ class TableBuilder:
             self.partition_field_types = {self.partition_fields[0]: "TIMESTAMP"}
         self.key_generator = key_generator
         self.timestamp_output_format = timestamp_output_format
+        self.timestamp_type = timestamp_type
+        self.timestamp_zone = timestamp_zone
+        self.timestamp_input_format = timestamp_input_format
         self.hive_style = hive_style
         self.url_encode = url_encode
         self.record_key = (record_key,) if isinstance(record_key, str) else tuple(record_key)
@@ -186,14 +186,7 @@ class TableBuilder:
             extra["hoodie.table.keygenerator.class"] = f"org.apache.hudi.keygen.{class_names[key_type]}"
         if self.key_generator == "CUSTOM" and self.version >= 8:
             extra["hoodie.table.partition.fields"] = ",".join(f"{f}:{self.partition_field_types[f]}" for f in self.partition_fields)
-        if self.key_generator is not None:
-            timestamp_field = next(f for f, kind in self.partition_field_types.items() if kind == "TIMESTAMP")
-            is_text = pa.types.is_string(self.schema.field(timestamp_field).type)
-            extra["hoodie.keygen.timebased.timestamp.type"] = "DATE_STRING" if is_text else "EPOCHMILLISECONDS"
-            if is_text:
-                extra["hoodie.keygen.timebased.input.dateformat"] = "yyyy-MM-dd'T'HH:mm:ss.SSSZ"
-            extra["hoodie.keygen.timebased.output.dateformat"] = self.timestamp_output_format
-            extra["hoodie.keygen.timebased.timezone"] = "UTC"
+        extra.update(self.timestamp_properties)
         if self.version >= 8:
             extra["hoodie.record.merge.mode"] = "COMMIT_TIME_ORDERING"
         self.config = TableConfig.new(
@@ -266,15 +259,33 @@ class TableBuilder:
             for values in zip(*columns)
         ]
 
+    @property
+    def timestamp_properties(self) -> dict[str, str]:
+        """Hudi's TimestampBasedKeyGenerator settings for the TIMESTAMP field."""
+        if self.key_generator is None:
+            return {}
+        timestamp_field = next(f for f, kind in self.partition_field_types.items() if kind == "TIMESTAMP")
+        is_text = pa.types.is_string(self.schema.field(timestamp_field).type)
+        props = {
+            "hoodie.keygen.timebased.timestamp.type": self.timestamp_type or ("DATE_STRING" if is_text else "EPOCHMILLISECONDS"),
+            "hoodie.keygen.timebased.output.dateformat": self.timestamp_output_format,
+            "hoodie.keygen.timebased.timezone": self.timestamp_zone,
+        }
+        if is_text:
+            props["hoodie.keygen.timebased.input.dateformat"] = self.timestamp_input_format
+        return props
+
     def _path_value(self, field: str, value: Any) -> Any:
         """What the key generator puts in the path for a value of `field`."""
         if self.partition_field_types.get(field) != "TIMESTAMP" or value is None:
             return value
-        if isinstance(value, str):
-            moment = datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
-        else:
-            moment = datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc)
-        return moment.strftime(java_date_format_to_strftime(self.timestamp_output_format))
+        partitioning = TimestampPartitioning.from_properties(self.timestamp_properties)
+        if isinstance(partitioning, str):
+            raise ValueError(f"the builder cannot write this TIMESTAMP partitioning: {partitioning}")
+        text = partitioning.path_value(value)
+        if text is None:
+            raise ValueError(f"{field} value {value!r} has no partition path under {self.timestamp_properties}")
+        return text
 
     def _with_meta(self, table: pa.Table, ts: str, keys: list[str], partition: str, file_name: str) -> pa.Table:
         n = table.num_rows

@@ -1,4 +1,5 @@
-"""Java/Spark datetime patterns (`yyyy-MM-dd HH`), as far as pruning needs.
+"""Java/Spark/Joda datetime patterns (`yyyy-MM-dd HH`), as far as pruning
+and Hudi's TIMESTAMP key generator need.
 
 A pattern is read into fields and literal text. Formatting supports the
 letters whose output depends only on the calendar fields (y, M/L, d, H, m,
@@ -12,7 +13,7 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from enum import IntEnum
 
 
@@ -62,16 +63,28 @@ class Field:
 
 
 @dataclass(frozen=True)
+class Offset:
+    """A zone offset (`Z`, `XXX`): `Z`, `+0100` or `+01:00`; parse only."""
+
+    def format(self, moment: datetime) -> str:
+        raise ValueError("zone offsets are parsed here, not formatted")
+
+
+@dataclass(frozen=True)
 class Pattern:
     text: str
-    parts: tuple[Field | str, ...]
+    parts: tuple[Field | Offset | str, ...]
 
     @property
     def fields(self) -> list[Field]:
         return [p for p in self.parts if isinstance(p, Field)]
 
+    @property
+    def has_offset(self) -> bool:
+        return any(isinstance(p, Offset) for p in self.parts)
+
     def format(self, moment: datetime) -> str:
-        return "".join(p.format(moment) if isinstance(p, Field) else p for p in self.parts)
+        return "".join(p if isinstance(p, str) else p.format(moment) for p in self.parts)
 
     def monotone_over(self, low: datetime, high: datetime) -> bool:
         """Whether formatting keeps order for every datetime in [low, high].
@@ -108,14 +121,17 @@ def first_difference(low: datetime, high: datetime) -> Unit | None:
 _TOKEN = re.compile(r"'(?:[^']|'')*'|([A-Za-z])\1*|[^A-Za-z']+")
 
 
-def parse_pattern(text: str) -> Pattern | None:
+def parse_pattern(text: str, offsets: bool = False) -> Pattern | None:
     """The pattern's fields and literals, or None when a letter is not one
-    formatting supports (day names, AM/PM, week fields, zones...)."""
-    parts: list[Field | str] = []
+    formatting supports (day names, AM/PM, week fields, zones; zone offsets
+    `Z`/`X` with `offsets`, for parsing)."""
+    parts: list[Field | Offset | str] = []
     for match in _TOKEN.finditer(text):
         token = match.group(0)
         if token.startswith("'"):
             parts.append(token[1:-1].replace("''", "'") if token != "''" else "'")
+        elif offsets and token[0] in "ZX" and len(token) <= 3:
+            parts.append(Offset())
         elif token[0].isalpha():
             unit = _LETTERS.get(token[0])
             if unit is None or (unit is Unit.YEAR and len(token) == 3) or (unit is not Unit.FRACTION and len(token) > 4):
@@ -138,25 +154,39 @@ class FixedWidthParser:
 
     regex: re.Pattern[str]
     units: tuple[Unit, ...]
+    has_offset: bool = False  # a trailing zone offset: aware results, string order is not time order
 
     def parse(self, text: str) -> datetime | None:
         match = self.regex.fullmatch(text)
         if match is None:
             return None
         values = [1, 1, 1, 0, 0, 0, 0]
-        for unit, group in zip(self.units, match.groups()):
+        groups = match.groups()
+        for unit, group in zip(self.units, groups):
             values[unit] = int(group.ljust(6, "0")[:6]) if unit is Unit.FRACTION else int(group)
         try:
-            return datetime(*values)  # type: ignore[arg-type]
+            moment = datetime(*values)  # type: ignore[arg-type]
         except ValueError:
             return None  # 2021-02-30: no such day
+        if not self.has_offset:
+            return moment
+        offset = groups[-1]
+        if offset == "Z":
+            return moment.replace(tzinfo=timezone.utc)
+        sign = -1 if offset[0] == "-" else 1
+        digits = offset[1:].replace(":", "")
+        return moment.replace(tzinfo=timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))))
 
 
 def fixed_width_parser(pattern: Pattern) -> FixedWidthParser | None:
     """A parser when the pattern's fields are year, month, day... in order
     from the year, each of fixed width, separated by non-digit literals."""
     regex, units = "", list[Unit]()
-    for part in pattern.parts:
+    for index, part in enumerate(pattern.parts):
+        if isinstance(part, Offset):
+            if index != len(pattern.parts) - 1:
+                return None
+            return FixedWidthParser(re.compile(regex + r"(Z|[+-]\d{2}:?\d{2})"), tuple(units), True) if units else None
         if isinstance(part, str):
             if any(ch.isdigit() for ch in part):
                 return None
