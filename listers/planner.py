@@ -13,6 +13,7 @@ then kept. Without statistics, planning still prunes partitions.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from dataclasses import dataclass
@@ -28,11 +29,19 @@ from listers.directory_lister import DirectoryLister
 from metadata import FileSlice, HudiError, HudiFormatError, MetadataTable, MetadataTableUnavailable
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.file_naming import LogFileName
-from metadata.mdt.indexes import RECORD_INDEX, record_index_is_global, record_keys_with_values, record_locations, secondary_indexes
+from metadata.mdt.indexes import (
+    RECORD_INDEX,
+    record_index_is_global,
+    record_key_text,
+    record_keys_with_values,
+    record_locations,
+    secondary_indexes,
+)
 from metadata.stats_table import FILE_NAME, PARTITION, min_field
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+MAX_KEYS = 100_000  # record keys looked up in one plan
 
 
 @dataclass(frozen=True)
@@ -266,12 +275,10 @@ class _Planner:
             return slices
         keys: set[str] | None = None
         used = []
-        if len(config.record_key_fields) == 1:
-            for column in (config.record_key_fields[0], "_hoodie_record_key"):
-                texts = self._index_texts(column, days=False)
-                if texts is not None:
-                    keys = set(texts) if keys is None else keys & set(texts)
-                    used.append(RECORD_INDEX)
+        for texts in (self._record_key_texts(), self._index_texts("_hoodie_record_key", days=False)):
+            if texts is not None:
+                keys = set(texts) if keys is None else keys & set(texts)
+                used.append(RECORD_INDEX)
         for index in secondary_indexes(mdt):
             texts = self._index_texts(index.column, days=True)
             if texts is not None:
@@ -286,6 +293,26 @@ class _Planner:
         self.stages.append(Stage(" + ".join(used), len(kept), len(slices), time.perf_counter() - start,
                                  f"{len(keys)} record key(s) in {len(allowed)} file group(s)"))
         return kept
+
+    def _record_key_texts(self) -> list[str] | None:
+        """Record keys the predicate pins through the key fields: the value of a
+        single field, or `f1:v1,f2:v2` as Hudi's ComplexKeyGenerator encodes
+        composite keys, for every combination of pinned values (up to MAX_KEYS)."""
+        fields = self.table.config.record_key_fields
+        if not fields:
+            return None
+        per_field = [self._index_texts(f, days=False) for f in fields]
+        if any(texts is None for texts in per_field):
+            return None
+        if len(fields) == 1:
+            return per_field[0]
+        combinations = 1
+        for texts in per_field:
+            combinations *= len(texts or ())
+        if combinations > MAX_KEYS:
+            self.not_used.append(f"record_index: {combinations} key combinations (more than {MAX_KEYS})")
+            return None
+        return [record_key_text(fields, values) for values in itertools.product(*per_field)]  # type: ignore[arg-type]
 
     def _index_texts(self, column: str, days: bool) -> list[str] | None:
         """The index keys of the values the predicate pins `column` to, if it does."""

@@ -41,6 +41,7 @@ from metadata.log_format import (
     encode_block,
     encode_delete_records,
 )
+from metadata.mdt.indexes import record_key_text
 from metadata.partition_path import format_partition_path
 from metadata.storage import Storage, join
 from metadata.table_config import TableConfig, TableType
@@ -247,7 +248,7 @@ class TableBuilder:
                 raise ValueError(f"record key field {self.record_key[0]!r} is null in a row; Hudi refuses such rows")
             return [str(v) for v in values]
         columns = [table.column(f).to_pylist() for f in self.record_key]
-        return [",".join(f"{f}:{v}" for f, v in zip(self.record_key, values)) for values in zip(*columns)]
+        return [record_key_text(self.record_key, tuple(str(v) for v in values)) for values in zip(*columns)]
 
     def partition_of_rows(self, table: pa.Table) -> list[str]:
         if not self.partition_fields:
