@@ -74,8 +74,13 @@ class _Column:
         lows: list[Any] = []
         highs: list[Any] = []
         usable = pc.fill_null(pc.and_(self.has_bounds, pa.scalar(not self.maybe_truncated)), False)
+        seen: dict[tuple[Any, Any], tuple[Any, Any] | None] = {}  # files often share bounds (days, categories)
         for low, high, ok in zip(self.min.to_pylist(), self.max.to_pylist(), usable.to_pylist()):
-            bounds = _image(functions, low, high, source) if ok else None
+            bounds = None
+            if ok:
+                bounds = seen.get((low, high), _UNSEEN)
+                if bounds is _UNSEEN:
+                    bounds = seen[low, high] = _image(functions, low, high, source)
             lows.append(None if bounds is None else bounds[0])
             highs.append(None if bounds is None else bounds[1])
         low_array = pa.chunked_array([pa.array(lows, type=target)])
@@ -270,6 +275,9 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
         if upper is not None:
             decided = pc.and_(decided, pc.less(column.min, pa.scalar(upper, pa.string())))
         return self._finish(column, decided)
+
+
+_UNSEEN: Any = object()
 
 
 def _image(functions: tuple[Function, ...], low: Any, high: Any, source: pa.DataType) -> tuple[Any, Any] | None:
