@@ -31,6 +31,16 @@ def _int_range(source: pa.DataType, constant: Number) -> tuple[int, int]:
     return _INT32
 
 
+def _in_int64(result: int) -> int | None:
+    return result if _INT64[0] <= result <= _INT64[1] else None
+
+
+def _int_bounds(low: int, high: int, source: pa.DataType, constant: Number) -> tuple[int, int] | None:
+    """Integer bounds of f, or None when Spark's result could overflow (and wrap)."""
+    first, last = _int_range(source, constant)
+    return (low, high) if first <= low and high <= last else None
+
+
 def _is_int_constant(value: Number) -> bool:
     return isinstance(value, int) or (isinstance(value, Decimal) and value == value.to_integral_value())
 
@@ -65,8 +75,7 @@ class Add(Function):
             except OverflowError:
                 return None
         if pa.types.is_integer(source) and _is_int_constant(self.constant):
-            result = int(value) + int(self.constant)
-            return result if _INT64[0] <= result <= _INT64[1] else None
+            return _in_int64(int(value) + int(self.constant))
         return float(value) + float(self.constant)
 
     def image(self, low: Any, high: Any, source: pa.DataType) -> tuple[Any, Any] | None:
@@ -74,9 +83,7 @@ class Add(Function):
             low, high = self.apply(low, source), self.apply(high, source)
             return None if low is None or high is None else (low, high)
         if pa.types.is_integer(source) and _is_int_constant(self.constant):
-            first, last = _int_range(source, self.constant)
-            low, high = int(low) + int(self.constant), int(high) + int(self.constant)
-            return (low, high) if first <= low and high <= last else None
+            return _int_bounds(int(low) + int(self.constant), int(high) + int(self.constant), source, self.constant)
         return _outward(float(low) + float(self.constant), float(high) + float(self.constant))
 
     def sql(self, inner: str) -> str:
@@ -98,17 +105,14 @@ class Multiply(Function):
 
     def apply(self, value: Any, source: pa.DataType) -> Any:
         if pa.types.is_integer(source) and _is_int_constant(self.constant):
-            result = int(value) * int(self.constant)
-            return result if _INT64[0] <= result <= _INT64[1] else None
+            return _in_int64(int(value) * int(self.constant))
         return float(Decimal(value) * Decimal(self.constant)) if pa.types.is_integer(source) else float(value) * float(self.constant)
 
     def image(self, low: Any, high: Any, source: pa.DataType) -> tuple[Any, Any] | None:
         if self.constant < 0:
             low, high = high, low
         if pa.types.is_integer(source) and _is_int_constant(self.constant):
-            first, last = _int_range(source, self.constant)
-            low, high = int(low) * int(self.constant), int(high) * int(self.constant)
-            return (low, high) if first <= low and high <= last else None
+            return _int_bounds(int(low) * int(self.constant), int(high) * int(self.constant), source, self.constant)
         return _outward(self.apply(low, source), self.apply(high, source))
 
     def sql(self, inner: str) -> str:
