@@ -31,7 +31,7 @@ def column_of(table: pa.Table, ref: Ref) -> pa.ChunkedArray:
     if not ref.functions:
         return column
     source = column.type
-    values = [None if v is None else apply_all(ref.functions, v, source) for v in column.to_pylist()]
+    values = [apply_all(ref.functions, v, source) for v in column.to_pylist()]
     return pa.chunked_array([pa.array(values, type=result_type(ref.functions, source))])
 
 

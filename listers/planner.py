@@ -152,13 +152,13 @@ class _Planner:
         return transformed
 
     def _segments_of(self, transformed: dict[str, str]) -> dict[str, int]:
-        """Path segments a formatted time spans (`yyyy/MM/dd` spans 3)."""
+        """Path segments of the fields written as formatted times."""
         key_generator = self.table.config.key_generator
         spans = {}
         for field in transformed:
             partitioning = key_generator.timestamp_partitioning(field)
             if partitioning is not None and not isinstance(partitioning, str):
-                spans[field] = partitioning.output.format(datetime(2000, 1, 1)).count("/") + 1
+                spans[field] = partitioning.path_segments
         return spans
 
     def _map_timestamp_fields(self, transformed: dict[str, str], columns: list[str],

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from decimal import Decimal
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from metadata.datetime_pattern import FixedWidthParser, Pattern, fixed_width_parser, parse_pattern
 from metadata.text_enum import TextEnum
+from metadata.time_zone import EPOCH, fixed_offset, time_zone
 
 TYPE_KEY = "hoodie.table.keygenerator.type"  # table v8+
 CLASS_KEY = "hoodie.table.keygenerator.class"  # table v6 (and kept on v8+ by some writers)
@@ -163,10 +163,10 @@ class TimestampPartitioning:
         zone_name = props.get(_PREFIX + "output.timezone") or props.get(_PREFIX + "timezone")
         if not zone_name:
             return "no output time zone is recorded (Hudi would use the writer's JVM zone)"
-        zone = _zone(zone_name)
+        zone = time_zone(zone_name)
         if zone is None:
             return f"unknown time zone {zone_name!r}"
-        fixed = isinstance(zone, timezone)
+        fixed = fixed_offset(zone_name) is not None
         if kind in (TimestampType.DATE_STRING, TimestampType.MIXED):
             delimiter = props.get(_PREFIX + "input.dateformat.list.delimiter.regex", ",") or ","
             parsers = []
@@ -177,7 +177,7 @@ class TimestampPartitioning:
                     return f"input format {text.strip()!r} is not one this planner parses exactly"
                 parsers.append(parser)
             input_zone_name = props.get(_PREFIX + "input.timezone") or zone_name
-            input_zone = _zone(input_zone_name)
+            input_zone = time_zone(input_zone_name)
             if input_zone is None:
                 return f"unknown time zone {input_zone_name!r}"
             if kind is TimestampType.MIXED:
@@ -218,6 +218,11 @@ class TimestampPartitioning:
         except (OverflowError, ValueError):
             return None
 
+    @property
+    def path_segments(self) -> int:
+        """Path segments a formatted time spans (`yyyy/MM/dd` spans 3): no field prints a '/'."""
+        return self.output.format(datetime(2000, 1, 1)).count("/") + 1
+
     def why_not_monotone(self) -> str | None:
         """None when a larger value never gets a smaller path (ranges map);
         else why only equality maps."""
@@ -227,23 +232,4 @@ class TimestampPartitioning:
             return "input times carry zone offsets, so their text does not sort as times"
         if not self.fixed_zone:
             return "the output time zone has daylight saving time, so local times do not sort as instants"
-        return None
-
-
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
-
-def _zone(name: str) -> tzinfo | None:
-    text = name.strip()
-    upper = text.upper()
-    if upper in ("UTC", "GMT", "Z", "ETC/UTC", "ETC/GMT"):
-        return timezone.utc
-    match = re.fullmatch(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?", upper)
-    if match:
-        sign, hours, minutes = match.groups()
-        offset = timedelta(hours=int(hours), minutes=int(minutes or 0))
-        return timezone(-offset if sign == "-" else offset)
-    try:
-        return ZoneInfo(text)
-    except (ZoneInfoNotFoundError, ValueError):
         return None

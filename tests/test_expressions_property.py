@@ -60,14 +60,16 @@ values_by_column = {
 
 
 @st.composite
-def tables(draw: st.DrawFn) -> pa.Table:
-    rows = draw(st.integers(0, 30))
+def tables(draw: st.DrawFn, schema: pa.Schema = SCHEMA, values_of: dict[str, st.SearchStrategy] | None = None, max_rows: int = 30) -> pa.Table:
+    """Rows of `schema`, each column with no, some or only NULLs."""
+    values_of = values_of or values_by_column
+    rows = draw(st.integers(0, max_rows))
     columns = {}
-    for field in SCHEMA:
+    for field in schema:
         null_rate = draw(st.sampled_from([0.0, 0.2, 1.0]))
-        values = [None if draw(st.floats(0, 1)) < null_rate else draw(values_by_column[field.name]) for _ in range(rows)]
+        values = [None if draw(st.floats(0, 1)) < null_rate else draw(values_of[field.name]) for _ in range(rows)]
         columns[field.name] = pa.array(values, type=field.type)
-    return pa.table(columns, schema=SCHEMA)
+    return pa.table(columns, schema=schema)
 
 
 def literal_for(draw: st.DrawFn, column: str, table: pa.Table) -> Literal:

@@ -40,7 +40,7 @@ from expressions.functions import (
     result_type,
 )
 from expressions.tree import Comparison, Expr, In, IsNull, Literal, Not, Op, Ref, StartsWith
-from tests.test_expressions_property import file_stats
+from tests.test_expressions_property import file_stats, tables
 
 SCHEMA = pa.schema([
     ("i", pa.int32()),
@@ -90,17 +90,6 @@ def functions_for(draw: st.DrawFn, column: str) -> tuple[Function, ...]:
     return draw(st.sampled_from(chains[column]))
 
 
-@st.composite
-def tables(draw: st.DrawFn) -> pa.Table:
-    rows = draw(st.integers(0, 24))
-    columns = {}
-    for field in SCHEMA:
-        null_rate = draw(st.sampled_from([0.0, 0.2, 1.0]))
-        values = [None if draw(st.floats(0, 1)) < null_rate else draw(values_by_column[field.name]) for _ in range(rows)]
-        columns[field.name] = pa.array(values, type=field.type)
-    return pa.table(columns, schema=SCHEMA)
-
-
 def nearby(value: Any, draw: st.DrawFn) -> Any:
     """A value of f's type close to `value` (for strict and off-by-one bounds)."""
     if isinstance(value, bool) or value is None:
@@ -139,7 +128,7 @@ def leaves(draw: st.DrawFn, table: pa.Table) -> Expr:
 
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[pa.Table, list[int], Expr]:
-    table = draw(tables())
+    table = draw(tables(SCHEMA, values_by_column, max_rows=24))
     cuts = sorted(set(draw(st.lists(st.integers(0, table.num_rows), max_size=4))))
     expr = draw(leaves(table))
     if draw(st.integers(0, 3)) == 0:

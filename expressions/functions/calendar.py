@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -20,9 +21,9 @@ import pyarrow as pa
 from expressions.functions.base import Function
 from expressions.functions.zones import SessionZone
 from metadata.datetime_pattern import FixedWidthParser, Pattern, Unit, first_difference, fixed_width_parser
+from metadata.time_zone import EPOCH
 
 UTC_MICROS = pa.timestamp("us", tz="UTC")
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def is_datetime(dtype: pa.DataType) -> bool:
@@ -93,12 +94,12 @@ class ToTimestamp(Function):
     def apply(self, value: Any, source: pa.DataType) -> Any:
         if isinstance(value, datetime):
             return value
-        return self.zone.instant(datetime(value.year, value.month, value.day))
+        return self.zone.instant(self.zone.local(value))
 
     def image(self, low: Any, high: Any, source: pa.DataType) -> tuple[Any, Any] | None:
         if isinstance(low, datetime):
             return low, high
-        return self.zone.instant_range(datetime(low.year, low.month, low.day), datetime(high.year, high.month, high.day))
+        return self.zone.instant_range(self.zone.local(low), self.zone.local(high))
 
     def sql(self, inner: str) -> str:
         return f"CAST({inner} AS TIMESTAMP)"
@@ -205,7 +206,7 @@ class ParseTime(Function):
     def total_on(self, source: pa.DataType) -> bool:
         return False  # a string that does not parse is NULL
 
-    @property
+    @cached_property
     def parser(self) -> FixedWidthParser | None:
         return fixed_width_parser(self.pattern)
 
@@ -246,9 +247,13 @@ class UnixSeconds(Function):
     pattern: Pattern | None = None
     zone: SessionZone = field(default_factory=SessionZone)
 
-    @property
+    @cached_property
     def parse(self) -> ParseTime | None:
         return ParseTime(self.pattern, False, self.zone) if self.pattern is not None else None
+
+    @cached_property
+    def as_instant(self) -> ToTimestamp:
+        return ToTimestamp(self.zone)
 
     def total_on(self, source: pa.DataType) -> bool:
         return not is_string(source)
@@ -258,26 +263,24 @@ class UnixSeconds(Function):
             return pa.int64() if self.parse is not None and self.parse.result_type(source) is not None else None
         return pa.int64() if is_datetime(source) else None
 
-    def _seconds(self, value: datetime | date) -> int:
-        if not isinstance(value, datetime):
-            value = self.zone.instant(datetime(value.year, value.month, value.day))
-        elif value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        return (value - EPOCH) // timedelta(seconds=1)
+    @staticmethod
+    def _seconds(moment: datetime) -> int:
+        if moment.tzinfo is None:  # a zone-less timestamp counts from the epoch as it is
+            moment = moment.replace(tzinfo=timezone.utc)
+        return (moment - EPOCH) // timedelta(seconds=1)
 
     def apply(self, value: Any, source: pa.DataType) -> Any:
         if isinstance(value, str):
             moment = self.parse.apply(value, source) if self.parse else None
-            return None if moment is None else self._seconds(moment)
-        return self._seconds(value)
+        else:
+            moment = self.as_instant.apply(value, source)
+        return None if moment is None else self._seconds(moment)
 
     def image(self, low: Any, high: Any, source: pa.DataType) -> tuple[Any, Any] | None:
         if isinstance(low, str):
             bounds = self.parse.image(low, high, source) if self.parse else None
-        elif not isinstance(low, datetime) and self.zone.fixed is None:  # a date's midnight in a zone with DST
-            bounds = self.zone.instant_range(datetime(low.year, low.month, low.day), datetime(high.year, high.month, high.day))
         else:
-            bounds = (low, high)
+            bounds = self.as_instant.image(low, high, source)
         return None if bounds is None else (self._seconds(bounds[0]), self._seconds(bounds[1]))
 
     def sql(self, inner: str) -> str:

@@ -10,16 +10,14 @@ for every zone, and still strong for day-level and coarser predicates.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from functools import cached_property
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from expressions.errors import ExpressionError
+from metadata.time_zone import fixed_offset, time_zone
 
 MAX_OFFSET = timedelta(hours=18)
-_FIXED = re.compile(r"^(?:UTC|GMT|Z)?(?:([+-])(\d{1,2})(?::?(\d{2}))?)?$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -31,23 +29,14 @@ class SessionZone:
 
     @cached_property
     def fixed(self) -> timedelta | None:
-        match = _FIXED.match(self.name.strip())
-        if match is None:
-            if self.name in ("Etc/UTC", "Etc/GMT", "Etc/Universal", "Universal", "Zulu"):
-                return timedelta(0)
-            return None
-        sign, hours, minutes = match.groups()
-        offset = timedelta(hours=int(hours or 0), minutes=int(minutes or 0))
-        return -offset if sign == "-" else offset
+        return fixed_offset(self.name)
 
     @cached_property
     def tz(self) -> tzinfo:
-        if self.fixed is not None:
-            return timezone(self.fixed)
-        try:
-            return ZoneInfo(self.name)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ExpressionError(f"unknown session time zone {self.name!r}") from None
+        found = time_zone(self.name)
+        if found is None:
+            raise ExpressionError(f"unknown session time zone {self.name!r}")
+        return found
 
     def local(self, value: datetime | date) -> datetime:
         """Wall-clock time of a value: dates at midnight, zone-less

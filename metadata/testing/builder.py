@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -276,14 +277,18 @@ class TableBuilder:
             props["hoodie.keygen.timebased.input.dateformat"] = self.timestamp_input_format
         return props
 
+    @cached_property
+    def _timestamp_partitioning(self) -> TimestampPartitioning:
+        partitioning = TimestampPartitioning.from_properties(self.timestamp_properties)
+        if isinstance(partitioning, str):
+            raise ValueError(f"the builder cannot write this TIMESTAMP partitioning: {partitioning}")
+        return partitioning
+
     def _path_value(self, field: str, value: Any) -> Any:
         """What the key generator puts in the path for a value of `field`."""
         if self.partition_field_types.get(field) != "TIMESTAMP" or value is None:
             return value
-        partitioning = TimestampPartitioning.from_properties(self.timestamp_properties)
-        if isinstance(partitioning, str):
-            raise ValueError(f"the builder cannot write this TIMESTAMP partitioning: {partitioning}")
-        text = partitioning.path_value(value)
+        text = self._timestamp_partitioning.path_value(value)
         if text is None:
             raise ValueError(f"{field} value {value!r} has no partition path under {self.timestamp_properties}")
         return text
