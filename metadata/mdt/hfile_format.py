@@ -11,8 +11,11 @@ int bytesPerChecksum, int onDiskDataSizeWithHeader.
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+import google_crc32c
 
 TRAILER_SIZE = 4096
 TRAILER_MAGIC = b'TRABLK"$'
@@ -28,6 +31,12 @@ PBUF_MAGIC = b"PBUF"
 CODEC_NAMES = {0: "LZO", 1: "GZ", 2: "NONE", 3: "SNAPPY", 4: "LZ4", 5: "BZIP2", 6: "ZSTD"}
 CODEC_GZ = 1
 CODEC_NONE = 2
+
+CHECKSUM_NULL = 0
+CHECKSUM_CRC32 = 1
+CHECKSUM_CRC32C = 2
+CHECKSUM_SIZE = 4
+BYTES_PER_CHECKSUM = 16384
 
 KEY_TYPE_PUT = 4
 LATEST_TIMESTAMP = 0x7FFFFFFFFFFFFFFF
@@ -110,6 +119,36 @@ class Trailer:
         body = TRAILER_MAGIC + encode_varint(len(message)) + message
         version = ((self.minor_version & 0xFF) << 24) | (self.major_version & 0x00FFFFFF)
         return body + b"\x00" * (TRAILER_SIZE - len(body) - 4) + struct.pack(">i", version)
+
+
+# Block checksums ----------------------------------------------------------------
+def checksum_chunks(size: int, bytes_per_checksum: int) -> int:
+    return -(-size // bytes_per_checksum)
+
+
+def checksum_bytes_per_chunk(data_with_header_size: int) -> int:
+    """The chunk size to declare for a block of this many bytes (header and data).
+
+    HBase counts one checksum per chunk of header + data; hudi-rs counts one
+    per chunk of the whole on-disk block, checksums included. The two agree
+    unless the checksums push the block over a chunk boundary; then a slightly
+    smaller chunk (each block declares its own) makes them agree.
+    """
+    chunk = BYTES_PER_CHECKSUM
+    while True:
+        count = checksum_chunks(data_with_header_size, chunk)
+        if checksum_chunks(data_with_header_size + count * CHECKSUM_SIZE, chunk) == count:
+            return chunk
+        chunk -= 64
+
+
+def block_checksums(data_with_header: bytes, bytes_per_checksum: int, checksum_type: int = CHECKSUM_CRC32C) -> bytes:
+    """The checksum of each chunk, as HBase writes them after a block's data."""
+    digest = google_crc32c.value if checksum_type == CHECKSUM_CRC32C else zlib.crc32
+    return b"".join(
+        struct.pack(">I", digest(data_with_header[start : start + bytes_per_checksum]))
+        for start in range(0, len(data_with_header), bytes_per_checksum)
+    )
 
 
 # Protobuf (just what HFile uses) ------------------------------------------------

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from metadata.errors import HudiFormatError
 from metadata.mdt.hfile_format import (
+    CHECKSUM_CRC32,
+    CHECKSUM_CRC32C,
     CODEC_GZ,
     CODEC_NAMES,
     CODEC_NONE,
@@ -31,6 +33,7 @@ from metadata.mdt.hfile_format import (
     TRAILER_SIZE,
     BlockHeader,
     Trailer,
+    block_checksums,
     decode_file_info,
     decode_varint,
     decode_writable_vint,
@@ -133,10 +136,20 @@ class HFileReader:
         payload_size = header.on_disk_data_size_with_header - HEADER_SIZE
         if payload_size < 0 or payload_size > header.on_disk_size_without_header:
             raise HudiFormatError(self.path, f"block sizes disagree ({header})", offset=offset)
-        raw = self._read(offset + HEADER_SIZE, payload_size, f"{header.magic.decode()} block")
+        raw = self._read(offset + HEADER_SIZE, header.on_disk_size_without_header, f"{header.magic.decode()} block")
+        self._verify_checksums(header, header_bytes, raw, offset)
+        raw = raw[:payload_size]
         self.blocks_read += 1
         payload = self._decompress(raw, header, offset)
         return header, payload, offset + HEADER_SIZE + header.on_disk_size_without_header
+
+    def _verify_checksums(self, header: BlockHeader, header_bytes: bytes, raw: bytes, offset: int) -> None:
+        if header.checksum_type not in (CHECKSUM_CRC32, CHECKSUM_CRC32C) or header.bytes_per_checksum <= 0:
+            return  # checksum type 0: nothing to verify (Hudi 1.1's own writer)
+        data_size = header.on_disk_data_size_with_header - HEADER_SIZE
+        expected = block_checksums(header_bytes + raw[:data_size], header.bytes_per_checksum, header.checksum_type)
+        if raw[data_size : data_size + len(expected)] != expected:
+            raise HudiFormatError(self.path, f"{header.magic.decode()} block fails its checksum (damaged file)", offset=offset)
 
     def _decompress(self, raw: bytes, header: BlockHeader, offset: int) -> bytes:
         if self.trailer.compression_codec == CODEC_NONE:

@@ -1,7 +1,9 @@
 """HFile v3 writer in the form Hudi 1.1's own writer produces.
 
-Major 3, minor 0, GZ blocks, checksum type 0 with four zero bytes after each
-payload, prevBlockOffset -1, cells with full KeyValue keys and an MVCC byte,
+Major 3, minor 0, GZ blocks, each followed by CRC32C checksums of every
+16 KiB of header and data as HBase writes them (Hudi 1.1 writes checksum type
+0 and four zero bytes, which hudi-rs misreads once a block passes 16 KiB),
+prevBlockOffset -1, cells with full KeyValue keys and an MVCC byte,
 index keys and LASTKEY as `short length + row`, a file info block carrying
 the Avro schema. Files with more data blocks than fit one root index chunk
 get a two-level index (leaf blocks written after the data blocks).
@@ -17,6 +19,8 @@ import time
 from collections.abc import Iterable
 
 from metadata.mdt.hfile_format import (
+    CHECKSUM_CRC32C,
+    CHECKSUM_SIZE,
     CODEC_GZ,
     CODEC_NONE,
     DATA_MAGIC,
@@ -26,6 +30,9 @@ from metadata.mdt.hfile_format import (
     ROOT_INDEX_MAGIC,
     BlockHeader,
     Trailer,
+    block_checksums,
+    checksum_bytes_per_chunk,
+    checksum_chunks,
     encode_cell_key,
     encode_file_info,
     encode_writable_vint,
@@ -33,8 +40,6 @@ from metadata.mdt.hfile_format import (
 
 DEFAULT_BLOCK_SIZE = 64 * 1024
 MAX_ROOT_ENTRIES = 1024
-CHECKSUM_PLACEHOLDER = b"\x00\x00\x00\x00"
-BYTES_PER_CHECKSUM = 16384
 
 
 def _index_key(row: bytes) -> bytes:
@@ -65,16 +70,19 @@ class HFileWriter:
     def _write_block(self, magic: bytes, payload: bytes) -> tuple[int, int]:
         offset = len(self._out)
         body = self._compress(payload)
+        chunk = checksum_bytes_per_chunk(HEADER_SIZE + len(body))
+        checksum_size = CHECKSUM_SIZE * checksum_chunks(HEADER_SIZE + len(body), chunk)
         header = BlockHeader(
             magic=magic,
-            on_disk_size_without_header=len(body) + len(CHECKSUM_PLACEHOLDER),
+            on_disk_size_without_header=len(body) + checksum_size,
             uncompressed_size_without_header=len(payload),
             prev_block_offset=-1,
-            checksum_type=0,
-            bytes_per_checksum=BYTES_PER_CHECKSUM,
+            checksum_type=CHECKSUM_CRC32C,
+            bytes_per_checksum=chunk,
             on_disk_data_size_with_header=HEADER_SIZE + len(body),
         )
-        self._out += header.encode() + body + CHECKSUM_PLACEHOLDER
+        data_with_header = header.encode() + body
+        self._out += data_with_header + block_checksums(data_with_header, chunk)
         self._uncompressed_total += len(payload)
         return offset, len(self._out) - offset
 
