@@ -99,3 +99,11 @@ class InvalidInstantTime(HudiBridgeError, ValueError):
 
 class InvalidStatsTable(HudiBridgeError, ValueError):
     """A statistics table does not follow `metadata.stats_table`'s layout."""
+
+
+class IndexLocked(HudiBridgeError):
+    """Another metadata-table writer holds the table (or left a stale lock)."""
+
+
+class IndexWriteError(HudiBridgeError):
+    """The metadata table cannot be built or synced as asked (the message says why)."""

@@ -256,6 +256,28 @@ class TableConfig:
         )
 
 
+def update_table_config(storage: Storage, changes: dict[str, str | None]) -> TableConfig:
+    """Change hoodie.properties as Hudi's HoodieTableConfig.modify does: back
+    the current file up, write the new one (checksum last), drop the backup.
+    A reader that meets a torn file reads the backup; each file is written
+    whole, so a reader sees the old properties or the new ones."""
+    props = dict(TableConfig.load(storage).raw)
+    storage.write_bytes(PROPERTIES_BACKUP_PATH, format_java_properties(props).encode())
+    for key, value in changes.items():
+        if value is None:
+            props.pop(key, None)
+        else:
+            props[key] = value
+    props.pop(CHECKSUM_KEY, None)
+    props[CHECKSUM_KEY] = str(table_checksum(props))
+    storage.write_bytes(PROPERTIES_PATH, format_java_properties(props).encode())
+    try:
+        storage.delete_file(PROPERTIES_BACKUP_PATH)
+    except FileNotFoundError:
+        pass
+    return TableConfig.from_properties(props, source=storage.full_path(PROPERTIES_PATH))
+
+
 def table_checksum(props: dict[str, str]) -> int:
     """Hudi's hoodie.table.checksum: CRC32 of "<database>.<table name>"."""
     return zlib.crc32(f"{props.get('hoodie.database.name', '')}.{props.get('hoodie.table.name', '')}".encode())

@@ -15,9 +15,10 @@ from engine_bridge.cli.table import print_summary, table_summary, timeline_rows
 from hive_sync import SyncMode, SyncOptions
 from listers import plan
 from metadata import HudiTable
+from metadata.mdt.writer import MetadataTableWriter
 from metadata.testing.sample import build_sample_table
 
-DEMO_QUERY = "city IN ('chennai', 'amsterdam') AND trip_date >= DATE '2024-01-05'"
+DEMO_QUERY = "city IN ('chennai', 'amsterdam') AND trip_date >= DATE '2024-01-07'"
 
 
 @main.command()
@@ -29,9 +30,12 @@ def demo(path: str | None, no_sync: bool) -> Output:
     as_json = json_requested()
     target = path or tempfile.mkdtemp(prefix="hudi-bridge-demo-") + "/trips"
     build_sample_table(target)
+    # The metadata table (files, column_stats, partition_stats) is what lets planning skip files.
+    index = MetadataTableWriter(target).build()
     t = HudiTable.open(target)
     query = plan(target, DEMO_QUERY, dialect="trino")
     report: dict[str, Any] = {
+        "index": index.to_dict(),
         "table": table_summary(t),
         "timeline": timeline_rows(t),
         "partitions": t.partitions(),
@@ -44,6 +48,8 @@ def demo(path: str | None, no_sync: bool) -> Output:
         console.print(rich_table("Timeline", report["timeline"]))
         console.print("[bold]partitions[/]: " + ", ".join(report["partitions"]))
         console.print(rich_table(f"Latest file slices ({t.listing_note})", slice_rows(t.file_slices())))
+        console.print(f"metadata table built: {', '.join(index.partitions)} ({index.files_indexed} files indexed, "
+                      f"{index.records_written} records, {index.seconds:.2f} s)")
         console.rule("Planning a query")
         console.print(query.explain())
     if no_sync:

@@ -10,20 +10,28 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Any
 
 import fastavro
+import pyarrow as pa
 
+from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.records import (
+    EPOCH,
     TYPE_ALL_PARTITIONS,
     TYPE_COLUMN_STATS,
     TYPE_FILES,
     TYPE_PARTITION_STATS,
     VALUE_TYPE_DATE,
     VALUE_TYPE_DECIMAL,
+    VALUE_TYPE_LOCAL_TIMESTAMP_MICROS,
+    VALUE_TYPE_LOCAL_TIMESTAMP_MILLIS,
+    VALUE_TYPE_TIME_MICROS,
+    VALUE_TYPE_TIME_MILLIS,
     VALUE_TYPE_TIMESTAMP_MICROS,
+    VALUE_TYPE_TIMESTAMP_MILLIS,
     parse_schema_cached,
 )
 
@@ -111,6 +119,39 @@ METADATA_RECORD_SCHEMA: dict[str, Any] = {
 }
 METADATA_RECORD_SCHEMA_JSON = json.dumps(METADATA_RECORD_SCHEMA, separators=(",", ":"))
 
+# Hudi 0.14/1.0 (table v6, v8): logical types live in their own wrappers
+# (DateWrapper, DecimalWrapper as decimal(30,15), TimestampMicrosWrapper...)
+# and there is no valueType.
+LEGACY_WRAPPERS = [
+    *WRAPPERS,
+    _wrapper("DateWrapper", "int"),
+    _wrapper("DecimalWrapper", {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 15}),
+    _wrapper("TimeMicrosWrapper", {"type": "long", "logicalType": "time-micros"}),
+    _wrapper("TimestampMicrosWrapper", "long"),
+    _wrapper("LocalDateWrapper", "int"),
+]
+
+
+def _legacy_schema() -> dict[str, Any]:
+    schema = json.loads(METADATA_RECORD_SCHEMA_JSON)
+    stats = schema["fields"][2 + 1]["type"][1]
+    fields = [f for f in stats["fields"] if f["name"] != "valueType"]
+    for f in fields:
+        if f["name"] == "minValue":
+            f["type"] = ["null", *LEGACY_WRAPPERS]
+        elif f["name"] == "maxValue":
+            f["type"] = ["null", *[w["namespace"] + "." + w["name"] for w in LEGACY_WRAPPERS]]
+    stats["fields"] = fields
+    return schema
+
+
+LEGACY_METADATA_RECORD_SCHEMA_JSON = json.dumps(_legacy_schema(), separators=(",", ":"))
+
+
+def record_schema_json(table_version: int) -> str:
+    """The HoodieMetadataRecord schema a table of this version's writer uses."""
+    return METADATA_RECORD_SCHEMA_JSON if table_version >= 9 else LEGACY_METADATA_RECORD_SCHEMA_JSON
+
 # Hudi ValueType ordinals for the primitive wrappers.
 _ORDINALS = {"BooleanWrapper": 2, "IntWrapper": 3, "LongWrapper": 4, "FloatWrapper": 5, "DoubleWrapper": 6, "StringWrapper": 7, "BytesWrapper": 8}
 
@@ -144,6 +185,89 @@ def wrap_stat(value: Any) -> tuple[tuple[str, dict[str, Any]] | None, dict[str, 
     else:
         raise TypeError(f"no column stats wrapper for {type(value).__name__}")
     return (f"{NS}.{name}", {"value": raw}), {"typeOrdinal": _ORDINALS[name], "additionalInfo": info}
+
+
+def _unscaled_bytes(value: Decimal, scale: int) -> bytes:
+    unscaled = int(value.scaleb(scale).to_integral_value())
+    return unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)  # Java BigInteger.toByteArray
+
+
+def _epoch_units(value: datetime, per_second: int) -> int:
+    moment = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    delta = moment - EPOCH
+    return (delta.days * 86_400 + delta.seconds) * per_second + delta.microseconds * per_second // 1_000_000
+
+
+def wrap_typed(value: Any, dtype: pa.DataType, table_version: int) -> tuple[tuple[str, dict[str, Any]] | None, dict[str, Any] | None]:
+    """(wrapper, valueType) of a statistic of a column of Arrow type `dtype`,
+    as Hudi of that table version writes it."""
+    if value is None:
+        return None, None
+    legacy = table_version < 9
+
+    def wrapped(name: str, raw: Any, ordinal: int, info: str | None = None) -> tuple[tuple[str, dict[str, Any]], dict[str, Any] | None]:
+        return (f"{NS}.{name}", {"value": raw}), (None if legacy else {"typeOrdinal": ordinal, "additionalInfo": info})
+
+    if pa.types.is_boolean(dtype):
+        return wrapped("BooleanWrapper", bool(value), 2)
+    if pa.types.is_integer(dtype):
+        small = dtype.bit_width < 32 or dtype.bit_width == 32 and pa.types.is_signed_integer(dtype)
+        return wrapped("IntWrapper", int(value), 3) if small else wrapped("LongWrapper", int(value), 4)
+    if pa.types.is_float32(dtype):
+        return wrapped("FloatWrapper", float(value), 5)
+    if pa.types.is_floating(dtype):
+        return wrapped("DoubleWrapper", float(value), 6)
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        return wrapped("StringWrapper", str(value), 7)
+    if pa.types.is_decimal(dtype):
+        if legacy:
+            return wrapped("DecimalWrapper", Decimal(value).quantize(Decimal(1).scaleb(-15)), VALUE_TYPE_DECIMAL)
+        return wrapped("BytesWrapper", _unscaled_bytes(Decimal(value), dtype.scale), VALUE_TYPE_DECIMAL, f"{dtype.precision},{dtype.scale}")
+    if pa.types.is_date32(dtype):
+        days = (value - date(1970, 1, 1)).days
+        return wrapped("DateWrapper", days, VALUE_TYPE_DATE) if legacy else wrapped("IntWrapper", days, VALUE_TYPE_DATE)
+    if pa.types.is_timestamp(dtype):
+        if legacy:
+            return wrapped("TimestampMicrosWrapper", _epoch_units(value, 1_000_000), VALUE_TYPE_TIMESTAMP_MICROS)
+        millis = dtype.unit in ("s", "ms")
+        local = dtype.tz is None
+        ordinal = (VALUE_TYPE_LOCAL_TIMESTAMP_MILLIS if millis else VALUE_TYPE_LOCAL_TIMESTAMP_MICROS) if local else (
+            VALUE_TYPE_TIMESTAMP_MILLIS if millis else VALUE_TYPE_TIMESTAMP_MICROS)
+        return wrapped("LongWrapper", _epoch_units(value, 1_000 if millis else 1_000_000), ordinal)
+    if pa.types.is_time(dtype):
+        micros = ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
+        if legacy:
+            return wrapped("TimeMicrosWrapper", micros, VALUE_TYPE_TIME_MICROS)
+        if dtype.unit == "ms":
+            return wrapped("IntWrapper", micros // 1000, VALUE_TYPE_TIME_MILLIS)
+        return wrapped("LongWrapper", micros, VALUE_TYPE_TIME_MICROS)
+    raise TypeError(f"no column stats wrapper for Arrow type {dtype}")
+
+
+def range_record(key: str, stats: ColumnRange, table_version: int, partition_stats: bool = False, deleted: bool = False) -> dict[str, Any]:
+    """A column_stats (or partition_stats) record of one column range."""
+    low, low_type = wrap_typed(stats.min_value, stats.dtype, table_version)
+    high, high_type = wrap_typed(stats.max_value, stats.dtype, table_version)
+    payload: dict[str, Any] = {
+        "fileName": stats.file_name,
+        "columnName": stats.column,
+        "minValue": None if deleted else low,
+        "maxValue": None if deleted else high,
+        "valueCount": 0 if deleted else stats.value_count,
+        "nullCount": 0 if deleted else stats.null_count,
+        "totalSize": 0 if deleted else stats.total_size,
+        "totalUncompressedSize": 0 if deleted else stats.total_uncompressed_size,
+        "isDeleted": deleted,
+        "isTightBound": partition_stats,
+    }
+    if table_version >= 9:
+        payload["valueType"] = None if deleted else (low_type or high_type)
+    return {
+        "key": key,
+        "type": TYPE_PARTITION_STATS if partition_stats else TYPE_COLUMN_STATS,
+        "filesystemMetadata": None,
+        "ColumnStatsMetadata": payload,
+    }
 
 
 def files_record(partition_id: str, files: dict[str, tuple[int, bool]], all_partitions: bool = False) -> dict[str, Any]:

@@ -1,0 +1,111 @@
+"""`hudi-bridge index ...`: build, sync, compact and drop the metadata table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from engine_bridge.cli.app import main
+from engine_bridge.cli.output import Output, command_output, json_requested, print_lines
+from metadata.mdt.file_groups import BUILD_ORDER, MdtPartition
+from metadata.mdt.writer import DEFAULT_COMPACT_AFTER, IndexReport, LocalStatsEngine, MetadataTableWriter, StatsEngine
+
+PARTITION_NAMES = [p.value for p in BUILD_ORDER]
+
+
+@main.group()
+def index() -> None:
+    """Build and keep the metadata table (files, column_stats, partition_stats) in Hudi's formats."""
+
+
+def _partitions(text: str) -> list[MdtPartition]:
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [n for n in names if n not in PARTITION_NAMES]
+    if unknown:
+        raise click.BadParameter(f"unknown metadata partition {', '.join(unknown)} (choose from {', '.join(PARTITION_NAMES)})")
+    return [MdtPartition(n) for n in names]
+
+
+def _progress(message: str) -> None:
+    if not json_requested():
+        click.echo(message, err=True)
+
+
+def _engine(engine: str, parallelism: int) -> StatsEngine:
+    if engine == "local":
+        return LocalStatsEngine(parallelism=parallelism)
+    from pyspark.sql import SparkSession
+
+    from engine_bridge.spark.index_engine import SparkStatsEngine
+
+    spark = SparkSession.builder.master(f"local[{parallelism}]").appName("hudi-bridge index").getOrCreate()
+    return SparkStatsEngine(spark, parallelism)
+
+
+def _render(report: IndexReport) -> Output:
+    def render() -> None:
+        lines = [f"{report.action}: {', '.join(report.partitions) or 'no partition'} in {report.seconds:.2f} s"]
+        if report.instants:
+            lines.append(f"instants applied: {len(report.instants)} ({report.instants[0]} .. {report.instants[-1]})")
+        lines.append(f"files indexed: {report.files_indexed}, records written: {report.records_written}")
+        if report.compacted:
+            lines.append(f"compacted: {', '.join(report.compacted)}")
+        lines += [f"note: {n}" for n in report.notes]
+        print_lines(lines)
+
+    payload: dict[str, Any] = report.to_dict()
+    return Output(payload, render)
+
+
+@index.command("build")
+@click.argument("path")
+@click.option("--partitions", default=",".join(PARTITION_NAMES), show_default=True, help="Metadata partitions to build.")
+@click.option("--columns", default=None, help="Columns for column_stats/partition_stats (default: Hudi's: meta fields and the first 32 columns).")
+@click.option("--all-columns", is_flag=True, help="Every indexable top-level column, not only the first 32.")
+@click.option("--rebuild", is_flag=True, help="Rebuild partitions that already exist.")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="Where footers and logs are read: a thread pool here, or a Spark job.")
+@click.option("--parallelism", type=click.IntRange(min=1), default=8, show_default=True)
+@command_output
+def index_build(path: str, partitions: str, columns: str | None, all_columns: bool, rebuild: bool, engine: str, parallelism: int) -> Output:
+    """Bootstrap metadata partitions from the completed timeline (RFC-15, RFC-27)."""
+    chosen: list[str] | None = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+    if all_columns:
+        from metadata.mdt.file_stats import is_indexable
+        from metadata.mdt.writer import _table_schema
+        from metadata.stored_table import TableParts
+
+        schema = _table_schema(TableParts.load(path))
+        chosen = [f.name for f in schema if is_indexable(f.type)]
+    writer = MetadataTableWriter(path, engine=_engine(engine, parallelism), progress=_progress)
+    return _render(writer.build(_partitions(partitions), chosen, rebuild=rebuild))
+
+
+@index.command("sync")
+@click.argument("path")
+@click.option("--compact-after", type=click.IntRange(min=1), default=DEFAULT_COMPACT_AFTER, show_default=True,
+              help="Compact a file group once it has more log files than this.")
+@command_output
+def index_sync(path: str, compact_after: int) -> Output:
+    """Apply the data instants completed since the metadata table's last one."""
+    return _render(MetadataTableWriter(path, compact_after=compact_after, progress=_progress).sync())
+
+
+@index.command("compact")
+@click.argument("path")
+@click.option("--force", is_flag=True, help="Compact every file group with log files, not only those past the threshold.")
+@click.option("--compact-after", type=click.IntRange(min=1), default=DEFAULT_COMPACT_AFTER, show_default=True)
+@command_output
+def index_compact(path: str, force: bool, compact_after: int) -> Output:
+    """Fold log files into new HFile base files, as Hudi's metadata compaction does."""
+    return _render(MetadataTableWriter(path, compact_after=compact_after, progress=_progress).compact(force=force))
+
+
+@index.command("drop")
+@click.argument("path")
+@click.option("--partitions", required=True, help="Metadata partitions to drop (dropping files drops them all).")
+@command_output
+def index_drop(path: str, partitions: str) -> Output:
+    """Remove metadata partitions: the table config first, then the files."""
+    return _render(MetadataTableWriter(path, progress=_progress).drop(_partitions(partitions)))

@@ -1,0 +1,36 @@
+"""Column statistics of many data files computed as a Spark job: the file
+list is split into tasks, each task reads its footers and log blocks, and the
+ranges come back to the driver (`hudi-bridge index build --engine spark`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from metadata.mdt.file_stats import ColumnRange, blocks_counting, file_ranges
+from metadata.storage import Storage
+
+
+def _task(base_uri: str, columns: Sequence[str] | None, schema: pa.Schema | None, completed: frozenset[str],
+          items: Iterator[tuple[str, str | None]]) -> Iterator[ColumnRange]:
+    storage = Storage.open(base_uri)
+    for relative, only in items:
+        yield from file_ranges(storage, relative, columns, blocks_counting(only, completed), schema)
+
+
+class SparkStatsEngine:
+    def __init__(self, spark: Any, parallelism: int | None = None, completed: frozenset[str] = frozenset()) -> None:
+        self.spark = spark
+        self.parallelism = parallelism or spark.sparkContext.defaultParallelism
+        self.completed = completed
+
+    def ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
+               schema: pa.Schema | None) -> list[ColumnRange]:
+        if not files:
+            return []
+        completed = self.completed
+        slices = max(1, min(len(files), self.parallelism * 4))
+        rdd = self.spark.sparkContext.parallelize(list(files), slices)
+        return list(rdd.mapPartitions(lambda items: _task(base_uri, columns, schema, completed, items)).collect())

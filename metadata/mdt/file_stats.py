@@ -1,0 +1,210 @@
+"""Column statistics of data files, computed as Hudi computes them for the
+metadata table's column_stats and partition_stats partitions.
+
+- Base files: from the Parquet footer, each row group's statistics rolled up
+  (min of mins, max of maxes, counts and sizes summed). valueCount is the
+  column chunks' value count, totalSize their compressed size.
+- Log files: from the records of their data blocks (Avro or Parquet) of
+  instants that count; sizes are 0, as Hudi writes them.
+- Columns: by default the three meta fields Hudi always indexes, then the first
+  32 top-level fields of a supported type (Hudi's
+  `hoodie.metadata.index.column.stats.max.columns.to.index`).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, time, timezone
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from metadata.errors import HudiFormatError
+from metadata.log_format import BlockType, LogBlock, decode_avro_records, read_log_blocks
+from metadata.storage import Storage
+
+META_FIELDS_ALWAYS_INDEXED = ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key")  # Java TreeMap order
+META_FIELDS = frozenset({"_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"})
+MAX_COLUMNS_TO_INDEX = 32
+DECIMAL_MAX_PRECISION = 30  # the metadata record's decimal wrapper
+DECIMAL_MAX_SCALE = 15
+
+
+@dataclass(frozen=True)
+class ColumnRange:
+    """One column's statistics in one file (a column_stats record's payload)."""
+
+    file_name: str
+    column: str
+    dtype: pa.DataType
+    min_value: Any
+    max_value: Any
+    null_count: int
+    value_count: int
+    total_size: int = 0
+    total_uncompressed_size: int = 0
+
+
+def is_indexable(dtype: pa.DataType) -> bool:
+    if pa.types.is_decimal(dtype):
+        return dtype.precision <= DECIMAL_MAX_PRECISION and dtype.scale <= DECIMAL_MAX_SCALE
+    return (
+        pa.types.is_boolean(dtype) or pa.types.is_integer(dtype) or pa.types.is_floating(dtype)
+        or pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_date32(dtype)
+        or pa.types.is_timestamp(dtype) or pa.types.is_time(dtype)
+    )
+
+
+def columns_to_index(schema: pa.Schema, limit: int = MAX_COLUMNS_TO_INDEX) -> list[str]:
+    names = set(schema.names)
+    chosen = [c for c in META_FIELDS_ALWAYS_INDEXED if c in names]
+    data = [f.name for f in schema if f.name not in META_FIELDS and is_indexable(f.type)]
+    return chosen + data[:limit]
+
+
+def _merge(a: ColumnRange | None, b: ColumnRange) -> ColumnRange:
+    if a is None:
+        return b
+    return ColumnRange(
+        a.file_name, a.column, a.dtype,
+        b.min_value if a.min_value is None else a.min_value if b.min_value is None else min(a.min_value, b.min_value),
+        b.max_value if a.max_value is None else a.max_value if b.max_value is None else max(a.max_value, b.max_value),
+        a.null_count + b.null_count, a.value_count + b.value_count,
+        a.total_size + b.total_size, a.total_uncompressed_size + b.total_uncompressed_size,
+    )
+
+
+def roll_up(ranges: Iterable[ColumnRange], file_name: str) -> dict[str, ColumnRange]:
+    """Column -> one range over all of them (partition_stats, row groups)."""
+    out: dict[str, ColumnRange] = {}
+    for r in ranges:
+        merged = _merge(out.get(r.column), r)
+        out[r.column] = ColumnRange(file_name, merged.column, merged.dtype, merged.min_value, merged.max_value,
+                                    merged.null_count, merged.value_count, merged.total_size, merged.total_uncompressed_size)
+    return out
+
+
+def _stat_value(value: Any, dtype: pa.DataType) -> Any:
+    """Footer statistics as the Python value of the column's logical type."""
+    if value is None:
+        return None
+    if pa.types.is_timestamp(dtype) and isinstance(value, datetime) and dtype.tz is not None and value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    if pa.types.is_decimal(dtype) and isinstance(value, bytes):
+        return Decimal(int.from_bytes(value, "big", signed=True)).scaleb(-dtype.scale)
+    if pa.types.is_decimal(dtype) and isinstance(value, int):
+        return Decimal(value).scaleb(-dtype.scale)
+    if (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)) and isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return value
+
+
+def footer_ranges(data: bytes | pa.NativeFile, file_name: str, columns: Sequence[str] | None, where: str) -> list[ColumnRange]:
+    """Stats of a Parquet base file from its footer alone."""
+    try:
+        parquet = pq.ParquetFile(data if not isinstance(data, bytes) else io.BytesIO(data))
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise HudiFormatError(where, f"Parquet footer does not read ({exc})") from None
+    schema = parquet.schema_arrow
+    wanted = columns_to_index(schema) if columns is None else [c for c in columns if c in schema.names]
+    types = {name: schema.field(name).type for name in wanted}
+    positions = {parquet.metadata.schema.column(i).path: i for i in range(parquet.metadata.num_columns)}
+    merged: dict[str, ColumnRange] = {}
+    for rg in range(parquet.metadata.num_row_groups):
+        group = parquet.metadata.row_group(rg)
+        for name in wanted:
+            index = positions.get(name)
+            if index is None:
+                continue
+            chunk = group.column(index)
+            stats = chunk.statistics
+            has_range = stats is not None and stats.has_min_max
+            piece = ColumnRange(
+                file_name, name, types[name],
+                _stat_value(stats.min, types[name]) if has_range else None,
+                _stat_value(stats.max, types[name]) if has_range else None,
+                int(stats.null_count) if stats is not None and stats.has_null_count else 0,
+                int(chunk.num_values), int(chunk.total_compressed_size), int(chunk.total_uncompressed_size),
+            )
+            merged[name] = _merge(merged.get(name), piece)
+    return [merged[n] for n in wanted if n in merged]
+
+
+def table_ranges(table: pa.Table, file_name: str, columns: Sequence[str] | None) -> list[ColumnRange]:
+    """Stats of in-memory records (log blocks): exact min/max, sizes 0."""
+    wanted = columns_to_index(table.schema) if columns is None else [c for c in columns if c in table.schema.names]
+    out = []
+    for name in wanted:
+        column = table.column(name)
+        dtype = table.schema.field(name).type
+        nulls = column.null_count
+        if len(column) - nulls:
+            bounds = pc.min_max(column)
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        else:
+            low = high = None
+        out.append(ColumnRange(file_name, name, dtype, _stat_value(low, dtype), _stat_value(high, dtype), nulls, len(column)))
+    return out
+
+
+def _block_table(block: LogBlock, where: str, schema: pa.Schema | None) -> pa.Table | None:
+    if block.block_type is BlockType.PARQUET_DATA:
+        return pq.read_table(io.BytesIO(block.content))
+    if block.block_type is BlockType.AVRO_DATA:
+        records = list(decode_avro_records(block, where))
+        if schema is not None:
+            return pa.Table.from_pylist(records, schema=schema)
+        return pa.Table.from_pylist(records)
+    return None
+
+
+def log_ranges(
+    data: bytes, file_name: str, columns: Sequence[str] | None, where: str,
+    block_counts: Callable[[LogBlock], bool], schema: pa.Schema | None = None,
+) -> list[ColumnRange]:
+    """Stats of a log file: the records of its data blocks that count."""
+    result = read_log_blocks(data, where)
+    tables = []
+    for block in result.blocks:
+        if not block_counts(block):
+            continue
+        table = _block_table(block, where, schema)
+        if table is not None and table.num_rows:
+            tables.append(table)
+    if not tables:  # only deletes: Hudi still writes an empty range per column
+        if schema is None:
+            return []
+        wanted = columns_to_index(schema) if columns is None else [c for c in columns if c in schema.names]
+        return [ColumnRange(file_name, c, schema.field(c).type, None, None, 0, 0) for c in wanted]
+    combined = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    return table_ranges(combined, file_name, columns)
+
+
+def range_to_python(value: Any) -> Any:
+    """A JSON-friendly form for reports."""
+    if isinstance(value, (datetime, date, time, Decimal)):
+        return str(value)
+    return value
+
+
+def blocks_counting(only: str | None, completed: frozenset[str]) -> Callable[[LogBlock], bool]:
+    """Which log blocks count: those of one instant, or of any completed one."""
+    if only:
+        return lambda block: block.instant_time == only
+    return lambda block: block.instant_time in completed
+
+
+def file_ranges(storage: Storage, relative: str, columns: Sequence[str] | None,
+                block_counts: Callable[[LogBlock], bool], schema: pa.Schema | None = None) -> list[ColumnRange]:
+    """Stats of one data file (base or log), read from `storage`."""
+    name = relative.rsplit("/", 1)[-1]
+    where = storage.display_path(relative)
+    if name.startswith("."):
+        return log_ranges(storage.read_bytes(relative), name, columns, where, block_counts, schema)
+    with storage.open_random_access(relative) as handle:
+        return footer_ranges(handle, name, columns, where)

@@ -1,0 +1,750 @@
+"""Build and keep a table's metadata table: `files`, `column_stats` and
+`partition_stats` (RFC-15 and RFC-27, write side), in Hudi's formats.
+
+Order of writes, so that a reader never sees half of anything:
+1. file groups' files (logs, HFiles), each written whole;
+2. the MDT instant: requested, inflight, completed (the completed file is
+   what makes the files count, RFC-15 design V2);
+3. for a new partition, the data table's `hoodie.table.metadata.partitions`
+   last (backup and checksum, as Hudi updates hoodie.properties).
+A crash leaves at most a pending MDT instant; the next build or sync deletes
+what it wrote and redoes it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from metadata.avro_schema import avro_to_arrow_schema, with_meta_fields
+from metadata.commit_metadata import WriteStat
+from metadata.errors import HudiError, IndexWriteError
+from metadata.file_naming import BaseFileName, LogFileName, classify
+from metadata.instant import Action, Instant
+from metadata.instant_content import encode_avro_instant
+from metadata.listing import StorageListing
+from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records
+from metadata.mdt.file_groups import BUILD_ORDER, MdtPartition, file_group_id, file_group_index
+from metadata.mdt.file_stats import ColumnRange, blocks_counting, columns_to_index, file_ranges, roll_up
+from metadata.mdt.hfile_writer import HFileWriter
+from metadata.mdt.keys import column_stats_key, partition_stats_key
+from metadata.mdt.reader import KeyQuery, MetadataTableReader
+from metadata.mdt.record_schema import encode_record, files_record, range_record, record_schema_json
+from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord
+from metadata.mdt.writer_lock import WriterLock
+from metadata.partition_path import to_metadata_partition
+from metadata.storage import Storage, join
+from metadata.stored_table import TableParts
+from metadata.table import HudiTable
+from metadata.table_config import BaseFileFormat, TableConfig, TableType, update_table_config
+from metadata.timeline_models import COMPACTION_PLAN, commit_metadata_schema
+
+log = logging.getLogger(__name__)
+
+METADATA_FOLDER = ".hoodie/metadata"
+PARTITIONS_KEY = "hoodie.table.metadata.partitions"
+INFLIGHT_KEY = "hoodie.table.metadata.partitions.inflight"
+BUILT_THROUGH = "hudi-bridge.builtThrough"  # extraMetadata of an initialising deltacommit
+PENDING_AT_BUILD = "hudi-bridge.pendingAtBuild"
+INDEXED_COLUMNS = "hudi-bridge.columns"
+DEFAULT_COMPACT_AFTER = 10  # hoodie.metadata.compact.max.delta.commits
+
+
+class StatsEngine(Protocol):
+    """Computes column ranges of many data files (threads here, Spark elsewhere)."""
+
+    def ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
+               schema: pa.Schema | None) -> list[ColumnRange]:
+        """`files`: (path relative to the table, instant whose blocks count or
+        None for all blocks of completed instants)."""
+        ...
+
+
+@dataclass
+class LocalStatsEngine:
+    """Parquet footers and log blocks read on a thread pool (pyarrow releases the GIL)."""
+
+    parallelism: int = 8
+    completed: frozenset[str] = frozenset()
+
+    def ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
+               schema: pa.Schema | None) -> list[ColumnRange]:
+        storage = Storage.open(base_uri)
+        completed = self.completed
+
+        def one(item: tuple[str, str | None]) -> list[ColumnRange]:
+            relative, only = item
+            return file_ranges(storage, relative, columns, blocks_counting(only, completed), schema)
+
+        with ThreadPoolExecutor(max_workers=max(1, self.parallelism)) as pool:
+            return [r for found in pool.map(one, files) for r in found]
+
+
+@dataclass
+class IndexReport:
+    action: str
+    partitions: list[str] = field(default_factory=list)
+    instants: list[str] = field(default_factory=list)
+    files_indexed: int = 0
+    records_written: int = 0
+    compacted: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+Fault = Callable[[str], None]
+
+
+class MetadataTableWriter:
+    def __init__(self, path: str, engine: StatsEngine | None = None, fault: Fault | None = None,
+                 compact_after: int = DEFAULT_COMPACT_AFTER, progress: Callable[[str], None] | None = None) -> None:
+        self.data = TableParts.load(path)
+        self.storage = self.data.storage
+        self.mdt_storage = self.storage.child(METADATA_FOLDER)
+        self.version = self.data.config.version
+        self.schema_json = record_schema_json(self.version)
+        self.engine = engine
+        self.fault = fault or (lambda step: None)
+        self.compact_after = compact_after
+        self.progress = progress or (lambda message: None)
+        self._token = 0
+        self._last_time = ""
+
+    # Public operations ---------------------------------------------------------------
+    def build(self, partitions: Sequence[MdtPartition] = BUILD_ORDER, columns: Sequence[str] | None = None,
+              rebuild: bool = False) -> IndexReport:
+        started = time.monotonic()
+        report = IndexReport("build")
+        with WriterLock(self.storage):
+            self._reload()
+            wanted = [p for p in BUILD_ORDER if p in partitions or p is MdtPartition.FILES]
+            if rebuild:
+                self._drop([p for p in wanted if p.value in self.data.config.metadata_partitions], report)
+            built = set(self.data.config.metadata_partitions)
+            if MdtPartition.FILES.value not in built:
+                self._reset_metadata_folder()
+                built = set()
+            else:
+                self._sync_locked(report)
+            todo = [p for p in wanted if p.value not in built]
+            skipped = [p.value for p in wanted if p.value in built]
+            if skipped:
+                report.notes.append(f"already built, left alone: {', '.join(skipped)} (use --rebuild to rebuild)")
+            if not todo:
+                report.seconds = time.monotonic() - started
+                return report
+            self._set_config({INFLIGHT_KEY: ",".join(sorted({*self._inflight(), *(p.value for p in todo)}))})
+            snapshot = _Snapshot.take(self.data, self.engine_for(), columns)
+            for partition in todo:
+                self._initialise(partition, snapshot, report)
+                report.partitions.append(partition.value)
+            listed = sorted({*self.data.config.metadata_partitions, *(p.value for p in todo)})
+            self.fault("before config update")
+            self._set_config({PARTITIONS_KEY: ",".join(listed),
+                              INFLIGHT_KEY: ",".join(sorted(set(self._inflight()) - {p.value for p in todo})) or None})
+            self.fault("after config update")
+        report.seconds = time.monotonic() - started
+        return report
+
+    def sync(self) -> IndexReport:
+        started = time.monotonic()
+        report = IndexReport("sync")
+        with WriterLock(self.storage):
+            self._reload()
+            if MdtPartition.FILES.value not in self.data.config.metadata_partitions:
+                raise IndexWriteError(f"{self.storage.uri}: no metadata table to sync; run `hudi-bridge index build` first")
+            self._sync_locked(report)
+        report.seconds = time.monotonic() - started
+        return report
+
+    def compact(self, force: bool = False) -> IndexReport:
+        report = IndexReport("compact")
+        with WriterLock(self.storage):
+            self._reload()
+            self._compact_locked(report, force=force)
+        return report
+
+    def drop(self, partitions: Sequence[MdtPartition]) -> IndexReport:
+        report = IndexReport("drop")
+        with WriterLock(self.storage):
+            self._reload()
+            self._drop(list(partitions), report)
+        return report
+
+    # State -------------------------------------------------------------------------------
+    def engine_for(self) -> StatsEngine:
+        completed = frozenset(i.requested_time for i in self.data.timeline.completed())
+        if self.engine is None:
+            return LocalStatsEngine(completed=completed)
+        if isinstance(self.engine, LocalStatsEngine):
+            self.engine.completed = completed
+        return self.engine
+
+    def _reload(self) -> None:
+        self.data = TableParts.load_storage(self.storage)
+
+    def _inflight(self) -> list[str]:
+        return [p for p in self.data.config.raw.get(INFLIGHT_KEY, "").split(",") if p]
+
+    def _set_config(self, changes: dict[str, str | None]) -> None:
+        update_table_config(self.storage, changes)
+        self._reload()
+
+    def _mdt(self) -> TableParts:
+        return TableParts.load_storage(self.mdt_storage)
+
+    def _new_time(self) -> str:
+        """One millisecond after the latest time either timeline knows.
+
+        Not the wall clock: a metadata compaction must sort before the next
+        data instant, whose time comes from the data writer's clock."""
+        mdt = self._mdt().timeline.instants if self.mdt_storage.exists(".hoodie/hoodie.properties") else []
+        known = [self._last_time, *(t[:17] for i in [*self.data.timeline.instants, *mdt]
+                                    for t in (i.requested_time, i.completion_time or "") if t[:17].isdigit())]
+        latest = max(known)
+        self._last_time = str(int(latest or "0") + 1).zfill(17)
+        return self._last_time
+
+    def _write_token(self) -> str:
+        self._token += 1
+        return f"0-{self._token}-{self._token}"
+
+    # The metadata table itself ----------------------------------------------------------
+    def _reset_metadata_folder(self) -> None:
+        """No partition is listed: whatever is in the folder is a leftover no reader uses."""
+        if self.storage.exists(METADATA_FOLDER):
+            self.storage.filesystem.delete_dir(self.storage.full_path(METADATA_FOLDER))
+        extra = {
+            "hoodie.table.keygenerator.type" if self.version >= 8 else "hoodie.table.keygenerator.class":
+                "HOODIE_TABLE_METADATA" if self.version >= 8 else "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator",
+            "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
+            "hoodie.archivelog.folder": "history" if self.version >= 8 else "archived",
+        }
+        if self.version >= 8:
+            extra.update({"hoodie.record.merge.mode": "CUSTOM", "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+                          "hoodie.table.initial.version": str(self.version)})
+        database = self.data.config.raw.get("hoodie.database.name")
+        if database:
+            extra["hoodie.database.name"] = database
+        TableConfig.new(f"{self.data.config.name}_metadata", TableType.MERGE_ON_READ, self.version,
+                        record_key_fields=("key",), base_file_format=BaseFileFormat.HFILE, populate_meta_fields=False,
+                        extra=extra).write(self.mdt_storage)
+        self.fault("after metadata table properties")
+
+    def _initialisation_time(self, mdt: TableParts, partition: MdtPartition) -> str:
+        used = {i.requested_time for i in mdt.timeline.instants}
+        if self.version >= 8:
+            n = 0
+            while f"{n:017d}" in used:
+                n += 1
+            return f"{n:017d}"
+        latest = self.data.timeline.latest_completed()
+        base = latest.requested_time if latest else "0" * 17
+        n = 10 + BUILD_ORDER.index(partition)
+        while f"{base}{n:03d}" in used:
+            n += 1
+        return f"{base}{n:03d}"
+
+    def _initialise(self, partition: MdtPartition, snapshot: _Snapshot, report: IndexReport) -> None:
+        mdt = self._mdt()
+        ts = self._initialisation_time(mdt, partition)
+        self.progress(f"building {partition.value} at metadata instant {ts}")
+        records = snapshot.records(partition, self.version)
+        groups = self._file_group_count(partition, snapshot)
+        written: list[tuple[str, str, int]] = []
+        self._write_pending(mdt, ts, Action.DELTA_COMMIT)
+        self.fault(f"{partition.value}: after requested")
+        self.mdt_storage.write_bytes(join(partition.value, ".hoodie_partition_metadata"),
+                                     f"#partition metadata\ncommitTime={ts}\npartitionDepth=1\n".encode())
+        by_group: dict[int, list[tuple[bytes, bytes]]] = {i: [] for i in range(groups)}
+        for key, record in records.items():
+            by_group[file_group_index(key, groups)].append((key.encode(), encode_record(record, self.schema_json)))
+        for index, cells in by_group.items():
+            fg = file_group_id(partition, index)
+            empty_log = f".{fg}_{ts}.log.1_0-0-0"
+            data = encode_block(LogBlock(BlockType.DELETE, {HeaderKey.INSTANT_TIME: ts}, encode_delete_records([])))
+            self.mdt_storage.write_bytes(join(partition.value, empty_log), data)
+            written.append((fg, join(partition.value, empty_log), len(data)))
+            if cells:
+                base = f"{fg}_{self._write_token()}_{ts}.hfile"
+                content = self._hfile(sorted(cells))
+                self.mdt_storage.write_bytes(join(partition.value, base), content)
+                written.append((fg, join(partition.value, base), len(content)))
+                report.records_written += len(cells)
+            self.fault(f"{partition.value}: after file group {index}")
+        extra = {BUILT_THROUGH: snapshot.built_through, PENDING_AT_BUILD: ",".join(snapshot.pending)}
+        if partition is not MdtPartition.FILES:
+            extra[INDEXED_COLUMNS] = ",".join(snapshot.columns)
+        self._complete(mdt, ts, Action.DELTA_COMMIT, written, "BULK_INSERT", extra)
+        report.files_indexed = max(report.files_indexed, snapshot.file_count)
+
+    def _file_group_count(self, partition: MdtPartition, snapshot: _Snapshot | None = None) -> int:
+        existing = self._existing_groups(partition)
+        return len(existing) if existing else partition.default_file_groups
+
+    def _existing_groups(self, partition: MdtPartition) -> set[str]:
+        if not self.mdt_storage.exists(partition.value):
+            return set()
+        files, _ = self.mdt_storage.list_dir(partition.value)
+        groups = set()
+        for f in files:
+            parsed = classify(f.name, ".hfile", f.relative_path)
+            if isinstance(parsed, (BaseFileName, LogFileName)):
+                groups.add(parsed.file_id)
+        return groups
+
+    def _hfile(self, cells: list[tuple[bytes, bytes]]) -> bytes:
+        writer = HFileWriter()
+        writer.add_all(cells)
+        return writer.finish({b"schema": self.schema_json.encode()})
+
+    # Timeline files of the MDT ---------------------------------------------------------
+    def _write_pending(self, mdt: TableParts, ts: str, action: Action, requested: bytes = b"") -> None:
+        path = mdt.config.timeline_path
+        self.mdt_storage.write_bytes(join(path, f"{ts}.{action}.requested"), requested)
+        inflight = f"{ts}.inflight" if action is Action.COMMIT else f"{ts}.{action}.inflight"
+        self.mdt_storage.write_bytes(join(path, inflight), b"")
+
+    def _complete(self, mdt: TableParts, ts: str, action: Action, written: list[tuple[str, str, int]],
+                  operation: str, extra: dict[str, str] | None = None, compacted: bool = False) -> None:
+        stats: dict[str, list[dict[str, Any]]] = {}
+        for fg, path, size in written:
+            folder = path.split("/", 1)[0]  # the MDT partition the file is in
+            stats.setdefault(folder, []).append(WriteStat(
+                file_id=fg, path=path, prev_commit="null", num_writes=1, partition_path=folder,
+                file_size_in_bytes=size, total_write_bytes=size).to_dict())
+        record: dict[str, Any] = {
+            "partitionToWriteStats": stats,
+            "compacted": compacted,
+            "extraMetadata": {"schema": self.schema_json, **(extra or {})},
+            "operationType": operation,
+        }
+        self.fault(f"{ts}: before completion")
+        if self.version >= 8:
+            record["version"] = 1
+            name = f"{ts}_{self._new_time()}.{action}"
+            content = encode_avro_instant(commit_metadata_schema(False), record)
+        else:
+            name = f"{ts}.{action}"
+            content = json.dumps(record, indent=2).encode()
+        self.mdt_storage.write_bytes(join(mdt.config.timeline_path, name), content)
+        self.fault(f"{ts}: after completion")
+
+    def _roll_back_failed(self, mdt: TableParts, report: IndexReport) -> TableParts:
+        """Delete what MDT instants that never completed wrote, then the instants."""
+        pending = [i for i in mdt.timeline.instants if not i.is_completed]
+        if not pending:
+            return mdt
+        for instant in pending:
+            ts = instant.requested_time
+            for partition in MdtPartition:
+                if not self.mdt_storage.exists(partition.value):
+                    continue
+                files, _ = self.mdt_storage.list_dir(partition.value)
+                for f in files:
+                    parsed = classify(f.name, ".hfile", f.relative_path)
+                    if isinstance(parsed, (BaseFileName, LogFileName)) and (
+                        parsed.instant_time == ts or isinstance(parsed, LogFileName) and f"_{ts}" in f.name and self.version < 8
+                    ):
+                        self.mdt_storage.delete_file(f.relative_path)
+            for name in [n for n in self._timeline_names(mdt) if n.startswith(ts + ".")]:
+                self.mdt_storage.delete_file(join(mdt.config.timeline_path, name))
+            report.notes.append(f"metadata instant {ts} had not completed; what it wrote was removed and is redone")
+        return self._mdt()
+
+    def _timeline_names(self, mdt: TableParts) -> list[str]:
+        files, _ = self.mdt_storage.list_dir(mdt.config.timeline_path)
+        return [f.name for f in files]
+
+    # Sync ------------------------------------------------------------------------------------
+    def _synced(self, mdt: TableParts) -> tuple[set[str], Callable[[Instant], bool]]:
+        completed = {i.requested_time for i in mdt.timeline.completed()}
+        built_through, pending_at_build = "", set()
+        for instant in mdt.timeline.completed():
+            if instant.action is Action.DELTA_COMMIT and instant.requested_time not in {i.requested_time for i in self.data.timeline.instants}:
+                extra = mdt.timeline.commit_metadata(instant).extra_metadata
+                if extra.get(BUILT_THROUGH, "") >= built_through and BUILT_THROUGH in extra:
+                    built_through = extra[BUILT_THROUGH]
+                    pending_at_build = {p for p in extra.get(PENDING_AT_BUILD, "").split(",") if p}
+
+        def is_synced(instant: Instant) -> bool:
+            ts = instant.requested_time
+            if ts in completed:
+                return True
+            return bool(built_through) and ts <= built_through and ts not in pending_at_build
+
+        return completed, is_synced
+
+    def _sync_locked(self, report: IndexReport) -> None:
+        mdt = self._roll_back_failed(self._mdt(), report)
+        _, is_synced = self._synced(mdt)
+        order = (lambda i: (i.completion_time or i.requested_time)) if self.data.timeline.uses_completion_time else (lambda i: i.requested_time)
+        todo = sorted((i for i in self.data.timeline.completed() if not is_synced(i)), key=order)
+        built = [MdtPartition(p) for p in self.data.config.metadata_partitions if p in {m.value for m in MdtPartition}]
+        columns = self._indexed_columns(mdt)
+        schema = _table_schema(self.data)
+        for n, instant in enumerate(todo, 1):
+            self.progress(f"syncing {instant.action} {instant.requested_time} ({n}/{len(todo)})")
+            change = _Change.of(self.data, instant)
+            if change is None:
+                report.notes.append(f"{instant.action} {instant.requested_time}: nothing for the metadata table")
+                continue
+            self._apply(mdt, instant.requested_time, change, built, columns, schema, report)
+            report.instants.append(instant.requested_time)
+            mdt = self._mdt()
+        if todo:
+            self._compact_locked(report, force=False)
+
+    def _indexed_columns(self, mdt: TableParts) -> list[str]:
+        for instant in reversed(mdt.timeline.completed()):
+            if instant.action is Action.DELTA_COMMIT:
+                extra = mdt.timeline.commit_metadata(instant).extra_metadata
+                if INDEXED_COLUMNS in extra:
+                    return [c for c in extra[INDEXED_COLUMNS].split(",") if c]
+        return columns_to_index(_table_schema(self.data))
+
+    def _apply(self, mdt: TableParts, ts: str, change: _Change, built: list[MdtPartition], columns: list[str],
+               schema: pa.Schema, report: IndexReport) -> None:
+        records: dict[MdtPartition, dict[str, dict[str, Any]]] = {p: {} for p in built}
+        files = records.get(MdtPartition.FILES, {})
+        current = set(self._reader_partitions())
+        for partition in sorted(set(change.added) | set(change.deleted)):
+            entries = {name: (size, False) for name, size in change.added.get(partition, {}).items()}
+            entries.update(dict.fromkeys(change.deleted.get(partition, ()), (0, True)))
+            key = to_metadata_partition(partition)
+            files[key] = files_record(key, entries)
+        new_partitions = {p for p in change.added if p not in current}
+        listed = {to_metadata_partition(p): (0, False) for p in new_partitions}
+        listed.update({to_metadata_partition(p): (0, True) for p in change.dropped_partitions})
+        if listed:
+            files[ALL_PARTITIONS_KEY] = files_record(ALL_PARTITIONS_KEY, listed, all_partitions=True)
+        new_ranges: dict[str, list[ColumnRange]] = {}
+        if MdtPartition.COLUMN_STATS in records or MdtPartition.PARTITION_STATS in records:
+            targets = [(join(p, name), ts if name.startswith(".") and self.version < 8 else None)
+                       for p, names in change.added.items() for name in names]
+            for r in self.engine_for().ranges(self.storage.uri, targets, columns, schema):
+                new_ranges.setdefault(r.file_name, []).append(r)
+            report.files_indexed += len(targets)
+        if MdtPartition.COLUMN_STATS in records:
+            stats = records[MdtPartition.COLUMN_STATS]
+            for partition, added in change.added.items():
+                for name in added:
+                    for r in new_ranges.get(name, []):
+                        stats[column_stats_key(r.column, partition, name)] = range_record(
+                            column_stats_key(r.column, partition, name), r, self.version)
+            for partition, deleted in change.deleted.items():
+                for name in deleted:
+                    for column in columns:
+                        key = column_stats_key(column, partition, name)
+                        dtype = schema.field(column).type if column in schema.names else pa.string()
+                        stats[key] = range_record(key, ColumnRange(name, column, dtype, None, None, 0, 0), self.version, deleted=True)
+        if MdtPartition.PARTITION_STATS in records:
+            touched = sorted((set(change.added) | set(change.deleted)) - change.dropped_partitions)
+            records[MdtPartition.PARTITION_STATS].update(
+                self._partition_stats(ts, touched, columns, schema, new_ranges))
+        written_any = False
+        self._write_pending(mdt, ts, Action.DELTA_COMMIT)
+        self.fault(f"{ts}: after requested")
+        written: list[tuple[str, str, int]] = []
+        for partition, by_key in records.items():
+            if not by_key:
+                continue
+            groups = len(self._existing_groups(partition)) or partition.default_file_groups
+            cells: dict[int, list[tuple[bytes, bytes]]] = {}
+            for key, record in by_key.items():
+                cells.setdefault(file_group_index(key, groups), []).append((key.encode(), encode_record(record, self.schema_json)))
+            for index, group_cells in sorted(cells.items()):
+                fg = file_group_id(partition, index)
+                name = self._log_name(mdt, partition, fg, ts)
+                block = LogBlock(BlockType.HFILE_DATA, {HeaderKey.INSTANT_TIME: ts, HeaderKey.SCHEMA: self.schema_json},
+                                 self._hfile(sorted(group_cells)))
+                data = encode_block(block)
+                self.mdt_storage.write_bytes(join(partition.value, name), data)
+                written.append((fg, join(partition.value, name), len(data)))
+                report.records_written += len(group_cells)
+                written_any = True
+                self.fault(f"{ts}: after log {partition.value}/{index}")
+        self._complete(mdt, ts, Action.DELTA_COMMIT, written, "UPSERT_PREPPED")
+        if not written_any:
+            log.debug("instant %s changed nothing the metadata table holds", ts)
+
+    def _log_name(self, mdt: TableParts, partition: MdtPartition, fg: str, ts: str) -> str:
+        """v8+: one log file per writing instant. v6: a new log version in the
+        latest slice (appending to a file would leave half a block on a crash)."""
+        if self.version >= 8:
+            return f".{fg}_{ts}.log.1_{self._write_token()}"
+        files, _ = self.mdt_storage.list_dir(partition.value)
+        base_instant, version = "", 0
+        for f in files:
+            parsed = classify(f.name, ".hfile", f.relative_path)
+            if isinstance(parsed, BaseFileName) and parsed.file_id == fg and parsed.instant_time > base_instant:
+                base_instant, version = parsed.instant_time, 0
+        for f in files:
+            parsed = classify(f.name, ".hfile", f.relative_path)
+            if isinstance(parsed, LogFileName) and parsed.file_id == fg and parsed.instant_time >= base_instant:
+                if parsed.instant_time > base_instant:
+                    base_instant, version = parsed.instant_time, 0
+                version = max(version, parsed.version)
+        return f".{fg}_{base_instant or ts}.log.{version + 1}_{self._write_token()}"
+
+    def _reader_partitions(self) -> list[str]:
+        reader = MetadataTableReader(self.data)
+        try:
+            record = reader.read(MdtPartition.FILES.value, KeyQuery(keys=[ALL_PARTITIONS_KEY])).get(ALL_PARTITIONS_KEY)
+        finally:
+            reader.close()
+        from metadata.partition_path import from_metadata_partition
+        return [from_metadata_partition(p) for p, e in ((record.files or {}) if record else {}).items() if not e.is_deleted]
+
+    def _partition_stats(self, ts: str, partitions: list[str], columns: list[str], schema: pa.Schema,
+                         new_ranges: dict[str, list[ColumnRange]]) -> dict[str, dict[str, Any]]:
+        """partition_stats of the touched partitions: a roll-up of their latest
+        slices as of `ts`, from the column stats already held plus the new ones."""
+        if not partitions:
+            return {}
+        table = HudiTable(self.storage, self.data.config, self.data.timeline, listing=StorageListing(self.storage))
+        slices = table.view(as_of=ts).latest_file_slices(partitions)
+        reader = MetadataTableReader(self.data)
+        try:
+            held = reader.read(MdtPartition.COLUMN_STATS.value, KeyQuery(prefixes=[
+                column_stats_key(c, p, "")[:24] for c in columns for p in partitions]))
+        except HudiError:
+            held = {}
+        finally:
+            reader.close()
+        by_file: dict[str, list[ColumnRange]] = {}
+        for record in held.values():
+            stats = record.column_stats
+            if stats and not stats.is_deleted:
+                by_file.setdefault(stats.file_name, []).append(_range_of(stats, schema))
+        by_file.update(new_ranges)
+        out: dict[str, dict[str, Any]] = {}
+        missing = [s for s in slices for path in s.files if path.rsplit("/", 1)[-1] not in by_file]
+        if missing:
+            extra = self.engine_for().ranges(self.storage.uri, [(p, None) for s in missing for p in s.files], columns, schema)
+            for r in extra:
+                by_file.setdefault(r.file_name, []).append(r)
+        for partition in partitions:
+            ranges = [r for s in slices if s.partition == partition for path in s.files for r in by_file.get(path.rsplit("/", 1)[-1], [])]
+            for column, r in roll_up(ranges, partition).items():
+                key = partition_stats_key(column, partition)
+                out[key] = range_record(key, r, self.version, partition_stats=True)
+        return out
+
+    # Compaction ---------------------------------------------------------------------------------
+    def _compact_locked(self, report: IndexReport, force: bool) -> None:
+        mdt = self._roll_back_failed(self._mdt(), report)
+        pending = [i for i in self.data.timeline.pending() if not i.is_compaction]
+        built = [MdtPartition(p) for p in self.data.config.metadata_partitions if p in {m.value for m in MdtPartition}]
+        due = []
+        reader = MetadataTableReader(self.data)
+        try:
+            for partition in built:
+                slices = reader.file_slices(partition.value)
+                if any(len(s.log_files) > self.compact_after for s in slices) or force and any(s.log_files for s in slices):
+                    due.append(partition)
+            if not due:
+                return
+            if pending:
+                report.notes.append(f"compaction of {', '.join(p.value for p in due)} deferred: data instants "
+                                    f"{', '.join(i.requested_time for i in pending)} are pending")
+                return
+            ts = self._new_time() if self.version >= 8 else (reader.latest_instant + "001")
+            merged = {p: reader.read(p.value, KeyQuery()) for p in due}
+            slices_of = {p: reader.file_slices(p.value) for p in due}
+        finally:
+            reader.close()
+        operations: list[dict[str, Any]] = [{"baseInstantTime": s.base_instant, "deltaFilePaths": [f.rsplit("/", 1)[-1] for f in s.log_files],
+                       "dataFilePath": s.base_file_name, "fileId": s.file_id, "partitionPath": p.value, "metrics": {}}
+                      for p in due for s in slices_of[p]]
+        plan = encode_avro_instant(COMPACTION_PLAN, {"operations": operations, "extraMetadata": None, "version": 2})
+        self.mdt_storage.write_bytes(join(mdt.config.timeline_path, f"{ts}.compaction.requested"), plan)
+        self.mdt_storage.write_bytes(join(mdt.config.timeline_path, f"{ts}.compaction.inflight"), b"")
+        self.fault("compaction: after requested")
+        written: list[tuple[str, str, int]] = []
+        for partition in due:
+            groups = {s.file_id for s in slices_of[partition]}
+            count = len(groups)
+            cells: dict[int, list[tuple[bytes, bytes]]] = {i: [] for i in range(count)}
+            for key, record in merged[partition].items():
+                if _is_dropped(record):
+                    continue
+                cells[file_group_index(key, count)].append((key.encode(), encode_record(_raw(record), self.schema_json)))
+            for index, group_cells in cells.items():
+                fg = file_group_id(partition, index)
+                name = f"{fg}_{self._write_token()}_{ts}.hfile"
+                content = self._hfile(sorted(group_cells))
+                self.mdt_storage.write_bytes(join(partition.value, name), content)
+                written.append((fg, join(partition.value, name), len(content)))
+                self.fault(f"compaction: after {partition.value}/{index}")
+            report.compacted.append(partition.value)
+        self._complete(mdt, ts, Action.COMMIT, written, "COMPACT", compacted=True)
+
+    # Drop -------------------------------------------------------------------------------------
+    def _drop(self, partitions: list[MdtPartition], report: IndexReport) -> None:
+        if not partitions:
+            return
+        names = {p.value for p in partitions}
+        if MdtPartition.FILES in partitions:
+            names = set(self.data.config.metadata_partitions) | names  # nothing is read without `files`
+        remaining = [p for p in self.data.config.metadata_partitions if p not in names]
+        self._set_config({PARTITIONS_KEY: ",".join(remaining) or None,
+                          INFLIGHT_KEY: ",".join(p for p in self._inflight() if p not in names) or None})
+        self.fault("drop: after config update")
+        if MdtPartition.FILES.value in names:
+            if self.storage.exists(METADATA_FOLDER):
+                self.storage.filesystem.delete_dir(self.storage.full_path(METADATA_FOLDER))
+        else:
+            for name in names:
+                if self.mdt_storage.exists(name):
+                    self.storage.filesystem.delete_dir(self.mdt_storage.full_path(name))
+        report.partitions.extend(sorted(names))
+
+
+# Helpers --------------------------------------------------------------------------------------
+def _table_schema(data: TableParts) -> pa.Schema:
+    try:
+        schema = avro_to_arrow_schema(data.timeline.avro_schema())
+    except (HudiError, ValueError, KeyError):
+        schema = pa.schema([])
+    return with_meta_fields(schema) if data.config.populate_meta_fields and "_hoodie_commit_time" not in schema.names else schema
+
+
+def _range_of(stats: Any, schema: pa.Schema) -> ColumnRange:
+    dtype = schema.field(stats.column_name).type if stats.column_name in schema.names else pa.string()
+    return ColumnRange(stats.file_name, stats.column_name, dtype, stats.min_value, stats.max_value,
+                       stats.null_count or 0, stats.value_count or 0, stats.total_size or 0, stats.total_uncompressed_size or 0)
+
+
+def _is_dropped(record: MetadataRecord) -> bool:
+    return bool(record.column_stats and record.column_stats.is_deleted)
+
+
+def _raw(record: MetadataRecord) -> dict[str, Any]:
+    """The merged record in the writer's form (files maps without tombstones)."""
+    data = dict(record.raw)
+    data["key"] = record.key
+    if record.files is not None:
+        data["filesystemMetadata"] = {n: {"size": e.size, "isDeleted": False} for n, e in record.files.items() if not e.is_deleted}
+    if record.column_stats is not None and isinstance(data.get("ColumnStatsMetadata"), dict):
+        stats = dict(data["ColumnStatsMetadata"])
+        cs = record.column_stats
+        stats.update(valueCount=cs.value_count, nullCount=cs.null_count, totalSize=cs.total_size,
+                     totalUncompressedSize=cs.total_uncompressed_size)
+        data["ColumnStatsMetadata"] = stats
+    return data
+
+
+@dataclass
+class _Change:
+    """What one data instant did to the files of the table."""
+
+    added: dict[str, dict[str, int]]
+    deleted: dict[str, set[str]]
+    dropped_partitions: set[str]
+
+    @classmethod
+    def of(cls, data: TableParts, instant: Instant) -> _Change | None:
+        timeline = data.timeline
+        if instant.action.writes_data:
+            added: dict[str, dict[str, int]] = {}
+            for stat in timeline.commit_metadata(instant).write_stats():
+                added.setdefault(stat.partition_path, {})[stat.file_name] = stat.file_size_in_bytes or 0
+            return cls(added, {}, set())
+        if instant.action is Action.CLEAN:
+            clean = timeline.clean_metadata(instant)
+            return cls({}, clean.deleted_file_names(), clean.deleted_partitions())
+        if instant.action is Action.ROLLBACK:
+            rollback = timeline.rollback_metadata(instant)
+            return cls({}, {p: set(names) for p, names in rollback.deleted_files.items() if names}, set())
+        if instant.action is Action.RESTORE:
+            raise IndexWriteError(f"{timeline.instant_file(instant)}: a restore is not synced incrementally; "
+                                  "rebuild the metadata table with `hudi-bridge index build --rebuild`")
+        return None
+
+
+@dataclass
+class _Snapshot:
+    """The table's committed files and their statistics at one instant."""
+
+    data: TableParts
+    engine: StatsEngine
+    columns: list[str]
+    files: dict[str, dict[str, int]]
+    built_through: str
+    pending: list[str]
+    schema: pa.Schema
+    _ranges: dict[str, list[ColumnRange]] | None = None
+
+    @classmethod
+    def take(cls, data: TableParts, engine: StatsEngine, columns: Sequence[str] | None) -> _Snapshot:
+        latest = data.timeline.latest_completed()
+        built_through = latest.requested_time if latest else ""
+        schema = _table_schema(data)
+        listing = StorageListing(data.storage)
+        extension = data.config.base_file_format.extension
+        files: dict[str, dict[str, int]] = {}
+        for partition, stored in listing.files_for(listing.partitions()).items():
+            from metadata.mdt.validate import committed_files
+            kept = {f.name: f.size for f in committed_files(data, stored, extension)}
+            if kept:
+                files[partition] = kept
+        chosen = list(columns) if columns else columns_to_index(schema)
+        unknown = [c for c in chosen if c not in schema.names]
+        if unknown and schema.names:
+            raise IndexWriteError(f"{data.storage.uri}: no column {', '.join(map(repr, unknown))} in the table schema")
+        pending = sorted(i.requested_time for i in data.timeline.pending())
+        return cls(data, engine, chosen, files, built_through, pending, schema)
+
+    @property
+    def file_count(self) -> int:
+        return sum(len(f) for f in self.files.values())
+
+    def ranges(self) -> dict[str, list[ColumnRange]]:
+        if self._ranges is None:
+            targets = [(join(p, name), None) for p, names in self.files.items() for name in names]
+            found: dict[str, list[ColumnRange]] = {}
+            for r in self.engine.ranges(self.data.storage.uri, targets, self.columns, self.schema):
+                found.setdefault(r.file_name, []).append(r)
+            self._ranges = found
+        return self._ranges
+
+    def records(self, partition: MdtPartition, version: int) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        if partition is MdtPartition.FILES:
+            for p, names in self.files.items():
+                key = to_metadata_partition(p)
+                out[key] = files_record(key, {n: (size, False) for n, size in names.items()})
+            out[ALL_PARTITIONS_KEY] = files_record(ALL_PARTITIONS_KEY, {to_metadata_partition(p): (0, False) for p in self.files},
+                                                   all_partitions=True)
+        elif partition is MdtPartition.COLUMN_STATS:
+            ranges = self.ranges()
+            for p, names in self.files.items():
+                for name in names:
+                    for r in ranges.get(name, []):
+                        key = column_stats_key(r.column, p, name)
+                        out[key] = range_record(key, r, version)
+        else:
+            ranges = self.ranges()
+            table = HudiTable(self.data.storage, self.data.config, self.data.timeline, listing=StorageListing(self.data.storage))
+            slices = table.view(as_of=self.built_through or None).latest_file_slices() if self.built_through else []
+            for p in self.files:
+                picked = _chain(ranges.get(path.rsplit("/", 1)[-1], []) for s in slices if s.partition == p for path in s.files)
+                for column, r in roll_up(picked, p).items():
+                    key = partition_stats_key(column, p)
+                    out[key] = range_record(key, r, version, partition_stats=True)
+        return out
+
+
+def _chain(parts: Iterable[list[ColumnRange]]) -> list[ColumnRange]:
+    return [r for part in parts for r in part]

@@ -1,0 +1,377 @@
+"""The metadata-table writer: rebuilds of Hudi's own MDTs record for record,
+sync after every kind of instant on builder tables, crash injection, the lock."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import hudi
+import pyarrow as pa
+import pytest
+
+from listers.planner import plan
+from metadata import HudiTable, MetadataTable
+from metadata.errors import IndexLocked
+from metadata.mdt.file_groups import MdtPartition, file_group_index, java_string_hash
+from metadata.mdt.file_stats import footer_ranges
+from metadata.mdt.reader import KeyQuery
+from metadata.mdt.validate import validate_metadata
+from metadata.mdt.writer import INFLIGHT_KEY, PARTITIONS_KEY, MetadataTableWriter
+from metadata.mdt.writer_lock import LOCK_PATH, WriterLock
+from metadata.storage import Storage
+from metadata.table_config import TableConfig, update_table_config
+from metadata.testing.builder import TableBuilder
+from tests.conftest import requires_fixtures
+
+MDT_FIXTURES = [
+    "quickstart_trips_table__mor__avro__v8_trips_8i3u1d",
+    "sample_table__cow__v9_txns_simple_meta",
+    "sample_table__mor__avro__v9_txns_simple_meta",
+    "sample_table__cow__v9_txns_nonpart_meta",
+    "sample_table__mor__avro__v9_nonpartitioned_rollback",
+]
+SCHEMA = pa.schema([("id", pa.string()), ("city", pa.string()), ("fare", pa.float64()), ("day", pa.date32()),
+                    ("amount", pa.decimal128(10, 2)), ("ts", pa.timestamp("us", tz="UTC"))])
+
+
+def _live(root: str) -> tuple[dict[str, dict[str, int]], dict[str, Any]]:
+    mdt = MetadataTable.open(root)
+    try:
+        files = {p: mdt.files(p) for p in mdt.partitions()}
+        stats = {k: r.column_stats for k, r in mdt.reader.read("column_stats", KeyQuery(prefixes=[""])).items()
+                 if r.column_stats and not r.column_stats.is_deleted}
+    finally:
+        mdt.close()
+    return files, stats
+
+
+def _rs_slices(root: str) -> list[tuple]:
+    table = hudi.HudiTableBuilder.from_base_uri(root).with_hudi_option("hoodie.metadata.enable", "true").build()
+    return sorted((s.partition_path, s.file_id, s.base_file_name, tuple(s.log_file_names)) for s in table.get_file_slices())
+
+
+def test_file_group_of_a_key_is_javas() -> None:
+    assert java_string_hash("") == 0
+    assert java_string_hash("hello") == 99162322  # "hello".hashCode() in Java
+    assert java_string_hash("polygenelubricants") == -(2**31)  # the one string whose hash is Integer.MIN_VALUE
+    assert file_group_index("polygenelubricants", 2) == 0
+    assert java_string_hash("é€") == (0xE9 * 31 + 0x20AC)  # UTF-16 code units, not bytes
+
+
+@requires_fixtures
+@pytest.mark.parametrize("fixture_table", MDT_FIXTURES, indirect=True)
+def test_rebuild_equals_hudis_records(fixture_table: str, tmp_path: Path) -> None:
+    copy = tmp_path / "table"
+    shutil.copytree(fixture_table, copy)
+    before_files, before_stats = _live(fixture_table)
+    shutil.rmtree(copy / ".hoodie" / "metadata")
+    update_table_config(Storage.open(str(copy)), {PARTITIONS_KEY: None, INFLIGHT_KEY: None})
+    assert HudiTable.open(str(copy)).metadata_table is None
+    report = MetadataTableWriter(str(copy)).build()
+    assert report.partitions == ["files", "column_stats", "partition_stats"]
+    after_files, after_stats = _live(str(copy))
+    assert after_files == before_files
+    assert set(after_stats) == set(before_stats)
+    assert after_stats == before_stats  # same typed values, counts and sizes
+    assert _rs_slices(str(copy)) == _rs_slices(fixture_table)
+    assert validate_metadata(str(copy)).ok
+    config = TableConfig.load(Storage.open(str(copy)))
+    assert set(config.metadata_partitions) == {"files", "column_stats", "partition_stats"}
+    assert INFLIGHT_KEY not in config.raw
+
+
+def _builder(path: Path, version: int, table_type: str) -> TableBuilder:
+    return TableBuilder(str(path), SCHEMA, table_type=table_type, version=version, partition_fields=["city"],
+                        max_rows_per_file=3)
+
+
+def _rows(start: int, count: int, city: str) -> list[dict[str, Any]]:
+    from datetime import date, datetime, timezone
+    from decimal import Decimal
+
+    return [{"id": f"k{i:03d}", "city": city, "fare": float(i) + 0.5, "day": date(2024, 1, 1 + i % 28),
+             "amount": Decimal(f"{i}.25"), "ts": datetime(2024, 1, 1, i % 24, tzinfo=timezone.utc)} for i in range(start, start + count)]
+
+
+def _check(path: Path) -> None:
+    """The MDT agrees with storage and footers, and planning keeps every slice with a matching row."""
+    report = validate_metadata(str(path))
+    assert report.ok, report.differences
+    table = HudiTable.open(str(path))
+    mdt = table.metadata_table
+    assert mdt is not None
+    stats = {(r.column_stats.file_name, r.column_stats.column_name): r.column_stats
+             for r in mdt.reader.read("column_stats", KeyQuery(prefixes=[""])).values() if not r.column_stats.is_deleted}
+    indexed = {column for _, column in stats}
+    compared = 0
+    for s in table.file_slices():
+        if s.base_file:
+            for r in footer_ranges((path / s.base_file).read_bytes(), s.base_file_name, sorted(indexed), s.base_file):
+                held = stats[(s.base_file_name, r.column)]
+                compared += 1
+                assert (held.min_value, held.max_value, held.null_count, held.value_count) == (
+                    r.min_value, r.max_value, r.null_count, r.value_count), (s.base_file_name, r.column)
+    assert compared or not any(s.base_file for s in table.file_slices())
+    for where in ("fare > 7", "fare < 2", "city = 'sf' AND fare >= 3.5", "day = DATE '2024-01-05'"):
+        kept = {(s.partition, s.file_id) for s in plan(str(path), where).files}
+        matching = _slices_with_matches(table, where)
+        assert matching <= kept, where
+    table.close()
+
+
+def _slices_with_matches(table: HudiTable, where: str) -> set[tuple[str, str]]:
+    from expressions import parse_sql
+    from expressions.eval_rows import evaluate_rows
+
+    expression = parse_sql(where)
+    found = set()
+    reader = hudi.HudiFileGroupReader(table.base_uri)
+    for s in table.file_slices():
+        rows = reader.read_file_slice_from_paths(s.base_file or "", list(s.log_files))
+        if rows.num_rows and any(evaluate_rows(expression, pa.Table.from_batches([rows])).to_pylist()):
+            found.add((s.partition, s.file_id))
+    return found
+
+
+@pytest.mark.parametrize("version", [6, 8])
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_sync_after_every_instant(tmp_path: Path, version: int, table_type: str) -> None:
+    path = tmp_path / "t"
+    builder = _builder(path, version, table_type)
+    builder.write(_rows(0, 7, "sf"))
+    builder.write(_rows(7, 5, "nyc"))
+    report = MetadataTableWriter(str(path), compact_after=3).build()
+    assert report.files_indexed > 0
+    _check(path)
+    steps = [
+        lambda: builder.write(_rows(2, 3, "sf")),  # updates: new base versions or log files
+        lambda: builder.write(_rows(20, 2, "la")),  # a new partition
+        lambda: builder.delete(["k008"]),
+        builder.clean,
+        lambda: builder.rollback(builder.write(_rows(30, 2, "sf"), complete=False)),
+        lambda: builder.insert_overwrite(_rows(40, 2, "nyc")),  # replacecommit
+        builder.clean,
+        lambda: builder.write(_rows(0, 2, "sf")),
+        lambda: builder.write(_rows(3, 2, "sf")),
+        lambda: builder.write(_rows(5, 2, "sf")),
+    ]
+    if table_type == "MERGE_ON_READ":
+        pending: list[str] = []
+        steps.append(lambda: pending.append(builder.schedule_compaction()))  # pending: sync and planning cope
+        steps.append(lambda: builder.write(_rows(1, 2, "sf")))
+        steps.append(lambda: builder.run_compaction(pending[0]))
+    for n, step in enumerate(steps):
+        completed_before = len(HudiTable.open(str(path), use_metadata=False).timeline.completed())
+        step()
+        synced = MetadataTableWriter(str(path), compact_after=3).sync()
+        completed_now = len(HudiTable.open(str(path), use_metadata=False).timeline.completed())
+        assert len(synced.instants) + sum("nothing for" in note for note in synced.notes) == completed_now - completed_before, n
+        _check(path)
+    assert MetadataTableWriter(str(path)).sync().instants == []  # nothing left: a no-op
+
+
+def test_compaction_folds_logs_into_a_base_hfile(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    builder = _builder(path, 8, "COPY_ON_WRITE")
+    builder.write(_rows(0, 4, "sf"))
+    MetadataTableWriter(str(path)).build()
+    for i in range(3):
+        builder.write(_rows(i, 2, "sf"))
+        MetadataTableWriter(str(path), compact_after=100).sync()
+    before = _live(str(path))
+    report = MetadataTableWriter(str(path)).compact(force=True)
+    assert set(report.compacted) == {"files", "column_stats", "partition_stats"}
+    assert _live(str(path)) == before
+    mdt = MetadataTable.open(str(path))
+    slices = mdt.reader.file_slices("files")
+    assert [s.log_files for s in slices] == [()]
+    mdt.close()
+    builder.write(_rows(10, 2, "sf"))  # logs after the compaction land in the new slice
+    MetadataTableWriter(str(path)).sync()
+    _check(path)
+
+
+def test_build_leaves_existing_partitions_and_rebuild_replaces(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    builder = _builder(path, 8, "COPY_ON_WRITE")
+    builder.write(_rows(0, 4, "sf"))
+    MetadataTableWriter(str(path)).build(partitions=[MdtPartition.FILES])
+    assert TableConfig.load(Storage.open(str(path))).metadata_partitions == ("files",)
+    builder.write(_rows(4, 4, "nyc"))
+    report = MetadataTableWriter(str(path)).build(columns=["fare", "city"])
+    assert report.partitions == ["column_stats", "partition_stats"]
+    assert report.instants  # the existing partition was synced first
+    assert any("already built" in n for n in report.notes)
+    _, stats = _live(str(path))
+    assert {s.column_name for s in stats.values()} == {"fare", "city"}
+    MetadataTableWriter(str(path)).build(rebuild=True)
+    _, stats = _live(str(path))
+    assert {s.column_name for s in stats.values()} >= {"fare", "city", "day", "amount", "ts", "_hoodie_record_key"}
+    _check(path)
+
+
+def test_drop_updates_config_before_files(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    builder = _builder(path, 8, "COPY_ON_WRITE")
+    builder.write(_rows(0, 4, "sf"))
+    MetadataTableWriter(str(path)).build()
+    seen: list[tuple[str, tuple[str, ...], bool]] = []
+
+    def watch(step: str) -> None:
+        config = TableConfig.load(Storage.open(str(path)))
+        seen.append((step, config.metadata_partitions, (path / ".hoodie/metadata/column_stats").exists()))
+
+    MetadataTableWriter(str(path), fault=watch).drop([MdtPartition.COLUMN_STATS])
+    assert seen == [("drop: after config update", ("files", "partition_stats"), True)]
+    assert not (path / ".hoodie/metadata/column_stats").exists()
+    assert HudiTable.open(str(path)).metadata_table is not None
+    MetadataTableWriter(str(path)).drop([MdtPartition.FILES])
+    assert not (path / ".hoodie/metadata").exists()
+    assert HudiTable.open(str(path)).metadata_table is None
+
+
+class Crash(Exception):
+    pass
+
+
+def _crash_at(target: int) -> tuple[list[str], Any]:
+    steps: list[str] = []
+
+    def fault(step: str) -> None:
+        steps.append(step)
+        if len(steps) == target:
+            raise Crash(step)
+
+    return steps, fault
+
+
+def _visible_state(path: Path) -> tuple[Any, ...]:
+    table = HudiTable.open(str(path))
+    try:
+        mdt = table.metadata_table
+        if mdt is None:
+            return ("no metadata table",)
+        files = {p: sorted(mdt.files(p)) for p in mdt.partitions()}
+        stats = sorted(k for k, r in mdt.reader.read("column_stats", KeyQuery(prefixes=[""])).items() if not r.column_stats.is_deleted) \
+            if "column_stats" in table.config.metadata_partitions else []
+        return (tuple(table.config.metadata_partitions), files, stats)
+    finally:
+        table.close()
+
+
+def _run(writer: MetadataTableWriter, operation: str) -> None:
+    if operation == "build":
+        writer.build()
+    elif operation == "sync":
+        writer.sync()
+    else:
+        writer.compact(force=True)
+
+
+@pytest.mark.parametrize("operation", ["build", "sync", "compact"])
+def test_crash_at_every_step(tmp_path: Path, operation: str) -> None:
+    template = tmp_path / "template"
+    builder = _builder(template, 8, "MERGE_ON_READ")
+    builder.write(_rows(0, 6, "sf"))
+    if operation != "build":
+        MetadataTableWriter(str(template)).build()
+        builder.write(_rows(3, 6, "sf"))
+        builder.write(_rows(10, 2, "la"))
+    if operation == "compact":
+        MetadataTableWriter(str(template)).sync()
+    target = 1
+    while True:
+        path = tmp_path / f"crash{target}"
+        shutil.copytree(template, path)
+        old = _visible_state(path)
+        steps, fault = _crash_at(target)
+        writer = MetadataTableWriter(str(path), fault=fault)
+        try:
+            _run(writer, operation)
+        except Crash:
+            pass
+        else:
+            assert target > 3, steps
+            break
+        (path / LOCK_PATH).unlink(missing_ok=True)  # the crashed process would not remove it
+        crashed = _visible_state(path)
+        _run(MetadataTableWriter(str(path)), operation)
+        new = _visible_state(path)
+        if operation == "compact":
+            assert crashed == old == new, steps[-1]
+            assert not [i for i in HudiTable.open(str(path / ".hoodie/metadata")).timeline.instants if not i.is_completed]
+        elif operation == "build":
+            assert crashed in (old, new), steps[-1]
+        else:  # sync completes instant by instant; each visible state is a prefix of the history
+            assert crashed[0] == new[0]
+            assert all(set(files) <= set(new[1].get(p, [])) for p, files in crashed[1].items()), steps[-1]
+        report = validate_metadata(str(path))
+        assert report.ok, (steps[-1], report.differences)
+        assert _rs_slices(str(path)) == sorted(
+            (s.partition, s.file_id, s.base_file_name, tuple(s.log_file_names)) for s in HudiTable.open(str(path), use_metadata=False).file_slices())
+        target += 1
+
+
+def test_second_writer_is_refused_and_stale_lock_named(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    builder = _builder(path, 8, "COPY_ON_WRITE")
+    builder.write(_rows(0, 2, "sf"))
+    with WriterLock(Storage.open(str(path))), pytest.raises(IndexLocked, match="another index writer holds this table"):
+        MetadataTableWriter(str(path)).build()
+    (path / LOCK_PATH).write_text("999999999@" + __import__("socket").gethostname() + " since 2026-01-01T00:00:00\n")
+    with pytest.raises(IndexLocked, match="stale index lock left by process 999999999"):
+        MetadataTableWriter(str(path)).build()
+    (path / LOCK_PATH).unlink()
+    MetadataTableWriter(str(path)).build()
+    assert not (path / LOCK_PATH).exists()
+
+
+def test_index_commands(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from engine_bridge.cli import main
+
+    path = tmp_path / "t"
+    builder = _builder(path, 8, "MERGE_ON_READ")
+    builder.write(_rows(0, 6, "sf"))
+    runner = CliRunner()
+    built = runner.invoke(main, ["index", "build", str(path), "--columns", "fare,day", "--json"])
+    assert built.exit_code == 0, built.output
+    assert json.loads(built.stdout)["partitions"] == ["files", "column_stats", "partition_stats"]
+    builder.write(_rows(2, 3, "sf"))
+    synced = json.loads(runner.invoke(main, ["index", "sync", str(path), "--json"]).stdout)
+    assert len(synced["instants"]) == 1
+    _check(path)
+    again = runner.invoke(main, ["index", "build", str(path)])
+    assert "already built, left alone: files, column_stats, partition_stats" in again.output
+    wrong = runner.invoke(main, ["index", "build", str(path), "--rebuild", "--columns", "nope"])
+    assert wrong.exit_code == 2
+    assert "no column 'nope'" in wrong.output
+    assert "Traceback" not in wrong.output
+    dropped = runner.invoke(main, ["index", "drop", str(path), "--partitions", "files"])
+    assert dropped.exit_code == 0, dropped.output
+    assert HudiTable.open(str(path)).metadata_table is None
+
+
+@pytest.mark.services
+def test_spark_engine_gives_the_local_ranges(tmp_path: Path, spark: Any) -> None:
+    from engine_bridge.spark.index_engine import SparkStatsEngine
+    from metadata.mdt.writer import LocalStatsEngine
+
+    path = tmp_path / "t"
+    builder = _builder(path, 8, "MERGE_ON_READ")
+    builder.write(_rows(0, 9, "sf"))
+    builder.write(_rows(1, 4, "sf"))
+    table = HudiTable.open(str(path), use_metadata=False)
+    files = [(f, None) for s in table.file_slices() for f in s.files]
+    assert any("/." in f for f, _ in files)  # log files too
+    completed = frozenset(i.requested_time for i in table.timeline.completed())
+    local = LocalStatsEngine(completed=completed).ranges(str(path), files, None, None)
+    remote = SparkStatsEngine(spark, 2, completed=completed).ranges(str(path), files, None, None)
+    key = lambda r: (r.file_name, r.column)  # noqa: E731
+    assert sorted(remote, key=key) == sorted(local, key=key)
+    assert len(local) > 10
