@@ -25,6 +25,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 
 from hive_sync.errors import SyncError
+from metadata.process import process_alive
 
 METASTORE_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 OWNER_FILE = "metastore.owner"  # "<owner pid> <metastore pid>", locked while a metastore runs
@@ -38,16 +39,6 @@ def _die_with_parent() -> None:
     killed owner leaves no metastore behind."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _is_metastore_of(pid: int, folder: Path) -> bool:
@@ -189,11 +180,11 @@ class EmbeddedMetastore:
         recorded = os.read(fd, 100).decode(errors="replace").split()
         if len(recorded) == 2 and recorded[1].isdigit():
             orphan = int(recorded[1])
-            if _alive(orphan) and _is_metastore_of(orphan, self.folder):
+            if process_alive(orphan) and _is_metastore_of(orphan, self.folder):
                 log.warning("%s: stopping metastore pid %d left by dead owner pid %s", self.folder, orphan, recorded[0])
                 os.kill(orphan, signal.SIGTERM)
                 deadline = time.monotonic() + 20
-                while _alive(orphan) and time.monotonic() < deadline:
+                while process_alive(orphan) and time.monotonic() < deadline:
                     time.sleep(0.2)
             elif recorded[0].isdigit():
                 log.info("%s: owner pid %s is gone; its locks are stale and recovered", self.folder, recorded[0])

@@ -24,14 +24,8 @@ from metadata.storage import Storage
 from metadata.table_config import TableConfig, update_table_config
 from metadata.testing.builder import TableBuilder
 from tests.conftest import requires_fixtures
+from tests.test_metadata_table import MDT_FIXTURES
 
-MDT_FIXTURES = [
-    "quickstart_trips_table__mor__avro__v8_trips_8i3u1d",
-    "sample_table__cow__v9_txns_simple_meta",
-    "sample_table__mor__avro__v9_txns_simple_meta",
-    "sample_table__cow__v9_txns_nonpart_meta",
-    "sample_table__mor__avro__v9_nonpartitioned_rollback",
-]
 SCHEMA = pa.schema([("id", pa.string()), ("city", pa.string()), ("fare", pa.float64()), ("day", pa.date32()),
                     ("amount", pa.decimal128(10, 2)), ("ts", pa.timestamp("us", tz="UTC"))])
 

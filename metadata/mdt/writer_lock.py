@@ -14,19 +14,10 @@ import time
 from types import TracebackType
 
 from metadata.errors import IndexLocked
+from metadata.process import process_alive
 from metadata.storage import Storage
 
 LOCK_PATH = ".hoodie/.hudi-bridge-index.lock"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class WriterLock:
@@ -61,7 +52,7 @@ class WriterLock:
         holder = self._holder()
         pid_text, _, rest = holder.partition("@")
         host = rest.split(" ", 1)[0]
-        if pid_text.isdigit() and host == socket.gethostname() and not _alive(int(pid_text)):
+        if pid_text.isdigit() and host == socket.gethostname() and not process_alive(int(pid_text)):
             raise IndexLocked(
                 f"{self.path}: stale index lock left by process {pid_text} on this host, which is no longer running "
                 f"({holder}); remove the file once no index build or sync runs on this table"
