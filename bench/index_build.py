@@ -1,0 +1,65 @@
+"""Building and syncing the metadata table (issue 15).
+
+Builds a v8 table without a metadata table (default 100,000 base files in
+1,000 partitions, 3 data columns) with the project's builder, then times
+`index build` (files, column_stats, partition_stats) with the local engine
+and, with --spark, with the Spark engine (a rebuild on the same table), and
+the `sync` of one commit touching 10 files, as seconds and as a ratio to the
+full build. Prints a JSON report.
+
+    python -m bench.index_build [--partitions 1000] [--files 100000] [--spark]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+
+import pyarrow as pa
+
+from bench.common import finish, measured, progress
+from metadata.mdt.writer import LocalStatsEngine, MetadataTableWriter
+from metadata.testing.builder import TableBuilder
+
+SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("fare", pa.float64()), ("rider", pa.string())])
+
+
+def _rows(ids: range, partitions: int) -> list[dict[str, object]]:
+    return [{"id": i, "part": f"{i % partitions:05d}", "fare": i * 0.5, "rider": f"rider-{i % 97}"} for i in ids]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--partitions", type=int, default=1000)
+    parser.add_argument("--files", type=int, default=100_000)
+    parser.add_argument("--parallelism", type=int, default=8)
+    parser.add_argument("--spark", action="store_true", help="also build with the Spark engine (local[2])")
+    args = parser.parse_args()
+    path = tempfile.mkdtemp(prefix="bench-index-") + "/t"
+    builder = TableBuilder(path, SCHEMA, partition_fields=["part"], version=8, max_rows_per_file=1)
+    progress(f"writing {args.files} base files in {args.partitions} partitions")
+    for start in range(0, args.files, 5000):
+        builder.write(_rows(range(start, min(start + 5000, args.files)), args.partitions), operation="insert")
+    report: dict[str, object] = {"files": args.files, "partitions": args.partitions}
+    with measured(report, "build_local", trace_memory=False):
+        built = MetadataTableWriter(path, engine=LocalStatsEngine(parallelism=args.parallelism)).build()
+    report["build_local_files_per_second"] = round(built.files_indexed / float(report["build_local_seconds"]), 1)  # type: ignore[arg-type]
+    if args.spark:
+        from pyspark.sql import SparkSession
+
+        from engine_bridge.spark.index_engine import SparkStatsEngine
+
+        spark = SparkSession.builder.master("local[2]").appName("bench-index").getOrCreate()
+        with measured(report, "build_spark", trace_memory=False):
+            rebuilt = MetadataTableWriter(path, engine=SparkStatsEngine(spark)).build(rebuild=True)
+        report["build_spark_files_per_second"] = round(rebuilt.files_indexed / float(report["build_spark_seconds"]), 1)  # type: ignore[arg-type]
+        spark.stop()
+    builder.write(_rows(range(args.files, args.files + 10), args.partitions), operation="insert")  # one commit, 10 files
+    with measured(report, "sync_one_commit"):
+        MetadataTableWriter(path).sync()
+    report["sync_to_build_ratio"] = round(float(report["sync_one_commit_seconds"]) / float(report["build_local_seconds"]), 5)  # type: ignore[arg-type]
+    finish(report)
+
+
+if __name__ == "__main__":
+    main()
