@@ -45,11 +45,10 @@ def main() -> None:
         built = MetadataTableWriter(path, engine=LocalStatsEngine(parallelism=args.parallelism)).build()
     report["build_local_files_per_second"] = round(built.files_indexed / float(report["build_local_seconds"]), 1)  # type: ignore[arg-type]
     if args.spark:
-        from pyspark.sql import SparkSession
-
+        from engine_bridge.spark import local_spark_session
         from engine_bridge.spark.index_engine import SparkStatsEngine
 
-        spark = SparkSession.builder.master("local[2]").appName("bench-index").getOrCreate()
+        spark = local_spark_session(app_name="bench-index")
         with measured(report, "build_spark", trace_memory=False):
             rebuilt = MetadataTableWriter(path, engine=SparkStatsEngine(spark)).build(rebuild=True)
         report["build_spark_files_per_second"] = round(rebuilt.files_indexed / float(report["build_spark_seconds"]), 1)  # type: ignore[arg-type]

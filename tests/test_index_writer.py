@@ -364,8 +364,16 @@ def test_spark_engine_gives_the_local_ranges(tmp_path: Path, spark: Any) -> None
     files = [(f, None) for s in table.file_slices() for f in s.files]
     assert any("/." in f for f, _ in files)  # log files too
     completed = frozenset(i.requested_time for i in table.timeline.completed())
-    local = LocalStatsEngine(completed=completed).ranges(str(path), files, None, None)
-    remote = SparkStatsEngine(spark, 2, completed=completed).ranges(str(path), files, None, None)
+    local = LocalStatsEngine().ranges(str(path), files, None, None, completed)
+    remote = SparkStatsEngine(spark, 2).ranges(str(path), files, None, None, completed)
     key = lambda r: (r.file_name, r.column)  # noqa: E731
     assert sorted(remote, key=key) == sorted(local, key=key)
     assert len(local) > 10
+    # Through the writer, as `index build --engine spark` runs it: log files' stats included.
+    copy = tmp_path / "copy"
+    shutil.copytree(path, copy)
+    MetadataTableWriter(str(path)).build()
+    MetadataTableWriter(str(copy), engine=SparkStatsEngine(spark, 2)).build()
+    by_local, by_spark = _live(str(path))[1], _live(str(copy))[1]
+    assert by_spark == by_local
+    assert any(s.file_name.startswith(".") and s.value_count for s in by_spark.values())

@@ -35,12 +35,10 @@ def _progress(message: str) -> None:
 def _engine(engine: str, parallelism: int) -> StatsEngine:
     if engine == "local":
         return LocalStatsEngine(parallelism=parallelism)
-    from pyspark.sql import SparkSession
-
+    from engine_bridge.spark import local_spark_session
     from engine_bridge.spark.index_engine import SparkStatsEngine
 
-    spark = SparkSession.builder.master(f"local[{parallelism}]").appName("hudi-bridge index").getOrCreate()
-    return SparkStatsEngine(spark, parallelism)
+    return SparkStatsEngine(local_spark_session(app_name="hudi-bridge index", cores=parallelism), parallelism)
 
 
 def _render(report: IndexReport) -> Output:

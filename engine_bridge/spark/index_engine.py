@@ -21,16 +21,14 @@ def _task(base_uri: str, columns: Sequence[str] | None, schema: pa.Schema | None
 
 
 class SparkStatsEngine:
-    def __init__(self, spark: Any, parallelism: int | None = None, completed: frozenset[str] = frozenset()) -> None:
+    def __init__(self, spark: Any, parallelism: int | None = None) -> None:
         self.spark = spark
         self.parallelism = parallelism or spark.sparkContext.defaultParallelism
-        self.completed = completed
 
     def ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
-               schema: pa.Schema | None) -> list[ColumnRange]:
+               schema: pa.Schema | None, completed: frozenset[str]) -> list[ColumnRange]:
         if not files:
             return []
-        completed = self.completed
         slices = max(1, min(len(files), self.parallelism * 4))
         rdd = self.spark.sparkContext.parallelize(list(files), slices)
         return list(rdd.mapPartitions(lambda items: _task(base_uri, columns, schema, completed, items)).collect())

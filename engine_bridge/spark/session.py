@@ -7,22 +7,25 @@ import sys
 from typing import Any
 
 
-def local_spark_session(metastore_uri: str, warehouse: str, app_name: str = "hudi-bridge") -> Any:
-    """`local[2]` Spark with Hive support on `metastore_uri`; Python workers
-    use this interpreter (the one that has hudi-bridge installed)."""
+def local_spark_session(metastore_uri: str | None = None, warehouse: str | None = None, app_name: str = "hudi-bridge",
+                        cores: int = 2) -> Any:
+    """`local[cores]` Spark on loopback, with Hive support on `metastore_uri`
+    when one is given; Python workers use this interpreter (the one that has
+    hudi-bridge installed)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    session = (
-        SparkSession.builder.master("local[2]")
+    builder = (
+        SparkSession.builder.master(f"local[{cores}]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
-        .config("spark.hadoop.hive.metastore.uris", metastore_uri)
-        .config("spark.sql.warehouse.dir", warehouse)
-        .enableHiveSupport()
-        .getOrCreate()
     )
+    if metastore_uri is not None:
+        builder = builder.config("spark.hadoop.hive.metastore.uris", metastore_uri).enableHiveSupport()
+    if warehouse is not None:
+        builder = builder.config("spark.sql.warehouse.dir", warehouse)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session

@@ -61,9 +61,9 @@ class StatsEngine(Protocol):
     """Computes column ranges of many data files (threads here, Spark elsewhere)."""
 
     def ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
-               schema: pa.Schema | None) -> list[ColumnRange]:
+               schema: pa.Schema | None, completed: frozenset[str]) -> list[ColumnRange]:
         """`files`: (path relative to the table, instant whose blocks count or
-        None for all blocks of completed instants)."""
+        None for all blocks of the `completed` instants)."""
         ...
 
 
@@ -72,12 +72,10 @@ class LocalStatsEngine:
     """Parquet footers and log blocks read on a thread pool (pyarrow releases the GIL)."""
 
     parallelism: int = 8
-    completed: frozenset[str] = frozenset()
 
     def ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
-               schema: pa.Schema | None) -> list[ColumnRange]:
+               schema: pa.Schema | None, completed: frozenset[str]) -> list[ColumnRange]:
         storage = Storage.open(base_uri)
-        completed = self.completed
 
         def one(item: tuple[str, str | None]) -> list[ColumnRange]:
             relative, only = item
@@ -113,7 +111,7 @@ class MetadataTableWriter:
         self.mdt_storage = self.storage.child(METADATA_FOLDER)
         self.version = self.data.config.version
         self.schema_json = record_schema_json(self.version)
-        self.engine = engine
+        self.engine = engine or LocalStatsEngine()
         self.fault = fault or (lambda step: None)
         self.compact_after = compact_after
         self.progress = progress or (lambda message: None)
@@ -144,7 +142,7 @@ class MetadataTableWriter:
                 report.seconds = time.monotonic() - started
                 return report
             self._set_config({INFLIGHT_KEY: ",".join(sorted({*self._inflight(), *(p.value for p in todo)}))})
-            snapshot = _Snapshot.take(self.data, self.engine_for(), columns)
+            snapshot = _Snapshot.take(self.data, self.engine, columns)
             for partition in todo:
                 self._initialise(partition, snapshot, report)
                 report.partitions.append(partition.value)
@@ -182,13 +180,8 @@ class MetadataTableWriter:
         return report
 
     # State -------------------------------------------------------------------------------
-    def engine_for(self) -> StatsEngine:
-        completed = frozenset(i.requested_time for i in self.data.timeline.completed())
-        if self.engine is None:
-            return LocalStatsEngine(completed=completed)
-        if isinstance(self.engine, LocalStatsEngine):
-            self.engine.completed = completed
-        return self.engine
+    def _file_ranges(self, files: Sequence[tuple[str, str | None]], columns: Sequence[str], schema: pa.Schema) -> list[ColumnRange]:
+        return self.engine.ranges(self.storage.uri, files, columns, schema, _completed(self.data))
 
     def _reload(self) -> None:
         self.data = TableParts.load_storage(self.storage)
@@ -432,7 +425,7 @@ class MetadataTableWriter:
         if MdtPartition.COLUMN_STATS in records or MdtPartition.PARTITION_STATS in records:
             targets = [(join(p, name), ts if name.startswith(".") and self.version < 8 else None)
                        for p, names in change.added.items() for name in names]
-            for r in self.engine_for().ranges(self.storage.uri, targets, columns, schema):
+            for r in self._file_ranges(targets, columns, schema):
                 new_ranges.setdefault(r.file_name, []).append(r)
             report.files_indexed += len(targets)
         if MdtPartition.COLUMN_STATS in records:
@@ -531,7 +524,7 @@ class MetadataTableWriter:
         out: dict[str, dict[str, Any]] = {}
         missing = [s for s in slices for path in s.files if path.rsplit("/", 1)[-1] not in by_file]
         if missing:
-            extra = self.engine_for().ranges(self.storage.uri, [(p, None) for s in missing for p in s.files], columns, schema)
+            extra = self._file_ranges([(p, None) for s in missing for p in s.files], columns, schema)
             for r in extra:
                 by_file.setdefault(r.file_name, []).append(r)
         for partition in partitions:
@@ -612,6 +605,11 @@ class MetadataTableWriter:
 
 
 # Helpers --------------------------------------------------------------------------------------
+def _completed(data: TableParts) -> frozenset[str]:
+    """Data instants whose log blocks count when a whole log file is read."""
+    return frozenset(i.requested_time for i in data.timeline.completed())
+
+
 def _table_schema(data: TableParts) -> pa.Schema:
     try:
         schema = avro_to_arrow_schema(data.timeline.avro_schema())
@@ -714,7 +712,7 @@ class _Snapshot:
         if self._ranges is None:
             targets = [(join(p, name), None) for p, names in self.files.items() for name in names]
             found: dict[str, list[ColumnRange]] = {}
-            for r in self.engine.ranges(self.data.storage.uri, targets, self.columns, self.schema):
+            for r in self.engine.ranges(self.data.storage.uri, targets, self.columns, self.schema, _completed(self.data)):
                 found.setdefault(r.file_name, []).append(r)
             self._ranges = found
         return self._ranges
