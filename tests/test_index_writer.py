@@ -14,6 +14,7 @@ import pytest
 from listers.planner import plan
 from metadata import HudiTable, MetadataTable
 from metadata.errors import IndexLocked
+from metadata.log_format import BlockType, read_log_blocks
 from metadata.mdt.file_groups import MdtPartition, file_group_index, java_string_hash
 from metadata.mdt.file_stats import footer_ranges
 from metadata.mdt.reader import KeyQuery
@@ -255,6 +256,32 @@ def _visible_state(path: Path) -> tuple[Any, ...]:
         table.close()
 
 
+def _held_values(path: Path) -> dict[str, dict[str, Any]]:
+    """Every live record's merged values, per metadata partition."""
+    mdt = MetadataTable.open(str(path))
+    try:
+        return {p: {k: r.files if r.files is not None else r.column_stats
+                    for k, r in mdt.reader.read(p, KeyQuery(prefixes=[""])).items()}
+                for p in ("files", "column_stats", "partition_stats")}
+    finally:
+        mdt.close()
+
+
+def _orphan_logs(path: Path) -> list[str]:
+    """MDT log files holding a block of an instant the MDT never completed
+    again under that name: what a crashed writer left behind."""
+    mdt = HudiTable.open(str(path / ".hoodie/metadata"), use_metadata=False)
+    committed = {p for i in mdt.timeline.commits() for _, _, p in mdt.timeline.written_files(i)}
+    orphans = []
+    for log_file in sorted((path / ".hoodie/metadata").glob("*/.*.log.*")):
+        relative = f"{log_file.parent.name}/{log_file.name}"
+        blocks = read_log_blocks(log_file.read_bytes(), relative).blocks
+        initialising = all(b.block_type is BlockType.DELETE for b in blocks)
+        if not initialising and relative not in committed:
+            orphans.append(relative)
+    return orphans
+
+
 def _run(writer: MetadataTableWriter, operation: str) -> None:
     if operation == "build":
         writer.build()
@@ -264,10 +291,11 @@ def _run(writer: MetadataTableWriter, operation: str) -> None:
         writer.compact(force=True)
 
 
+@pytest.mark.parametrize("version", [6, 8])
 @pytest.mark.parametrize("operation", ["build", "sync", "compact"])
-def test_crash_at_every_step(tmp_path: Path, operation: str) -> None:
+def test_crash_at_every_step(tmp_path: Path, operation: str, version: int) -> None:
     template = tmp_path / "template"
-    builder = _builder(template, 8, "MERGE_ON_READ")
+    builder = _builder(template, version, "MERGE_ON_READ")
     builder.write(_rows(0, 6, "sf"))
     if operation != "build":
         MetadataTableWriter(str(template)).build()
@@ -275,6 +303,10 @@ def test_crash_at_every_step(tmp_path: Path, operation: str) -> None:
         builder.write(_rows(10, 2, "la"))
     if operation == "compact":
         MetadataTableWriter(str(template)).sync()
+    reference = tmp_path / "reference"
+    shutil.copytree(template, reference)
+    _run(MetadataTableWriter(str(reference)), operation)
+    expected = _held_values(reference)
     target = 1
     while True:
         path = tmp_path / f"crash{target}"
@@ -301,6 +333,8 @@ def test_crash_at_every_step(tmp_path: Path, operation: str) -> None:
         else:  # sync completes instant by instant; each visible state is a prefix of the history
             assert crashed[0] == new[0]
             assert all(set(files) <= set(new[1].get(p, [])) for p, files in crashed[1].items()), steps[-1]
+        assert _held_values(path) == expected, steps[-1]  # the redone work counts once
+        assert _orphan_logs(path) == [], steps[-1]  # Hudi would read a leftover log's blocks again
         report = validate_metadata(str(path))
         assert report.ok, (steps[-1], report.differences)
         assert _rs_slices(str(path)) == sorted(

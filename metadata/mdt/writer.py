@@ -30,7 +30,7 @@ from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.instant import Action, Instant
 from metadata.instant_content import encode_avro_instant
 from metadata.listing import StorageListing
-from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records
+from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records, read_log_blocks
 from metadata.mdt.file_groups import BUILD_ORDER, MdtPartition, file_group_id, file_group_index
 from metadata.mdt.file_stats import ColumnRange, blocks_counting, columns_to_index, file_ranges, roll_up
 from metadata.mdt.hfile_writer import HFileWriter
@@ -347,13 +347,21 @@ class MetadataTableWriter:
                 for f in files:
                     parsed = classify(f.name, ".hfile", f.relative_path)
                     if isinstance(parsed, (BaseFileName, LogFileName)) and (
-                        parsed.instant_time == ts or isinstance(parsed, LogFileName) and f"_{ts}" in f.name and self.version < 8
+                        parsed.instant_time == ts or isinstance(parsed, LogFileName) and self._written_only_by(f.relative_path, ts)
                     ):
                         self.mdt_storage.delete_file(f.relative_path)
             for name in [n for n in self._timeline_names(mdt) if n.startswith(ts + ".")]:
                 self.mdt_storage.delete_file(join(mdt.config.timeline_path, name))
             report.notes.append(f"metadata instant {ts} had not completed; what it wrote was removed and is redone")
         return self._mdt()
+
+    def _written_only_by(self, relative: str, ts: str) -> bool:
+        """v6 log names carry their slice's base instant, not the writer: a log
+        whose blocks all belong to `ts` is one this writer started for it."""
+        if self.version >= 8:
+            return False
+        blocks = read_log_blocks(self.mdt_storage.read_bytes(relative), self.mdt_storage.display_path(relative)).blocks
+        return bool(blocks) and all(b.instant_time == ts for b in blocks)
 
     def _timeline_names(self, mdt: TableParts) -> list[str]:
         files, _ = self.mdt_storage.list_dir(mdt.config.timeline_path)
