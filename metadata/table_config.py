@@ -18,6 +18,8 @@ PROPERTIES_PATH = ".hoodie/hoodie.properties"
 # the main file is missing or fails its checksum (HoodieTableConfig).
 PROPERTIES_BACKUP_PATH = ".hoodie/hoodie.properties.backup"
 CHECKSUM_KEY = "hoodie.table.checksum"
+METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
+METADATA_PARTITIONS_INFLIGHT_KEY = "hoodie.table.metadata.partitions.inflight"
 SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
 
 log = logging.getLogger(__name__)
@@ -168,7 +170,7 @@ class TableConfig:
         if precombine_field:
             props["hoodie.table.precombine.field"] = precombine_field
         if metadata_partitions:
-            props["hoodie.table.metadata.partitions"] = ",".join(metadata_partitions)
+            props[METADATA_PARTITIONS_KEY] = ",".join(metadata_partitions)
         if version >= 8:
             props["hoodie.timeline.path"] = "timeline"
             props["hoodie.timeline.history.path"] = "history"
@@ -251,7 +253,7 @@ class TableConfig:
             hive_style_partitioning=_bool(props.get("hoodie.datasource.write.hive_style_partitioning", "false")),
             url_encode_partitioning=_bool(props.get("hoodie.datasource.write.partitionpath.urlencode", "false")),
             populate_meta_fields=_bool(props.get("hoodie.populate.meta.fields", "true")),
-            metadata_partitions=_split_fields(props.get("hoodie.table.metadata.partitions", "")),
+            metadata_partitions=_split_fields(props.get(METADATA_PARTITIONS_KEY, "")),
             raw=dict(props),
         )
 

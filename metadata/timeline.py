@@ -153,6 +153,18 @@ class Timeline:
         source = self.instant_file(instant)
         return self._cached("written", instant, lambda: written_files(source, self.read_content(instant)))
 
+    def written_file_names(self) -> frozenset[str]:
+        """Names of every file a completed commit wrote (a v6 log's name says
+        only its slice's base instant, not which instant wrote it)."""
+        key = ("written-names", "")
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached is None:
+            cached = frozenset(path.rsplit("/", 1)[-1] for i in self.commits() for _, _, path in self.written_files(i))
+            with self._lock:
+                self._cache[key] = cached
+        return cached
+
     def clean_metadata(self, instant: Instant) -> CleanMetadata:
         if instant.action is not Action.CLEAN or not instant.is_completed:
             raise ValueError(f"{instant} is not a completed clean")

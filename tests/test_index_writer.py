@@ -19,10 +19,10 @@ from metadata.mdt.file_groups import MdtPartition, file_group_index, java_string
 from metadata.mdt.file_stats import footer_ranges
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.validate import validate_metadata
-from metadata.mdt.writer import INFLIGHT_KEY, PARTITIONS_KEY, MetadataTableWriter
+from metadata.mdt.writer import MetadataTableWriter
 from metadata.mdt.writer_lock import LOCK_PATH, WriterLock
 from metadata.storage import Storage
-from metadata.table_config import TableConfig, update_table_config
+from metadata.table_config import METADATA_PARTITIONS_INFLIGHT_KEY, METADATA_PARTITIONS_KEY, TableConfig, update_table_config
 from metadata.testing.builder import TableBuilder
 from tests.conftest import requires_fixtures
 from tests.test_metadata_table import MDT_FIXTURES
@@ -62,7 +62,7 @@ def test_rebuild_equals_hudis_records(fixture_table: str, tmp_path: Path) -> Non
     shutil.copytree(fixture_table, copy)
     before_files, before_stats = _live(fixture_table)
     shutil.rmtree(copy / ".hoodie" / "metadata")
-    update_table_config(Storage.open(str(copy)), {PARTITIONS_KEY: None, INFLIGHT_KEY: None})
+    update_table_config(Storage.open(str(copy)), {METADATA_PARTITIONS_KEY: None, METADATA_PARTITIONS_INFLIGHT_KEY: None})
     assert HudiTable.open(str(copy)).metadata_table is None
     report = MetadataTableWriter(str(copy)).build()
     assert report.partitions == ["files", "column_stats", "partition_stats"]
@@ -74,7 +74,7 @@ def test_rebuild_equals_hudis_records(fixture_table: str, tmp_path: Path) -> Non
     assert validate_metadata(str(copy)).ok
     config = TableConfig.load(Storage.open(str(copy)))
     assert set(config.metadata_partitions) == {"files", "column_stats", "partition_stats"}
-    assert INFLIGHT_KEY not in config.raw
+    assert METADATA_PARTITIONS_INFLIGHT_KEY not in config.raw
 
 
 def _builder(path: Path, version: int, table_type: str) -> TableBuilder:

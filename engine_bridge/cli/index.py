@@ -71,10 +71,10 @@ def index_build(path: str, partitions: str, columns: str | None, all_columns: bo
     chosen: list[str] | None = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     if all_columns:
         from metadata.mdt.file_stats import is_indexable
-        from metadata.mdt.writer import _table_schema
+        from metadata.mdt.writer import table_schema
         from metadata.stored_table import TableParts
 
-        schema = _table_schema(TableParts.load(path))
+        schema = table_schema(TableParts.load(path))
         chosen = [f.name for f in schema if is_indexable(f.type)]
     writer = MetadataTableWriter(path, engine=_engine(engine, parallelism), progress=_progress)
     return _render(writer.build(_partitions(partitions), chosen, rebuild=rebuild))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time, timezone
+from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -183,13 +183,6 @@ def log_ranges(
         return [ColumnRange(file_name, c, schema.field(c).type, None, None, 0, 0) for c in wanted]
     combined = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
     return table_ranges(combined, file_name, columns)
-
-
-def range_to_python(value: Any) -> Any:
-    """A JSON-friendly form for reports."""
-    if isinstance(value, (datetime, date, time, Decimal)):
-        return str(value)
-    return value
 
 
 def blocks_counting(only: str | None, completed: frozenset[str]) -> Callable[[LogBlock], bool]:

@@ -152,41 +152,6 @@ def record_schema_json(table_version: int) -> str:
     """The HoodieMetadataRecord schema a table of this version's writer uses."""
     return METADATA_RECORD_SCHEMA_JSON if table_version >= 9 else LEGACY_METADATA_RECORD_SCHEMA_JSON
 
-# Hudi ValueType ordinals for the primitive wrappers.
-_ORDINALS = {"BooleanWrapper": 2, "IntWrapper": 3, "LongWrapper": 4, "FloatWrapper": 5, "DoubleWrapper": 6, "StringWrapper": 7, "BytesWrapper": 8}
-
-
-def wrap_stat(value: Any) -> tuple[tuple[str, dict[str, Any]] | None, dict[str, Any] | None]:
-    """(wrapper, valueType) for a Python value, as Hudi 1.1 writes them."""
-    if value is None:
-        return None, None
-    raw: bool | int | float | str | bytes
-    if isinstance(value, bool):
-        name, raw, info = "BooleanWrapper", value, None
-    elif isinstance(value, int):
-        name, raw, info = ("IntWrapper" if -(2**31) <= value < 2**31 else "LongWrapper"), value, None
-    elif isinstance(value, float):
-        name, raw, info = "DoubleWrapper", value, None
-    elif isinstance(value, str):
-        name, raw, info = "StringWrapper", value, None
-    elif isinstance(value, Decimal):
-        exponent = -int(value.as_tuple().exponent)
-        unscaled = int(value.scaleb(exponent))
-        raw = unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
-        digits = max(len(value.as_tuple().digits), exponent)
-        return (f"{NS}.BytesWrapper", {"value": raw}), {"typeOrdinal": VALUE_TYPE_DECIMAL, "additionalInfo": f"{max(digits, 1)},{exponent}"}
-    elif isinstance(value, datetime):
-        micros = int(value.timestamp() * 1_000_000) if value.tzinfo else int((value - datetime(1970, 1, 1)).total_seconds() * 1_000_000)
-        return (f"{NS}.LongWrapper", {"value": micros}), {"typeOrdinal": VALUE_TYPE_TIMESTAMP_MICROS, "additionalInfo": None}
-    elif isinstance(value, date):
-        return (f"{NS}.IntWrapper", {"value": (value - date(1970, 1, 1)).days}), {"typeOrdinal": VALUE_TYPE_DATE, "additionalInfo": None}
-    elif isinstance(value, bytes):
-        name, raw, info = "BytesWrapper", value, None
-    else:
-        raise TypeError(f"no column stats wrapper for {type(value).__name__}")
-    return (f"{NS}.{name}", {"value": raw}), {"typeOrdinal": _ORDINALS[name], "additionalInfo": info}
-
-
 def _unscaled_bytes(value: Decimal, scale: int) -> bytes:
     unscaled = int(value.scaleb(scale).to_integral_value())
     return unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)  # Java BigInteger.toByteArray
@@ -234,6 +199,8 @@ def wrap_typed(value: Any, dtype: pa.DataType, table_version: int) -> tuple[tupl
         ordinal = (VALUE_TYPE_LOCAL_TIMESTAMP_MILLIS if millis else VALUE_TYPE_LOCAL_TIMESTAMP_MICROS) if local else (
             VALUE_TYPE_TIMESTAMP_MILLIS if millis else VALUE_TYPE_TIMESTAMP_MICROS)
         return wrapped("LongWrapper", _epoch_units(value, 1_000 if millis else 1_000_000), ordinal)
+    if pa.types.is_binary(dtype):
+        return wrapped("BytesWrapper", bytes(value), 8)
     if pa.types.is_time(dtype):
         micros = ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
         if legacy:
@@ -279,30 +246,41 @@ def files_record(partition_id: str, files: dict[str, tuple[int, bool]], all_part
     }
 
 
-def column_stats_record(
-    key: str, file_name: str, column: str, min_value: Any, max_value: Any, value_count: int, null_count: int,
-    total_size: int = 0, is_deleted: bool = False, tight: bool = False, partition_stats: bool = False,
-) -> dict[str, Any]:
-    low, value_type = wrap_stat(min_value)
-    high, high_type = wrap_stat(max_value)
-    return {
-        "key": key,
-        "type": TYPE_PARTITION_STATS if partition_stats else TYPE_COLUMN_STATS,
-        "filesystemMetadata": None,
-        "ColumnStatsMetadata": {
-            "fileName": file_name,
-            "columnName": column,
-            "minValue": low,
-            "maxValue": high,
-            "valueCount": value_count,
-            "nullCount": null_count,
-            "totalSize": total_size,
-            "totalUncompressedSize": total_size,
-            "isDeleted": is_deleted,
-            "isTightBound": tight,
-            "valueType": value_type or high_type,
-        },
-    }
+def stat_type_of(*values: Any) -> pa.DataType:
+    """The Arrow type statistics of these Python values are written as."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return pa.null()
+    first = present[0]
+    if isinstance(first, bool):
+        return pa.bool_()
+    if isinstance(first, int):
+        return pa.int32() if all(-(2**31) <= v < 2**31 for v in present) else pa.int64()
+    if isinstance(first, float):
+        return pa.float64()
+    if isinstance(first, str):
+        return pa.string()
+    if isinstance(first, Decimal):
+        shapes = [v.as_tuple() for v in present]
+        scale = max(-int(t.exponent) for t in shapes)
+        integer_digits = max(max(0, len(t.digits) + int(t.exponent)) for t in shapes)
+        precision = max(1, scale + integer_digits)
+        return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
+    if isinstance(first, datetime):
+        return pa.timestamp("us", tz="UTC")
+    if isinstance(first, date):
+        return pa.date32()
+    if isinstance(first, bytes):
+        return pa.binary()
+    raise TypeError(f"no column stats wrapper for {type(first).__name__}")
+
+
+def column_stats_record(key: str, file_name: str, column: str, min_value: Any, max_value: Any, value_count: int,
+                        null_count: int, total_size: int = 0) -> dict[str, Any]:
+    """A v9 column_stats record of plain Python values (tests, benches)."""
+    dtype = stat_type_of(min_value, max_value)
+    stats = ColumnRange(file_name, column, dtype, min_value, max_value, null_count, value_count, total_size, total_size)
+    return range_record(key, stats, 9)
 
 
 def encode_record(record: dict[str, Any], schema_json: str = METADATA_RECORD_SCHEMA_JSON, blank_key: bool = True) -> bytes:

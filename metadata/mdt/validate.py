@@ -88,16 +88,12 @@ def validate_metadata(path_or_table: HudiTable | str) -> ValidationReport:
 def committed_files(table: StoredTable, files: list[StoredFile], extension: str = ".parquet") -> list[StoredFile]:
     """Base and log files whose writing instant completed (what the MDT lists)."""
     kept = []
-    written_logs: set[str] | None = None
     for f in files:
         parsed = classify(f.name, extension, f.relative_path)
         if isinstance(parsed, (BaseFileName, LogFileName)) and table.timeline.is_completed(parsed.instant_time):
             kept.append(f)
-        elif isinstance(parsed, LogFileName):
+        elif isinstance(parsed, LogFileName) and f.name in table.timeline.written_file_names():
             # v6: a log written while its group awaits compaction is named after
             # the pending compaction; the commit that wrote it says it counts.
-            if written_logs is None:
-                written_logs = {path.rsplit("/", 1)[-1] for i in table.timeline.commits() for _, _, path in table.timeline.written_files(i)}
-            if f.name in written_logs:
-                kept.append(f)
+            kept.append(f)
     return kept

@@ -35,22 +35,27 @@ from metadata.mdt.file_groups import BUILD_ORDER, MdtPartition, file_group_id, f
 from metadata.mdt.file_stats import ColumnRange, blocks_counting, columns_to_index, file_ranges, roll_up
 from metadata.mdt.hfile_writer import HFileWriter
 from metadata.mdt.keys import column_stats_key, partition_stats_key
-from metadata.mdt.reader import KeyQuery, MetadataTableReader
+from metadata.mdt.reader import METADATA_FOLDER, KeyQuery, MetadataTableReader
 from metadata.mdt.record_schema import encode_record, files_record, range_record, record_schema_json
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord
+from metadata.mdt.validate import committed_files
 from metadata.mdt.writer_lock import WriterLock
-from metadata.partition_path import to_metadata_partition
+from metadata.partition_path import from_metadata_partition, to_metadata_partition
 from metadata.storage import Storage, join
 from metadata.stored_table import TableParts
 from metadata.table import HudiTable
-from metadata.table_config import BaseFileFormat, TableConfig, TableType, update_table_config
+from metadata.table_config import (
+    METADATA_PARTITIONS_INFLIGHT_KEY,
+    METADATA_PARTITIONS_KEY,
+    BaseFileFormat,
+    TableConfig,
+    TableType,
+    update_table_config,
+)
 from metadata.timeline_models import COMPACTION_PLAN, commit_metadata_schema
 
 log = logging.getLogger(__name__)
 
-METADATA_FOLDER = ".hoodie/metadata"
-PARTITIONS_KEY = "hoodie.table.metadata.partitions"
-INFLIGHT_KEY = "hoodie.table.metadata.partitions.inflight"
 BUILT_THROUGH = "hudi-bridge.builtThrough"  # extraMetadata of an initialising deltacommit
 PENDING_AT_BUILD = "hudi-bridge.pendingAtBuild"
 INDEXED_COLUMNS = "hudi-bridge.columns"
@@ -141,15 +146,15 @@ class MetadataTableWriter:
             if not todo:
                 report.seconds = time.monotonic() - started
                 return report
-            self._set_config({INFLIGHT_KEY: ",".join(sorted({*self._inflight(), *(p.value for p in todo)}))})
+            self._set_config({METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(sorted({*self._inflight(), *(p.value for p in todo)}))})
             snapshot = _Snapshot.take(self.data, self.engine, columns)
             for partition in todo:
                 self._initialise(partition, snapshot, report)
                 report.partitions.append(partition.value)
             listed = sorted({*self.data.config.metadata_partitions, *(p.value for p in todo)})
             self.fault("before config update")
-            self._set_config({PARTITIONS_KEY: ",".join(listed),
-                              INFLIGHT_KEY: ",".join(sorted(set(self._inflight()) - {p.value for p in todo})) or None})
+            self._set_config({METADATA_PARTITIONS_KEY: ",".join(listed),
+                              METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(sorted(set(self._inflight()) - {p.value for p in todo})) or None})
             self.fault("after config update")
         report.seconds = time.monotonic() - started
         return report
@@ -187,7 +192,7 @@ class MetadataTableWriter:
         self.data = TableParts.load_storage(self.storage)
 
     def _inflight(self) -> list[str]:
-        return [p for p in self.data.config.raw.get(INFLIGHT_KEY, "").split(",") if p]
+        return [p for p in self.data.config.raw.get(METADATA_PARTITIONS_INFLIGHT_KEY, "").split(",") if p]
 
     def _set_config(self, changes: dict[str, str | None]) -> None:
         update_table_config(self.storage, changes)
@@ -253,7 +258,7 @@ class MetadataTableWriter:
         ts = self._initialisation_time(mdt, partition)
         self.progress(f"building {partition.value} at metadata instant {ts}")
         records = snapshot.records(partition, self.version)
-        groups = self._file_group_count(partition, snapshot)
+        groups = self._file_group_count(partition)
         written: list[tuple[str, str, int]] = []
         self._write_pending(mdt, ts, Action.DELTA_COMMIT)
         self.fault(f"{partition.value}: after requested")
@@ -281,9 +286,8 @@ class MetadataTableWriter:
         self._complete(mdt, ts, Action.DELTA_COMMIT, written, "BULK_INSERT", extra)
         report.files_indexed = max(report.files_indexed, snapshot.file_count)
 
-    def _file_group_count(self, partition: MdtPartition, snapshot: _Snapshot | None = None) -> int:
-        existing = self._existing_groups(partition)
-        return len(existing) if existing else partition.default_file_groups
+    def _file_group_count(self, partition: MdtPartition) -> int:
+        return len(self._existing_groups(partition)) or partition.default_file_groups
 
     def _existing_groups(self, partition: MdtPartition) -> set[str]:
         if not self.mdt_storage.exists(partition.value):
@@ -368,11 +372,14 @@ class MetadataTableWriter:
         return [f.name for f in files]
 
     # Sync ------------------------------------------------------------------------------------
-    def _synced(self, mdt: TableParts) -> tuple[set[str], Callable[[Instant], bool]]:
+    def _synced(self, mdt: TableParts) -> Callable[[Instant], bool]:
+        """Whether a completed data instant is already in the metadata table:
+        it has its own delta commit, or the latest build's snapshot held it."""
         completed = {i.requested_time for i in mdt.timeline.completed()}
+        data_instants = {i.requested_time for i in self.data.timeline.instants}
         built_through, pending_at_build = "", set()
         for instant in mdt.timeline.completed():
-            if instant.action is Action.DELTA_COMMIT and instant.requested_time not in {i.requested_time for i in self.data.timeline.instants}:
+            if instant.action is Action.DELTA_COMMIT and instant.requested_time not in data_instants:
                 extra = mdt.timeline.commit_metadata(instant).extra_metadata
                 if extra.get(BUILT_THROUGH, "") >= built_through and BUILT_THROUGH in extra:
                     built_through = extra[BUILT_THROUGH]
@@ -384,16 +391,16 @@ class MetadataTableWriter:
                 return True
             return bool(built_through) and ts <= built_through and ts not in pending_at_build
 
-        return completed, is_synced
+        return is_synced
 
     def _sync_locked(self, report: IndexReport) -> None:
         mdt = self._roll_back_failed(self._mdt(), report)
-        _, is_synced = self._synced(mdt)
+        is_synced = self._synced(mdt)
         order = (lambda i: (i.completion_time or i.requested_time)) if self.data.timeline.uses_completion_time else (lambda i: i.requested_time)
         todo = sorted((i for i in self.data.timeline.completed() if not is_synced(i)), key=order)
         built = [MdtPartition(p) for p in self.data.config.metadata_partitions if p in {m.value for m in MdtPartition}]
-        columns = self._indexed_columns(mdt)
-        schema = _table_schema(self.data)
+        schema = table_schema(self.data)
+        columns = self._indexed_columns(mdt, schema)
         for n, instant in enumerate(todo, 1):
             self.progress(f"syncing {instant.action} {instant.requested_time} ({n}/{len(todo)})")
             change = _Change.of(self.data, instant)
@@ -406,13 +413,13 @@ class MetadataTableWriter:
         if todo:
             self._compact_locked(report, force=False)
 
-    def _indexed_columns(self, mdt: TableParts) -> list[str]:
+    def _indexed_columns(self, mdt: TableParts, schema: pa.Schema) -> list[str]:
         for instant in reversed(mdt.timeline.completed()):
             if instant.action is Action.DELTA_COMMIT:
                 extra = mdt.timeline.commit_metadata(instant).extra_metadata
                 if INDEXED_COLUMNS in extra:
                     return [c for c in extra[INDEXED_COLUMNS].split(",") if c]
-        return columns_to_index(_table_schema(self.data))
+        return columns_to_index(schema)
 
     def _apply(self, mdt: TableParts, ts: str, change: _Change, built: list[MdtPartition], columns: list[str],
                schema: pa.Schema, report: IndexReport) -> None:
@@ -453,14 +460,13 @@ class MetadataTableWriter:
             touched = sorted((set(change.added) | set(change.deleted)) - change.dropped_partitions)
             records[MdtPartition.PARTITION_STATS].update(
                 self._partition_stats(ts, touched, columns, schema, new_ranges))
-        written_any = False
         self._write_pending(mdt, ts, Action.DELTA_COMMIT)
         self.fault(f"{ts}: after requested")
         written: list[tuple[str, str, int]] = []
         for partition, by_key in records.items():
             if not by_key:
                 continue
-            groups = len(self._existing_groups(partition)) or partition.default_file_groups
+            groups = self._file_group_count(partition)
             cells: dict[int, list[tuple[bytes, bytes]]] = {}
             for key, record in by_key.items():
                 cells.setdefault(file_group_index(key, groups), []).append((key.encode(), encode_record(record, self.schema_json)))
@@ -473,10 +479,9 @@ class MetadataTableWriter:
                 self.mdt_storage.write_bytes(join(partition.value, name), data)
                 written.append((fg, join(partition.value, name), len(data)))
                 report.records_written += len(group_cells)
-                written_any = True
                 self.fault(f"{ts}: after log {partition.value}/{index}")
         self._complete(mdt, ts, Action.DELTA_COMMIT, written, "UPSERT_PREPPED")
-        if not written_any:
+        if not written:
             log.debug("instant %s changed nothing the metadata table holds", ts)
 
     def _log_name(self, mdt: TableParts, partition: MdtPartition, fg: str, ts: str) -> str:
@@ -504,7 +509,6 @@ class MetadataTableWriter:
             record = reader.read(MdtPartition.FILES.value, KeyQuery(keys=[ALL_PARTITIONS_KEY])).get(ALL_PARTITIONS_KEY)
         finally:
             reader.close()
-        from metadata.partition_path import from_metadata_partition
         return [from_metadata_partition(p) for p, e in ((record.files or {}) if record else {}).items() if not e.is_deleted]
 
     def _partition_stats(self, ts: str, partitions: list[str], columns: list[str], schema: pa.Schema,
@@ -599,8 +603,8 @@ class MetadataTableWriter:
         if MdtPartition.FILES in partitions:
             names = set(self.data.config.metadata_partitions) | names  # nothing is read without `files`
         remaining = [p for p in self.data.config.metadata_partitions if p not in names]
-        self._set_config({PARTITIONS_KEY: ",".join(remaining) or None,
-                          INFLIGHT_KEY: ",".join(p for p in self._inflight() if p not in names) or None})
+        self._set_config({METADATA_PARTITIONS_KEY: ",".join(remaining) or None,
+                          METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(p for p in self._inflight() if p not in names) or None})
         self.fault("drop: after config update")
         if MdtPartition.FILES.value in names:
             if self.storage.exists(METADATA_FOLDER):
@@ -618,7 +622,8 @@ def _completed(data: TableParts) -> frozenset[str]:
     return frozenset(i.requested_time for i in data.timeline.completed())
 
 
-def _table_schema(data: TableParts) -> pa.Schema:
+def table_schema(data: TableParts) -> pa.Schema:
+    """The table's Arrow schema (latest commit's, meta fields included when populated)."""
     try:
         schema = avro_to_arrow_schema(data.timeline.avro_schema())
     except (HudiError, ValueError, KeyError):
@@ -696,12 +701,11 @@ class _Snapshot:
     def take(cls, data: TableParts, engine: StatsEngine, columns: Sequence[str] | None) -> _Snapshot:
         latest = data.timeline.latest_completed()
         built_through = latest.requested_time if latest else ""
-        schema = _table_schema(data)
+        schema = table_schema(data)
         listing = StorageListing(data.storage)
         extension = data.config.base_file_format.extension
         files: dict[str, dict[str, int]] = {}
         for partition, stored in listing.files_for(listing.partitions()).items():
-            from metadata.mdt.validate import committed_files
             kept = {f.name: f.size for f in committed_files(data, stored, extension)}
             if kept:
                 files[partition] = kept
