@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import resource
 import sys
 import time
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -35,3 +38,24 @@ def finish(report: dict[str, Any]) -> None:
 
 def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def _child(call: Any, queue: Any) -> None:
+    start = time.perf_counter()
+    result = call()
+    seconds = time.perf_counter() - start
+    queue.put((result, seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+
+
+def in_fresh_process(call: Callable[[], T]) -> tuple[T, float, float]:
+    """Run `call` in a forked process: (its result, seconds, that process's
+    peak RSS in MiB), so the peak is the call's, not the bench's setup."""
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_child, args=(call, queue))
+    child.start()
+    result, seconds, peak = queue.get()
+    child.join()
+    if child.exitcode:
+        raise RuntimeError(f"benchmark child exited with {child.exitcode}")
+    return result, round(seconds, 4), round(peak, 1)

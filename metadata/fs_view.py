@@ -26,7 +26,7 @@ from metadata.errors import CleanedFilesError, HudiError, HudiFormatError, Missi
 from metadata.file_group import FileGroup, FileSlice
 from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.instant import Action, Instant, check_instant_time
-from metadata.listing import FileListing, StorageListing
+from metadata.listing import FileListing, ListingSource, StorageListing
 from metadata.storage import Storage, StoredFile
 from metadata.table_config import TableConfig
 from metadata.timeline import Timeline
@@ -115,9 +115,30 @@ class FileSystemView:
 
     # Building file groups ---------------------------------------------------
     def partitions(self) -> list[str]:
-        """Partitions with at least one visible file group."""
-        all_groups = self._file_groups_for(self._candidate_partitions())
+        """Partitions with at least one visible file group.
+
+        Through the metadata table at the latest instant this is its
+        `__all_partitions__` record: it lists only committed files, so every
+        listed partition has a visible group, unless a replacecommit replaced
+        groups there or a rollback removed files there (Hudi keeps such a
+        partition in the record); only those partitions get their groups built.
+        """
+        candidates = self._candidate_partitions()
+        restored = any(i.action is Action.RESTORE for i in self._visible.values())
+        if self.is_latest and self.listing.source is ListingSource.METADATA_TABLE and not restored:
+            doubtful = {p for p, _ in self._replaced} | self._rolled_back_partitions()
+            built = self._file_groups_for([p for p in candidates if p in doubtful])
+            return [p for p in candidates if p not in doubtful or built[p]]
+        all_groups = self._file_groups_for(candidates)
         return sorted(p for p, groups in all_groups.items() if groups)
+
+    def _rolled_back_partitions(self) -> set[str]:
+        touched: set[str] = set()
+        for instant in self._visible.values():
+            if instant.action is Action.ROLLBACK:
+                rollback = self.timeline.rollback_metadata(instant)
+                touched |= set(rollback.deleted_files) | set(rollback.log_files_written)
+        return touched
 
     def _candidate_partitions(self) -> list[str]:
         names = set(self.listing.partitions())

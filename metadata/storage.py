@@ -11,10 +11,11 @@ import os
 import posixpath
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TypeVar
+from typing import BinaryIO, TypeVar, cast
 
 import pyarrow.fs as pafs
 
@@ -195,21 +196,35 @@ class Storage:
 
     # Writing -------------------------------------------------------------
     def write_bytes(self, relative: str, data: bytes) -> None:
-        """Write a file so that readers never see it half written.
+        """Write a file so that readers never see it half written."""
+        with self.write_stream(relative) as out:
+            out.write(data)
+
+    @contextmanager
+    def write_stream(self, relative: str) -> Iterator[BinaryIO]:
+        """A stream whose bytes appear under `relative` only once the block
+        ends without error.
 
         The bytes go to a hidden temporary name in the same folder first and
         are moved into place; on object stores the move is a copy, which is
         still all-or-nothing for readers of the final name.
         """
-        def write(target: str) -> None:
-            folder = posixpath.dirname(target)
-            temp = posixpath.join(folder, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(target)}")
-            self.filesystem.create_dir(folder, recursive=True)
-            with self.filesystem.open_output_stream(temp) as out:
-                out.write(data)
-            self.filesystem.move(temp, target)
-
-        self._call("write", relative, write)
+        target = self.full_path(relative)
+        folder = posixpath.dirname(target)
+        temp = posixpath.join(folder, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(target)}")
+        self._call("write", relative, lambda _: self.filesystem.create_dir(folder, recursive=True))
+        out = self._call("write", relative, lambda _: self.filesystem.open_output_stream(temp))
+        try:
+            yield cast(BinaryIO, out)
+            out.close()
+        except BaseException as exc:
+            with suppress(OSError):
+                out.close()
+                self.filesystem.delete_file(temp)
+            if isinstance(exc, OSError):
+                raise StorageError(f"{self.display_path(relative)}: cannot write: {exc}") from exc
+            raise
+        self._call("write", relative, lambda _: self.filesystem.move(temp, target))
 
     def delete_file(self, relative: str) -> None:
         self._call("delete", relative, self.filesystem.delete_file)

@@ -4,6 +4,7 @@ sync after every kind of instant on builder tables, crash injection, the lock.""
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,11 @@ from listers.planner import plan
 from metadata import HudiTable, MetadataTable
 from metadata.errors import IndexLocked
 from metadata.log_format import BlockType, read_log_blocks
+from metadata.mdt.cell_spill import CellSpill
 from metadata.mdt.file_groups import MdtPartition, file_group_index, java_string_hash
-from metadata.mdt.file_stats import footer_ranges
+from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.reader import KeyQuery
+from metadata.mdt.stats_engine import LocalStatsEngine
 from metadata.mdt.validate import validate_metadata
 from metadata.mdt.writer import MetadataTableWriter
 from metadata.mdt.writer_lock import LOCK_PATH, WriterLock
@@ -95,20 +98,9 @@ def _check(path: Path) -> None:
     report = validate_metadata(str(path))
     assert report.ok, report.differences
     table = HudiTable.open(str(path))
-    mdt = table.metadata_table
-    assert mdt is not None
-    stats = {(r.column_stats.file_name, r.column_stats.column_name): r.column_stats
-             for r in mdt.reader.read("column_stats", KeyQuery(prefixes=[""])).values() if not r.column_stats.is_deleted}
-    indexed = {column for _, column in stats}
-    compared = 0
-    for s in table.file_slices():
-        if s.base_file:
-            for r in footer_ranges((path / s.base_file).read_bytes(), s.base_file_name, sorted(indexed), s.base_file):
-                held = stats[(s.base_file_name, r.column)]
-                compared += 1
-                assert (held.min_value, held.max_value, held.null_count, held.value_count) == (
-                    r.min_value, r.max_value, r.null_count, r.value_count), (s.base_file_name, r.column)
-    assert compared or not any(s.base_file for s in table.file_slices())
+    assert table.metadata_table is not None
+    base_files = sum(1 for s in table.file_slices() if s.base_file)
+    assert report.stats_files_checked >= base_files  # every latest base file's footer was compared
     for where in ("fare > 7", "fare < 2", "city = 'sf' AND fare >= 3.5", "day = DATE '2024-01-05'"):
         kept = {(s.partition, s.file_id) for s in plan(str(path), where).files}
         matching = _slices_with_matches(table, where)
@@ -167,6 +159,40 @@ def test_sync_after_every_instant(tmp_path: Path, version: int, table_type: str)
     assert MetadataTableWriter(str(path)).sync().instants == []  # nothing left: a no-op
 
 
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_partitions_through_the_mdt_read_one_record(tmp_path: Path, table_type: str) -> None:
+    """partitions() is the __all_partitions__ record, with groups built only
+    where a replacecommit could have emptied a partition; it equals storage's
+    answer after replaces, partition deletes and rollbacks."""
+    path = tmp_path / "t"
+    builder = _builder(path, 8, table_type)
+    for city in ("sf", "nyc", "la"):
+        builder.write(_rows(0, 4, city))
+    MetadataTableWriter(str(path)).build(partitions=[MdtPartition.FILES])
+
+    def check(expected: list[str], built: set[str] | None) -> None:
+        via_mdt = HudiTable.open(str(path))
+        assert via_mdt.metadata_table is not None
+        assert via_mdt.partitions() == expected
+        if built is not None:
+            assert set(via_mdt.view()._groups_cache) == built  # no other partition's groups were built
+        assert HudiTable.open(str(path), use_metadata=False).partitions() == expected
+
+    check(["city=la", "city=nyc", "city=sf"], set())
+    builder.delete_partitions(["city=nyc"])
+    MetadataTableWriter(str(path)).sync()
+    check(["city=la", "city=sf"], {"city=nyc"})
+    builder.rollback(builder.write(_rows(10, 2, "sea"), complete=False))
+    MetadataTableWriter(str(path)).sync()
+    check(["city=la", "city=sf"], {"city=nyc"})
+    builder.insert_overwrite(_rows(20, 2, "sf"), table_wide=True)  # la's groups replaced, sf rewritten
+    MetadataTableWriter(str(path)).sync()
+    check(["city=sf"], {"city=la", "city=nyc", "city=sf"})
+    builder.clean()
+    MetadataTableWriter(str(path)).sync()
+    check(["city=sf"], None)
+
+
 def test_compaction_folds_logs_into_a_base_hfile(tmp_path: Path) -> None:
     path = tmp_path / "t"
     builder = _builder(path, 8, "COPY_ON_WRITE")
@@ -207,6 +233,43 @@ def test_build_leaves_existing_partitions_and_rebuild_replaces(tmp_path: Path) -
     _check(path)
 
 
+def test_build_with_a_tiny_memory_budget_spills_and_writes_the_same_records(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    builder = _builder(path, 8, "MERGE_ON_READ")
+    builder.write(_rows(0, 12, "sf"))
+    builder.write(_rows(12, 9, "nyc"))
+    builder.write(_rows(2, 4, "sf"))  # log files
+    MetadataTableWriter(str(path)).build()
+    in_memory = _live(str(path))
+    spills: list[int] = []
+    original = CellSpill._spill
+
+    def counting(self: CellSpill) -> None:
+        spills.append(len(self._buffer))
+        original(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(CellSpill, "_spill", counting)
+        MetadataTableWriter(str(path), memory_budget=1, batch_files=1).build(rebuild=True)
+    assert len(spills) > 100  # every cell went through a run file
+    assert _live(str(path)) == in_memory
+    _check(path)
+
+
+def test_cell_spill_merges_runs_in_row_order() -> None:
+    spill = CellSpill(budget_bytes=300)
+    rows = [f"key-{(i * 7919) % 1000:04d}".encode() for i in range(1000)]
+    for row in rows:
+        spill.add(row, row[::-1])
+    assert spill.spilled_runs > 10
+    assert list(spill.sorted_cells()) == sorted((row, row[::-1]) for row in rows)
+    twice = CellSpill(budget_bytes=100)
+    for row in (b"a", b"b", b"a"):
+        twice.add(row, b"")
+    with pytest.raises(ValueError, match="written twice"):
+        list(twice.sorted_cells())
+
+
 def test_drop_updates_config_before_files(tmp_path: Path) -> None:
     path = tmp_path / "t"
     builder = _builder(path, 8, "COPY_ON_WRITE")
@@ -225,6 +288,31 @@ def test_drop_updates_config_before_files(tmp_path: Path) -> None:
     MetadataTableWriter(str(path)).drop([MdtPartition.FILES])
     assert not (path / ".hoodie/metadata").exists()
     assert HudiTable.open(str(path)).metadata_table is None
+
+
+@dataclass
+class ShiftedMaxEngine:
+    """Stats that lie: `fare`'s max one higher than the footer says."""
+
+    def ranges(self, base_uri: str, files: Any, columns: Any, schema: Any, completed: frozenset[str]) -> list[ColumnRange]:
+        found = LocalStatsEngine().ranges(base_uri, files, columns, schema, completed)
+        return [replace(r, max_value=r.max_value + 1) if r.column == "fare" and r.max_value is not None else r for r in found]
+
+
+def test_validate_reports_column_stats_that_differ_from_footers(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    builder = _builder(path, 8, "COPY_ON_WRITE")
+    builder.write(_rows(3, 3, "sf"))  # one base file, fares 3.5 to 5.5
+    MetadataTableWriter(str(path), engine=ShiftedMaxEngine()).build()
+    report = validate_metadata(str(path))
+    assert not report.ok
+    base = next(s for s in HudiTable.open(str(path), use_metadata=False).file_slices() if s.base_file)
+    assert report.stats_differences == [f"{base.base_file}: 'fare' max is 6.5 in column_stats, 5.5 in the footer"]
+    assert report.files_only_in_storage == {}
+    assert report.slice_differences == []
+    assert validate_metadata(str(path), check_stats=False).ok
+    MetadataTableWriter(str(path)).build(rebuild=True)
+    assert validate_metadata(str(path)).ok
 
 
 class Crash(Exception):
@@ -374,6 +462,9 @@ def test_index_commands(tmp_path: Path) -> None:
     synced = json.loads(runner.invoke(main, ["index", "sync", str(path), "--json"]).stdout)
     assert len(synced["instants"]) == 1
     _check(path)
+    validated = runner.invoke(main, ["table", "validate", str(path), "--json"])
+    assert validated.exit_code == 0, validated.output
+    assert json.loads(validated.stdout)["stats_files_checked"] == 2  # two base files; the update went to logs
     again = runner.invoke(main, ["index", "build", str(path)])
     assert "already built, left alone: files, column_stats, partition_stats" in again.output
     wrong = runner.invoke(main, ["index", "build", str(path), "--rebuild", "--columns", "nope"])
@@ -388,7 +479,7 @@ def test_index_commands(tmp_path: Path) -> None:
 @pytest.mark.services
 def test_spark_engine_gives_the_local_ranges(tmp_path: Path, spark: Any) -> None:
     from engine_bridge.spark.index_engine import SparkStatsEngine
-    from metadata.mdt.writer import LocalStatsEngine
+    from metadata.mdt.stats_engine import LocalStatsEngine
 
     path = tmp_path / "t"
     builder = _builder(path, 8, "MERGE_ON_READ")

@@ -9,7 +9,8 @@ import click
 from engine_bridge.cli.app import main
 from engine_bridge.cli.output import Output, command_output, json_requested, print_lines
 from metadata.mdt.file_groups import BUILD_ORDER, MdtPartition
-from metadata.mdt.writer import DEFAULT_COMPACT_AFTER, IndexReport, LocalStatsEngine, MetadataTableWriter, StatsEngine
+from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
+from metadata.mdt.writer import DEFAULT_COMPACT_AFTER, IndexReport, MetadataTableWriter
 
 PARTITION_NAMES = [p.value for p in BUILD_ORDER]
 

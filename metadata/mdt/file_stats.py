@@ -67,7 +67,8 @@ def columns_to_index(schema: pa.Schema, limit: int = MAX_COLUMNS_TO_INDEX) -> li
     return chosen + data[:limit]
 
 
-def _merge(a: ColumnRange | None, b: ColumnRange) -> ColumnRange:
+def merge_ranges(a: ColumnRange | None, b: ColumnRange) -> ColumnRange:
+    """One range covering both (b's file name kept when a is None)."""
     if a is None:
         return b
     return ColumnRange(
@@ -83,7 +84,7 @@ def roll_up(ranges: Iterable[ColumnRange], file_name: str) -> dict[str, ColumnRa
     """Column -> one range over all of them (partition_stats, row groups)."""
     out: dict[str, ColumnRange] = {}
     for r in ranges:
-        merged = _merge(out.get(r.column), r)
+        merged = merge_ranges(out.get(r.column), r)
         out[r.column] = ColumnRange(file_name, merged.column, merged.dtype, merged.min_value, merged.max_value,
                                     merged.null_count, merged.value_count, merged.total_size, merged.total_uncompressed_size)
     return out
@@ -131,7 +132,7 @@ def footer_ranges(data: bytes | pa.NativeFile, file_name: str, columns: Sequence
                 int(stats.null_count) if stats is not None and stats.has_null_count else 0,
                 int(chunk.num_values), int(chunk.total_compressed_size), int(chunk.total_uncompressed_size),
             )
-            merged[name] = _merge(merged.get(name), piece)
+            merged[name] = merge_ranges(merged.get(name), piece)
     return [merged[n] for n in wanted if n in merged]
 
 

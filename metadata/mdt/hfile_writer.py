@@ -14,9 +14,11 @@ index is written empty), which readers treat as "no bloom filter".
 from __future__ import annotations
 
 import gzip
+import io
 import struct
 import time
 from collections.abc import Iterable
+from typing import BinaryIO
 
 from metadata.mdt.hfile_format import (
     CHECKSUM_CRC32C,
@@ -47,13 +49,18 @@ def _index_key(row: bytes) -> bytes:
 
 
 class HFileWriter:
-    """Collects sorted (row, value) cells and produces the file's bytes."""
+    """Takes sorted (row, value) cells and writes the file block by block to
+    `sink` (in memory when none is given): only the block being filled and
+    the index stay in memory."""
 
-    def __init__(self, block_size: int = DEFAULT_BLOCK_SIZE, compress: bool = True, max_root_entries: int = MAX_ROOT_ENTRIES) -> None:
+    def __init__(self, block_size: int = DEFAULT_BLOCK_SIZE, compress: bool = True, max_root_entries: int = MAX_ROOT_ENTRIES,
+                 sink: BinaryIO | None = None) -> None:
         self.block_size = block_size
         self.codec = CODEC_GZ if compress else CODEC_NONE
         self.max_root_entries = max_root_entries
-        self._out = bytearray()
+        self._sink: BinaryIO = sink if sink is not None else io.BytesIO()
+        self._in_memory = sink is None
+        self._offset = 0
         self._block = bytearray()
         self._block_first: bytes | None = None
         self._index: list[tuple[bytes, int, int]] = []  # (first row, offset, on-disk size)
@@ -67,8 +74,12 @@ class HFileWriter:
     def _compress(self, payload: bytes) -> bytes:
         return gzip.compress(payload, compresslevel=6, mtime=0) if self.codec == CODEC_GZ else payload
 
+    def _emit(self, data: bytes) -> None:
+        self._sink.write(data)
+        self._offset += len(data)
+
     def _write_block(self, magic: bytes, payload: bytes) -> tuple[int, int]:
-        offset = len(self._out)
+        offset = self._offset
         body = self._compress(payload)
         chunk = checksum_bytes_per_chunk(HEADER_SIZE + len(body))
         checksum_size = CHECKSUM_SIZE * checksum_chunks(HEADER_SIZE + len(body), chunk)
@@ -82,9 +93,9 @@ class HFileWriter:
             on_disk_data_size_with_header=HEADER_SIZE + len(body),
         )
         data_with_header = header.encode() + body
-        self._out += data_with_header + block_checksums(data_with_header, chunk)
+        self._emit(data_with_header + block_checksums(data_with_header, chunk))
         self._uncompressed_total += len(payload)
-        return offset, len(self._out) - offset
+        return offset, self._offset - offset
 
     def add(self, row: bytes, value: bytes) -> None:
         if self._last_row is not None and row <= self._last_row:
@@ -131,6 +142,15 @@ class HFileWriter:
         return struct.pack(f">i{len(secondary)}i", len(items), *secondary) + b"".join(items)
 
     def finish(self, file_info: dict[bytes, bytes]) -> bytes:
+        """Complete an in-memory file and return its bytes."""
+        if not self._in_memory:
+            raise ValueError("finish() is for in-memory HFiles; use close() with a sink")
+        self.close(file_info)
+        assert isinstance(self._sink, io.BytesIO)
+        return self._sink.getvalue()
+
+    def close(self, file_info: dict[bytes, bytes]) -> int:
+        """Write the index, file info and trailer; returns the file's size."""
         self._flush_data_block()
         last_data_offset = self._index[-1][1] if self._index else 0
         levels = 1
@@ -142,11 +162,11 @@ class HFileWriter:
                 chunk = self._index[start : start + self.max_root_entries]
                 offset, size = self._write_block(LEAF_INDEX_MAGIC, self._leaf_payload(chunk))
                 root_entries.append((chunk[0][0], offset, size))
-        load_on_open = len(self._out)
+        load_on_open = self._offset
         root_payload = self._root_payload(root_entries)
         self._write_block(ROOT_INDEX_MAGIC, root_payload)
         self._write_block(ROOT_INDEX_MAGIC, b"")  # meta index: no meta blocks
-        file_info_offset = len(self._out)
+        file_info_offset = self._offset
         info = dict(file_info)
         if self._last_row is not None:
             info[b"hfile.LASTKEY"] = _index_key(self._last_row)
@@ -174,7 +194,8 @@ class HFileWriter:
             major_version=3,
             minor_version=0,
         )
-        return bytes(self._out) + trailer.encode()
+        self._emit(trailer.encode())
+        return self._offset
 
 
 def write_hfile(cells: Iterable[tuple[bytes, bytes]], schema_json: str | None = None, block_size: int = DEFAULT_BLOCK_SIZE) -> bytes:

@@ -1,14 +1,23 @@
-"""RFC-15's validate mode: read the listing both ways and report differences."""
+"""RFC-15's validate mode: read the listing both ways and report differences;
+then check column_stats against the Parquet footers of the base files."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import Any
 
 from metadata.errors import MissingFileError
 from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.listing import StorageListing
+from metadata.mdt import keys
+from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.listing import MetadataListing
-from metadata.mdt.metadata_table import MetadataTable
+from metadata.mdt.metadata_table import COLUMN_STATS, MetadataTable
+from metadata.mdt.reader import KeyQuery
+from metadata.mdt.records import ColumnStats
+from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
 from metadata.storage import StoredFile
 from metadata.stored_table import StoredTable
 from metadata.table import HudiTable
@@ -22,10 +31,12 @@ class ValidationReport:
     files_only_in_storage: dict[str, list[str]] = field(default_factory=dict)
     size_mismatches: dict[str, list[str]] = field(default_factory=dict)
     slice_differences: list[str] = field(default_factory=list)
+    stats_differences: list[str] = field(default_factory=list)
+    stats_files_checked: int = field(default=0, compare=False)
 
     @property
     def ok(self) -> bool:
-        return not any(vars(self).values())
+        return not any(v for k, v in vars(self).items() if k != "stats_files_checked")
 
     def differences(self) -> list[str]:
         lines = [f"partition {p!r} only in the metadata table" for p in self.partitions_only_in_metadata]
@@ -33,14 +44,16 @@ class ValidationReport:
         lines += [f"{p}/{n}: only in the metadata table" for p, names in self.files_only_in_metadata.items() for n in names]
         lines += [f"{p}/{n}: only in storage" for p, names in self.files_only_in_storage.items() for n in names]
         lines += [f"{p}/{d}" for p, items in self.size_mismatches.items() for d in items]
-        return lines + self.slice_differences
+        return lines + self.slice_differences + self.stats_differences
 
     def to_dict(self) -> dict[str, object]:
-        return {"ok": self.ok, "differences": self.differences()}
+        return {"ok": self.ok, "differences": self.differences(), "stats_files_checked": self.stats_files_checked}
 
 
-def validate_metadata(path_or_table: HudiTable | str) -> ValidationReport:
-    """Compare the MDT's files partition with a storage listing.
+def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
+                      engine: StatsEngine | None = None) -> ValidationReport:
+    """Compare the MDT's files partition with a storage listing and, when
+    `check_stats`, its column_stats with the base files' Parquet footers.
 
     Storage files of instants that never completed are left out first: the
     MDT rightly does not list them.
@@ -69,6 +82,11 @@ def validate_metadata(path_or_table: HudiTable | str) -> ValidationReport:
                  for n in sorted(set(listed) & set(committed)) if listed[n] != committed[n] and not n.startswith(".")]
         if sizes:
             report.size_mismatches[partition] = sizes
+    if check_stats and COLUMN_STATS in table.config.metadata_partitions:
+        present = {p: {f.name for f in stored[p]} for p in common}
+        on_both = {p: {n: size for n, size in mdt_files[p].items() if n in present[p]} for p in common}
+        _check_column_stats(table, mdt, on_both, {p: set(mdt_files[p]) for p in common}, extension,
+                            engine or LocalStatsEngine(), report)
     with_mdt = HudiTable(table.storage, table.config, table.timeline, listing=MetadataListing(mdt))
     with_storage = HudiTable(table.storage, table.config, table.timeline, listing=storage)
     via_mdt = {(s.partition, s.file_id): s.files for s in with_mdt.file_slices()}
@@ -83,6 +101,72 @@ def validate_metadata(path_or_table: HudiTable | str) -> ValidationReport:
                 f"latest slice of {key[0]!r}/{key[1]}: metadata table {via_mdt.get(key)} vs storage {via_storage.get(key)}"
             )
     return report
+
+
+def _check_column_stats(table: HudiTable, mdt: MetadataTable, listed: dict[str, dict[str, int]],
+                        in_files_partition: dict[str, set[str]], extension: str, engine: StatsEngine,
+                        report: ValidationReport) -> None:
+    """Every live base file's column_stats records against its footer
+    (`listed`: files both the files partition and storage hold).
+
+    Hudi's stats come untruncated from the footers, so they must be equal.
+    Log files are left out: their stats come from the records of the blocks
+    that counted when each was written, which a later read cannot redo.
+    """
+    held: dict[tuple[str, str], dict[str, ColumnStats]] = {}
+    live_ids = {keys.partition_index_id(p): p for p in listed}
+    for key, record in mdt.reader.read(COLUMN_STATS, KeyQuery()).items():
+        stats = record.column_stats
+        partition = live_ids.get(keys.partition_id_of(key))
+        if stats is None or stats.is_deleted or partition is None:
+            continue
+        held.setdefault((partition, stats.file_name), {})[stats.column_name] = stats
+    columns = sorted({c for per_file in held.values() for c in per_file})
+    if not columns:
+        return
+    base_files = {(p, name): f"{p}/{name}" if p else name
+                  for p, names in listed.items() for name in names if name.endswith(extension) and not name.startswith(".")}
+    for (p, name) in sorted(base_files):
+        if (p, name) not in held:
+            report.stats_differences.append(f"{base_files[p, name]}: no column_stats record (indexed: {', '.join(columns)})")
+    for (p, name) in sorted(held):
+        if name not in in_files_partition.get(p, set()):
+            report.stats_differences.append(f"{p}/{name}: live column_stats of a file the files partition does not list")
+    to_read = sorted((p, n) for p, n in base_files if (p, n) in held)
+    found = engine.ranges(table.storage.uri, [(base_files[k], None) for k in to_read], columns, None, frozenset())
+    by_file: dict[str, dict[str, ColumnRange]] = {}
+    for r in found:
+        by_file.setdefault(r.file_name, {})[r.column] = r
+    for p, name in to_read:
+        report.stats_files_checked += 1
+        footer = by_file.get(name, {})
+        for column, stats in sorted(held[p, name].items()):
+            report.stats_differences.extend(_stat_differences(base_files[p, name], column, stats, footer.get(column)))
+
+
+def _stat_differences(where: str, column: str, held: ColumnStats, footer: ColumnRange | None) -> list[str]:
+    if footer is None:
+        if held.min_value is None and held.max_value is None:
+            return []  # a column the file does not have: Hudi writes empty stats
+        return [f"{where}: column_stats of {column!r} hold [{held.min_value!r}, {held.max_value!r}] "
+                f"but the file's footer has no such column"]
+    pairs = {"min": (held.min_value, footer.min_value), "max": (held.max_value, footer.max_value),
+             "nullCount": (held.null_count, footer.null_count), "valueCount": (held.value_count, footer.value_count)}
+    return [f"{where}: {column!r} {what} is {a!r} in column_stats, {b!r} in the footer"
+            for what, (a, b) in pairs.items() if not _same_value(a, b)]
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Equal as values: decimals of different scales, naive UTC vs aware timestamps."""
+    if isinstance(a, datetime) and isinstance(b, datetime):
+        return _as_utc(a) == _as_utc(b)
+    if isinstance(a, (Decimal, int, float)) and isinstance(b, (Decimal, int, float)) and not isinstance(a, bool):
+        return Decimal(str(a)) == Decimal(str(b)) if isinstance(a, Decimal) or isinstance(b, Decimal) else a == b
+    return bool(a == b)
+
+
+def _as_utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 def committed_files(table: StoredTable, files: list[StoredFile], extension: str = ".parquet") -> list[StoredFile]:

@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import pyarrow as pa
 
@@ -31,17 +30,19 @@ from metadata.instant import Action, Instant
 from metadata.instant_content import encode_avro_instant
 from metadata.listing import StorageListing
 from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records, read_log_blocks
+from metadata.mdt.cell_spill import DEFAULT_BUDGET_BYTES, CellSpill
 from metadata.mdt.file_groups import BUILD_ORDER, MdtPartition, file_group_id, file_group_index
-from metadata.mdt.file_stats import ColumnRange, blocks_counting, columns_to_index, file_ranges, roll_up
+from metadata.mdt.file_stats import ColumnRange, columns_to_index, merge_ranges, roll_up
 from metadata.mdt.hfile_writer import HFileWriter
 from metadata.mdt.keys import column_stats_key, partition_stats_key
 from metadata.mdt.reader import METADATA_FOLDER, KeyQuery, MetadataTableReader
 from metadata.mdt.record_schema import encode_record, files_record, range_record, record_schema_json
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord
+from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
 from metadata.mdt.validate import committed_files
 from metadata.mdt.writer_lock import WriterLock
 from metadata.partition_path import from_metadata_partition, to_metadata_partition
-from metadata.storage import Storage, join
+from metadata.storage import join
 from metadata.stored_table import TableParts
 from metadata.table import HudiTable
 from metadata.table_config import (
@@ -60,34 +61,7 @@ BUILT_THROUGH = "hudi-bridge.builtThrough"  # extraMetadata of an initialising d
 PENDING_AT_BUILD = "hudi-bridge.pendingAtBuild"
 INDEXED_COLUMNS = "hudi-bridge.columns"
 DEFAULT_COMPACT_AFTER = 10  # hoodie.metadata.compact.max.delta.commits
-
-
-class StatsEngine(Protocol):
-    """Computes column ranges of many data files (threads here, Spark elsewhere)."""
-
-    def ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
-               schema: pa.Schema | None, completed: frozenset[str]) -> list[ColumnRange]:
-        """`files`: (path relative to the table, instant whose blocks count or
-        None for all blocks of the `completed` instants)."""
-        ...
-
-
-@dataclass
-class LocalStatsEngine:
-    """Parquet footers and log blocks read on a thread pool (pyarrow releases the GIL)."""
-
-    parallelism: int = 8
-
-    def ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
-               schema: pa.Schema | None, completed: frozenset[str]) -> list[ColumnRange]:
-        storage = Storage.open(base_uri)
-
-        def one(item: tuple[str, str | None]) -> list[ColumnRange]:
-            relative, only = item
-            return file_ranges(storage, relative, columns, blocks_counting(only, completed), schema)
-
-        with ThreadPoolExecutor(max_workers=max(1, self.parallelism)) as pool:
-            return [r for found in pool.map(one, files) for r in found]
+DEFAULT_BATCH_FILES = 2000
 
 
 @dataclass
@@ -110,7 +84,11 @@ Fault = Callable[[str], None]
 
 class MetadataTableWriter:
     def __init__(self, path: str, engine: StatsEngine | None = None, fault: Fault | None = None,
-                 compact_after: int = DEFAULT_COMPACT_AFTER, progress: Callable[[str], None] | None = None) -> None:
+                 compact_after: int = DEFAULT_COMPACT_AFTER, progress: Callable[[str], None] | None = None,
+                 memory_budget: int = DEFAULT_BUDGET_BYTES, batch_files: int = DEFAULT_BATCH_FILES) -> None:
+        """`memory_budget`: bytes of encoded records a build holds before
+        spilling sorted runs to temporary files; `batch_files`: files whose
+        statistics are computed (and held) at once."""
         self.data = TableParts.load(path)
         self.storage = self.data.storage
         self.mdt_storage = self.storage.child(METADATA_FOLDER)
@@ -120,6 +98,8 @@ class MetadataTableWriter:
         self.fault = fault or (lambda step: None)
         self.compact_after = compact_after
         self.progress = progress or (lambda message: None)
+        self.memory_budget = memory_budget
+        self.batch_files = batch_files
         self._token = 0
         self._last_time = ""
 
@@ -147,7 +127,7 @@ class MetadataTableWriter:
                 report.seconds = time.monotonic() - started
                 return report
             self._set_config({METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(sorted({*self._inflight(), *(p.value for p in todo)}))})
-            snapshot = _Snapshot.take(self.data, self.engine, columns)
+            snapshot = _Snapshot.take(self.data, self.engine, columns, self.batch_files, self.progress)
             for partition in todo:
                 self._initialise(partition, snapshot, report)
                 report.partitions.append(partition.value)
@@ -257,28 +237,29 @@ class MetadataTableWriter:
         mdt = self._mdt()
         ts = self._initialisation_time(mdt, partition)
         self.progress(f"building {partition.value} at metadata instant {ts}")
-        records = snapshot.records(partition, self.version)
         groups = self._file_group_count(partition)
         written: list[tuple[str, str, int]] = []
         self._write_pending(mdt, ts, Action.DELTA_COMMIT)
         self.fault(f"{partition.value}: after requested")
         self.mdt_storage.write_bytes(join(partition.value, ".hoodie_partition_metadata"),
                                      f"#partition metadata\ncommitTime={ts}\npartitionDepth=1\n".encode())
-        by_group: dict[int, list[tuple[bytes, bytes]]] = {i: [] for i in range(groups)}
-        for key, record in records.items():
-            by_group[file_group_index(key, groups)].append((key.encode(), encode_record(record, self.schema_json)))
-        for index, cells in by_group.items():
+        spills = {i: CellSpill(max(1, self.memory_budget // groups)) for i in range(groups)}
+        for key, record in snapshot.records(partition, self.version):
+            spills[file_group_index(key, groups)].add(key.encode(), encode_record(record, self.schema_json))
+        for index, spill in spills.items():
             fg = file_group_id(partition, index)
             empty_log = f".{fg}_{ts}.log.1_0-0-0"
             data = encode_block(LogBlock(BlockType.DELETE, {HeaderKey.INSTANT_TIME: ts}, encode_delete_records([])))
             self.mdt_storage.write_bytes(join(partition.value, empty_log), data)
             written.append((fg, join(partition.value, empty_log), len(data)))
-            if cells:
-                base = f"{fg}_{self._write_token()}_{ts}.hfile"
-                content = self._hfile(sorted(cells))
-                self.mdt_storage.write_bytes(join(partition.value, base), content)
-                written.append((fg, join(partition.value, base), len(content)))
-                report.records_written += len(cells)
+            if spill.count:
+                base = join(partition.value, f"{fg}_{self._write_token()}_{ts}.hfile")
+                with self.mdt_storage.write_stream(base) as out:
+                    hfile = HFileWriter(sink=out)
+                    hfile.add_all(spill.sorted_cells())
+                    size = hfile.close(self._file_info())
+                written.append((fg, base, size))
+                report.records_written += spill.count
             self.fault(f"{partition.value}: after file group {index}")
         extra = {BUILT_THROUGH: snapshot.built_through, PENDING_AT_BUILD: ",".join(snapshot.pending)}
         if partition is not MdtPartition.FILES:
@@ -303,7 +284,10 @@ class MetadataTableWriter:
     def _hfile(self, cells: list[tuple[bytes, bytes]]) -> bytes:
         writer = HFileWriter()
         writer.add_all(cells)
-        return writer.finish({b"schema": self.schema_json.encode()})
+        return writer.finish(self._file_info())
+
+    def _file_info(self) -> dict[bytes, bytes]:
+        return {b"schema": self.schema_json.encode()}
 
     # Timeline files of the MDT ---------------------------------------------------------
     def _write_pending(self, mdt: TableParts, ts: str, action: Action, requested: bytes = b"") -> None:
@@ -686,7 +670,8 @@ class _Change:
 
 @dataclass
 class _Snapshot:
-    """The table's committed files and their statistics at one instant."""
+    """The table's committed files at one instant, and their statistics
+    computed a batch of files at a time (only one batch is held)."""
 
     data: TableParts
     engine: StatsEngine
@@ -695,10 +680,13 @@ class _Snapshot:
     built_through: str
     pending: list[str]
     schema: pa.Schema
-    _ranges: dict[str, list[ColumnRange]] | None = None
+    batch_files: int = DEFAULT_BATCH_FILES
+    progress: Callable[[str], None] = lambda message: None
+    _rollups: dict[str, dict[str, ColumnRange]] | None = None  # partition -> column -> range over latest slices
 
     @classmethod
-    def take(cls, data: TableParts, engine: StatsEngine, columns: Sequence[str] | None) -> _Snapshot:
+    def take(cls, data: TableParts, engine: StatsEngine, columns: Sequence[str] | None,
+             batch_files: int = DEFAULT_BATCH_FILES, progress: Callable[[str], None] | None = None) -> _Snapshot:
         latest = data.timeline.latest_completed()
         built_through = latest.requested_time if latest else ""
         schema = table_schema(data)
@@ -714,47 +702,62 @@ class _Snapshot:
         if unknown and schema.names:
             raise IndexWriteError(f"{data.storage.uri}: no column {', '.join(map(repr, unknown))} in the table schema")
         pending = sorted(i.requested_time for i in data.timeline.pending())
-        return cls(data, engine, chosen, files, built_through, pending, schema)
+        return cls(data, engine, chosen, files, built_through, pending, schema, max(1, batch_files),
+                   progress or (lambda message: None))
 
     @property
     def file_count(self) -> int:
         return sum(len(f) for f in self.files.values())
 
-    def ranges(self) -> dict[str, list[ColumnRange]]:
-        if self._ranges is None:
-            targets = [(join(p, name), None) for p, names in self.files.items() for name in names]
-            found: dict[str, list[ColumnRange]] = {}
-            for r in self.engine.ranges(self.data.storage.uri, targets, self.columns, self.schema, _completed(self.data)):
-                found.setdefault(r.file_name, []).append(r)
-            self._ranges = found
-        return self._ranges
+    def _latest_slice_files(self) -> dict[str, str]:
+        """File name -> partition of every file in a latest slice (what partition_stats covers)."""
+        if not self.built_through:
+            return {}
+        table = HudiTable(self.data.storage, self.data.config, self.data.timeline, listing=StorageListing(self.data.storage))
+        return {path.rsplit("/", 1)[-1]: s.partition
+                for s in table.view(as_of=self.built_through).latest_file_slices() for path in s.files}
 
-    def records(self, partition: MdtPartition, version: int) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
+    def _range_batches(self) -> Iterator[tuple[str, list[ColumnRange]]]:
+        """(partition, ranges) per file, a batch of files at a time; folds the
+        latest slices' ranges into per-partition roll-ups on the way."""
+        targets = [(p, name) for p, names in self.files.items() for name in names]
+        latest = self._latest_slice_files()
+        rollups: dict[str, dict[str, ColumnRange]] = {}
+        completed = _completed(self.data)
+        for start in range(0, len(targets), self.batch_files):
+            batch = targets[start : start + self.batch_files]
+            partition_of = {name: p for p, name in batch}
+            by_file: dict[str, list[ColumnRange]] = {}
+            for r in self.engine.ranges(self.data.storage.uri, [(join(p, n), None) for p, n in batch],
+                                        self.columns, self.schema, completed):
+                by_file.setdefault(r.file_name, []).append(r)
+                p = latest.get(r.file_name)
+                if p is not None:
+                    per_column = rollups.setdefault(p, {})
+                    per_column[r.column] = merge_ranges(per_column.get(r.column), replace(r, file_name=p))
+            for name, found in by_file.items():
+                yield partition_of[name], found
+            self.progress(f"statistics of {min(start + self.batch_files, len(targets))} of {len(targets)} files")
+        self._rollups = rollups
+
+    def records(self, partition: MdtPartition, version: int) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(key, record) of one MDT partition, produced a batch at a time."""
         if partition is MdtPartition.FILES:
             for p, names in self.files.items():
                 key = to_metadata_partition(p)
-                out[key] = files_record(key, {n: (size, False) for n, size in names.items()})
-            out[ALL_PARTITIONS_KEY] = files_record(ALL_PARTITIONS_KEY, {to_metadata_partition(p): (0, False) for p in self.files},
+                yield key, files_record(key, {n: (size, False) for n, size in names.items()})
+            yield ALL_PARTITIONS_KEY, files_record(ALL_PARTITIONS_KEY, {to_metadata_partition(p): (0, False) for p in self.files},
                                                    all_partitions=True)
         elif partition is MdtPartition.COLUMN_STATS:
-            ranges = self.ranges()
-            for p, names in self.files.items():
-                for name in names:
-                    for r in ranges.get(name, []):
-                        key = column_stats_key(r.column, p, name)
-                        out[key] = range_record(key, r, version)
+            for p, found in self._range_batches():
+                for r in found:
+                    key = column_stats_key(r.column, p, r.file_name)
+                    yield key, range_record(key, r, version)
         else:
-            ranges = self.ranges()
-            table = HudiTable(self.data.storage, self.data.config, self.data.timeline, listing=StorageListing(self.data.storage))
-            slices = table.view(as_of=self.built_through or None).latest_file_slices() if self.built_through else []
-            for p in self.files:
-                picked = _chain(ranges.get(path.rsplit("/", 1)[-1], []) for s in slices if s.partition == p for path in s.files)
-                for column, r in roll_up(picked, p).items():
+            if self._rollups is None:
+                for _ in self._range_batches():
+                    pass
+            for p, per_column in sorted((self._rollups or {}).items()):
+                for column, r in per_column.items():
                     key = partition_stats_key(column, p)
-                    out[key] = range_record(key, r, version, partition_stats=True)
-        return out
-
-
-def _chain(parts: Iterable[list[ColumnRange]]) -> list[ColumnRange]:
-    return [r for part in parts for r in part]
+                    yield key, range_record(key, r, version, partition_stats=True)

@@ -341,6 +341,32 @@ class TableBuilder:
             self._upsert_partition(ts, staged, partition, part_rows, part_keys)
         return self._finish(ts, staged, complete)
 
+    def write_copies(self, files_per_partition: dict[str, int], rows: pa.Table | list[dict[str, Any]]) -> tuple[str, list[str]]:
+        """A bulk insert of many base files that are all copies of one small
+        Parquet file of `rows` (for benches at scale: listing and planning
+        never read them). The builder does not track these file groups.
+        Returns the instant and the written paths, in order."""
+        ts = self.next_instant_time()
+        action = Action.DELTA_COMMIT if self.is_mor else Action.COMMIT
+        staged = _Staged(action, "BULK_INSERT")
+        self._write_pending(ts, action)
+        table = self._as_table(rows)
+        buf = io.BytesIO()
+        pq.write_table(self._with_meta(table, ts, self.record_keys(table), "", "copy.parquet"), buf, compression="snappy")
+        data = buf.getvalue()
+        for partition, count in files_per_partition.items():
+            self._ensure_partition(partition, ts)
+            for _ in range(count):
+                file_id = f"{uuid.uuid4()}-0"
+                name = BaseFileName(file_id, self._token(), ts, ".parquet").name
+                with open(self.storage.full_path(join(partition, name)), "wb") as out:  # local only: speed over atomicity
+                    out.write(data)
+                staged.written_files.append(join(partition, name))
+                staged.stats.append(WriteStat(partition, file_id, join(partition, name), None, num_writes=table.num_rows,
+                                              num_inserts=table.num_rows, total_write_bytes=len(data), file_size_in_bytes=len(data)))
+        self._finish(ts, staged, complete=True)
+        return ts, staged.written_files
+
     def delete(self, keys: list[str], complete: bool = True) -> str:
         """Delete records by record key (as `_hoodie_record_key` holds them)."""
         ts = self.next_instant_time()

@@ -1,0 +1,215 @@
+"""Planning a wide table through its metadata table (issue 16).
+
+Builds a v8 table of P partitions and F base files (copies of one small
+Parquet file: listing and planning never read them) with a `files` and a
+`column_stats` partition of N columns whose statistics are synthetic and
+known (file i holds a in [i, i+9], b in [i/2, i/2+5], c in ["i", "i+9"]),
+or reuses that build from --table. Then measures, each cold figure in a
+fresh process and as the median of --runs runs:
+
+- partitions_cold_s: `HudiTable.partitions()`;
+- slices_cold_s: all latest file slices; pyarrow_listing_s: a recursive
+  pyarrow listing of the same folder;
+- lister_one_cold_s / lister_one_warm_s: one partition through a
+  DirectoryLister, then another through the same lister;
+- plan_cold_s / plan_warm_s: `plan("a > X AND b < Y")` keeping about 1% of
+  the files, then the same plan again on the same lister;
+- hudi_rs_filter_s: hudi-rs `get_file_slices` with the same filters;
+- incremental_one_commit_s: incremental planning of one new 10-file commit;
+- files_kept, files_total, peak_rss_mib (largest of the cold processes).
+
+    python -m bench.scale [--partitions 10000] [--files 1000000] [--columns 3] [--table DIR] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from bench.common import finish, in_fresh_process, progress
+from metadata.mdt.file_groups import MdtPartition
+from metadata.mdt.file_stats import ColumnRange
+from metadata.mdt.writer import MetadataTableWriter
+from metadata.testing.builder import TableBuilder
+
+SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.float64()), ("c", pa.string()), ("part", pa.string())])
+COLUMNS = ("a", "b", "c")
+COMMIT_PARTITIONS = 500  # partitions per bulk-insert commit
+BUILT_MARKER = ".bench-scale-built"
+
+
+class KnownStats:
+    """Statistics of the copied files as the bench defines them (file number -> ranges)."""
+
+    def __init__(self, numbers: dict[str, int]) -> None:
+        self.numbers = numbers
+
+    def ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
+               schema: pa.Schema | None, completed: frozenset[str]) -> list[ColumnRange]:
+        out = []
+        for relative, _ in files:
+            name = relative.rsplit("/", 1)[-1]
+            i = self.numbers[name]
+            bounds = {"a": (pa.int64(), i, i + 9), "b": (pa.float64(), i / 2, i / 2 + 5), "c": (pa.string(), f"{i:08d}", f"{i + 9:08d}")}
+            for column in columns or COLUMNS:
+                dtype, low, high = bounds[column]
+                out.append(ColumnRange(name, column, dtype, low, high, 0, 10, 100, 100))
+        return out
+
+
+def _partition(p: int) -> str:
+    return f"part={p:05d}"
+
+
+def build(path: str, partitions: int, files: int, columns: int) -> None:
+    builder = TableBuilder(path, SCHEMA, partition_fields=["part"], version=8)
+    per_partition, extra = divmod(files, partitions)
+    numbers: dict[str, int] = {}
+    for start in range(0, partitions, COMMIT_PARTITIONS):
+        counts = {f"{p:05d}": per_partition + (1 if p < extra else 0) for p in range(start, min(start + COMMIT_PARTITIONS, partitions))}
+        _, written = builder.write_copies({_partition(int(k)): v for k, v in counts.items()}, [{"a": 0, "b": 0.0, "c": "x", "part": "x"}])
+        for path_ in written:
+            numbers[path_.rsplit("/", 1)[-1]] = len(numbers)
+        progress(f"wrote {len(numbers)} of {files} files")
+    _, written = builder.write_copies({_partition(0): 10}, [{"a": 0, "b": 0.0, "c": "x", "part": "x"}])  # the incremental commit
+    for path_ in written:
+        numbers[path_.rsplit("/", 1)[-1]] = len(numbers)
+    progress("building files and column_stats")
+    MetadataTableWriter(path, engine=KnownStats(numbers), progress=progress).build(
+        partitions=[MdtPartition.FILES, MdtPartition.COLUMN_STATS], columns=list(COLUMNS[:columns]))
+    Path(path, BUILT_MARKER).write_text(f"{partitions} {files} {columns}\n")
+
+
+def _median_cold(call: Callable[[], Any], runs: int, peaks: list[float]) -> tuple[Any, float]:
+    times = []
+    result = None
+    for _ in range(runs):
+        result, seconds, peak = in_fresh_process(call)
+        times.append(seconds)
+        peaks.append(peak)
+    return result, round(statistics.median(times), 4)
+
+
+def _partitions(path: str) -> int:
+    from metadata import HudiTable
+
+    return len(HudiTable.open(path).partitions())
+
+
+def _slices(path: str) -> int:
+    from metadata import HudiTable
+
+    return len(HudiTable.open(path).file_slices())
+
+
+def _pyarrow_listing(path: str) -> int:
+    fs = pafs.LocalFileSystem()
+    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
+    return sum(1 for i in infos if i.path.endswith(".parquet"))
+
+
+def _lister(path: str) -> tuple[float, float]:
+    from listers import DirectoryLister
+
+    start = time.perf_counter()
+    lister = DirectoryLister.open(path)
+    lister.list_files(_partition(1))
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    lister.list_files(_partition(2))
+    warm = time.perf_counter() - start
+    lister.close()
+    return cold, warm
+
+
+def _plan(path: str, where: str) -> tuple[int, float]:
+    from listers import DirectoryLister
+    from listers.planner import plan
+
+    with DirectoryLister.open(path) as lister:
+        kept = len(plan(lister, where).files)
+        start = time.perf_counter()
+        again = len(plan(lister, where).files)
+        warm = time.perf_counter() - start
+    assert kept == again
+    return kept, warm
+
+
+def _hudi_rs(path: str, low: int, high: float) -> int:
+    import hudi
+
+    table = hudi.HudiTableBuilder.from_base_uri(path).build()
+    options = hudi.HudiReadOptions().with_filters([("a", ">", str(low)), ("b", "<", str(high))])
+    return len(table.get_file_slices(options))
+
+
+def _incremental(path: str) -> int:
+    from listers.incremental import incremental
+    from metadata import HudiTable
+
+    table = HudiTable.open(path)
+    latest = table.timeline.latest_completed()
+    assert latest is not None
+    previous = [i for i in table.timeline.completed() if i.requested_time < latest.requested_time][-1]
+    planned = incremental(table, previous.requested_time)
+    assert len(planned.files) == 10, len(planned.files)
+    return len(planned.files)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--partitions", type=int, default=10_000)
+    parser.add_argument("--files", type=int, default=1_000_000)
+    parser.add_argument("--columns", type=int, default=3, choices=[2, 3])
+    parser.add_argument("--table", help="where the table is built (reused when already built with these sizes)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--skip-hudi-rs", action="store_true")
+    args = parser.parse_args()
+    path = args.table or os.path.join(os.path.expanduser("~/.cache/hudi-bridge-bench"), f"scale-{args.partitions}-{args.files}-{args.columns}")
+    marker = Path(path, BUILT_MARKER)
+    if not marker.exists():
+        if Path(path).exists():
+            raise SystemExit(f"{path} exists but holds no finished build; remove it or pick another --table")
+        build(path, args.partitions, args.files, args.columns)
+    else:
+        progress(f"reusing the build in {path}")
+    total = args.files + 10  # and the 10-file commit the incremental case plans
+    report: dict[str, Any] = {"benchmark": "scale", "partitions": args.partitions, "files_total": total, "columns": args.columns}
+    peaks: list[float] = []
+    count, report["partitions_cold_s"] = _median_cold(lambda: _partitions(path), args.runs, peaks)
+    assert count == args.partitions, count
+    count, report["slices_cold_s"] = _median_cold(lambda: _slices(path), args.runs, peaks)
+    report["slices_peak_rss_mib"] = max(peaks[-args.runs:])
+    assert count == total, count
+    _, report["pyarrow_listing_s"] = _median_cold(lambda: _pyarrow_listing(path), args.runs, [])
+    report["slices_to_pyarrow_ratio"] = round(report["slices_cold_s"] / report["pyarrow_listing_s"], 2)
+    listed = [in_fresh_process(lambda: _lister(path))[0] for _ in range(args.runs)]
+    report["lister_one_cold_s"] = round(statistics.median(c for c, _ in listed), 5)
+    report["lister_one_warm_s"] = round(statistics.median(w for _, w in listed), 5)
+    # a > X AND b < Y: file i matches when i + 9 > X and i / 2 < Y; about 1% of the files.
+    low = int(args.files * 0.49)
+    high = (args.files * 0.50) / 2
+    where = f"a > {low} AND b < {high}"
+    report["predicate"] = where
+    planned, report["plan_cold_s"] = _median_cold(lambda: _plan(path, where), args.runs, peaks)
+    report["plan_peak_rss_mib"] = max(peaks[-args.runs:])
+    report["files_kept"] = planned[0]
+    report["plan_warm_s"] = round(planned[1], 4)
+    report["plan_cached_s"] = None  # the persistent stats cache is not built yet
+    if not args.skip_hudi_rs:
+        _, report["hudi_rs_filter_s"] = _median_cold(lambda: _hudi_rs(path, low, high), 1, [])
+    _, report["incremental_one_commit_s"] = _median_cold(lambda: _incremental(path), args.runs, peaks)
+    report["peak_rss_mib"] = max(peaks)
+    finish(report)
+
+
+if __name__ == "__main__":
+    main()
