@@ -10,10 +10,12 @@ fresh process and as the median of --runs runs:
 - partitions_cold_s: `HudiTable.partitions()`;
 - slices_cold_s: all latest file slices; pyarrow_listing_s: a recursive
   pyarrow listing of the same folder;
-- lister_one_cold_s / lister_one_warm_s: one partition through a
-  DirectoryLister, then another through the same lister;
+- lister_one_cold_s / lister_one_warm_s: one partition through a new
+  DirectoryLister, then the same again; lister_other_partition_warm_s:
+  another partition through the same lister;
 - plan_cold_s / plan_warm_s: `plan("a > X AND b < Y")` keeping about 1% of
-  the files, then the same plan again on the same lister;
+  the files, then the same plan again on the same lister; plan_cached_s: the
+  same plan in a new process with the persistent stats cache filled;
 - hudi_rs_filter_s: hudi-rs `get_file_slices` with the same filters;
 - incremental_one_commit_s: incremental planning of one new 10-file commit;
 - files_kept, files_total, peak_rss_mib (largest of the cold processes).
@@ -25,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -70,7 +74,7 @@ def _partition(p: int) -> str:
 
 
 def build(path: str, partitions: int, files: int, columns: int) -> None:
-    builder = TableBuilder(path, SCHEMA, partition_fields=["part"], version=8)
+    builder = TableBuilder(path, SCHEMA, partition_fields=["part"], record_key=["a"], version=8)
     per_partition, extra = divmod(files, partitions)
     numbers: dict[str, int] = {}
     for start in range(0, partitions, COMMIT_PARTITIONS):
@@ -116,7 +120,7 @@ def _pyarrow_listing(path: str) -> int:
     return sum(1 for i in infos if i.path.endswith(".parquet"))
 
 
-def _lister(path: str) -> tuple[float, float]:
+def _lister(path: str) -> tuple[float, float, float]:
     from listers import DirectoryLister
 
     start = time.perf_counter()
@@ -124,10 +128,13 @@ def _lister(path: str) -> tuple[float, float]:
     lister.list_files(_partition(1))
     cold = time.perf_counter() - start
     start = time.perf_counter()
-    lister.list_files(_partition(2))
+    lister.list_files(_partition(1))
     warm = time.perf_counter() - start
+    start = time.perf_counter()
+    lister.list_files(_partition(2))
+    other = time.perf_counter() - start
     lister.close()
-    return cold, warm
+    return cold, warm, other
 
 
 def _plan(path: str, where: str) -> tuple[int, float]:
@@ -141,6 +148,12 @@ def _plan(path: str, where: str) -> tuple[int, float]:
         warm = time.perf_counter() - start
     assert kept == again
     return kept, warm
+
+
+def _plan_cached(path: str, where: str, cache_dir: str) -> int:
+    from listers.planner import plan
+
+    return len(plan(path, where, cache_dir=cache_dir).files)
 
 
 def _hudi_rs(path: str, low: int, high: float) -> int:
@@ -159,7 +172,7 @@ def _incremental(path: str) -> int:
     latest = table.timeline.latest_completed()
     assert latest is not None
     previous = [i for i in table.timeline.completed() if i.requested_time < latest.requested_time][-1]
-    planned = incremental(table, previous.requested_time)
+    planned = incremental(table, previous.completion_time or previous.requested_time)  # v8: ranges are of completion times
     assert len(planned.files) == 10, len(planned.files)
     return len(planned.files)
 
@@ -192,8 +205,9 @@ def main() -> None:
     _, report["pyarrow_listing_s"] = _median_cold(lambda: _pyarrow_listing(path), args.runs, [])
     report["slices_to_pyarrow_ratio"] = round(report["slices_cold_s"] / report["pyarrow_listing_s"], 2)
     listed = [in_fresh_process(lambda: _lister(path))[0] for _ in range(args.runs)]
-    report["lister_one_cold_s"] = round(statistics.median(c for c, _ in listed), 5)
-    report["lister_one_warm_s"] = round(statistics.median(w for _, w in listed), 5)
+    report["lister_one_cold_s"] = round(statistics.median(c for c, _, _ in listed), 5)
+    report["lister_one_warm_s"] = round(statistics.median(w for _, w, _ in listed), 6)
+    report["lister_other_partition_warm_s"] = round(statistics.median(o for _, _, o in listed), 5)
     # a > X AND b < Y: file i matches when i + 9 > X and i / 2 < Y; about 1% of the files.
     low = int(args.files * 0.49)
     high = (args.files * 0.50) / 2
@@ -203,7 +217,11 @@ def main() -> None:
     report["plan_peak_rss_mib"] = max(peaks[-args.runs:])
     report["files_kept"] = planned[0]
     report["plan_warm_s"] = round(planned[1], 4)
-    report["plan_cached_s"] = None  # the persistent stats cache is not built yet
+    cache_dir = tempfile.mkdtemp(prefix="bench-scale-cache-")
+    in_fresh_process(lambda: _plan_cached(path, where, cache_dir))  # fills the cache
+    kept, report["plan_cached_s"] = _median_cold(lambda: _plan_cached(path, where, cache_dir), args.runs, peaks)
+    assert kept == report["files_kept"], kept
+    shutil.rmtree(cache_dir)
     if not args.skip_hudi_rs:
         _, report["hudi_rs_filter_s"] = _median_cold(lambda: _hudi_rs(path, low, high), 1, [])
     _, report["incremental_one_commit_s"] = _median_cold(lambda: _incremental(path), args.runs, peaks)

@@ -37,6 +37,7 @@ from metadata.mdt.indexes import (
     record_locations,
     secondary_indexes,
 )
+from metadata.mdt.stats_cache import PersistentStatsCache
 from metadata.stats_table import FILE_NAME, PARTITION, min_field
 
 log = logging.getLogger(__name__)
@@ -96,17 +97,28 @@ def plan(
     as_of: str | None = None,
     use_metadata: bool = True,
     strict: bool = False,
+    cache_dir: str | None = None,
 ) -> Plan:
     """Candidate file slices for a predicate, with an explanation.
 
     A metadata table that cannot be read keeps files (the explanation says
-    why); with `strict` it is an error instead."""
+    why); with `strict` it is an error instead. `cache_dir` keeps the decoded
+    column statistics there for later processes (never reused once the
+    metadata table has changed)."""
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
     if isinstance(path_or_uri, DirectoryLister):
+        _use_cache_dir(path_or_uri, cache_dir)
         return _Planner(path_or_uri, expr, dialect).run(text)
     with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict) as lister:
+        _use_cache_dir(lister, cache_dir)
         return _Planner(lister, expr, dialect).run(text)
+
+
+def _use_cache_dir(lister: DirectoryLister, cache_dir: str | None) -> None:
+    mdt = lister.table.metadata_table
+    if cache_dir is not None and mdt is not None:
+        mdt.persistent_cache = PersistentStatsCache(cache_dir)
 
 
 def index_text(value: Any, days: bool) -> str | None:

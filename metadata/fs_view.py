@@ -96,6 +96,7 @@ class FileSystemView:
             elif instant.action is Action.CLEAN:
                 self._deleted_partitions |= timeline.clean_metadata(instant).deleted_partitions()
         self._groups_cache: dict[str, list[FileGroup]] = {}
+        self._latest_slices: dict[str, list[FileSlice]] = {}
         self._newest_bases: dict[str, dict[str, tuple[Instant, str]]] | None = None
         self._lock = threading.RLock()  # one lister serves many planner threads
 
@@ -338,13 +339,17 @@ class FileSystemView:
 
     # Public queries -----------------------------------------------------------
     def latest_file_slices(self, partitions: list[str] | None = None) -> list[FileSlice]:
-        names = self._candidate_partitions() if partitions is None else list(partitions)
-        pending = set(self._pending_compactions)
-        result: list[FileSlice] = []
-        for groups in self._file_groups_for(names).values():
-            for group in groups:
-                latest = group.latest_slice(pending)
-                if latest is not None:
-                    result.append(latest)
-        result.sort(key=lambda s: (s.partition, s.file_id))
-        return result
+        """By partition, then file id; each partition's slices are built once
+        per view (the view is one fixed state, slices are immutable)."""
+        names = sorted(set(self._candidate_partitions() if partitions is None else partitions))
+        with self._lock:
+            missing = [p for p in names if p not in self._latest_slices]
+        if missing:
+            pending = set(self._pending_compactions)
+            for partition, groups in self._file_groups_for(missing).items():
+                built = [s for s in (g.latest_slice(pending) for g in groups) if s is not None]
+                built.sort(key=lambda s: s.file_id)
+                with self._lock:
+                    self._latest_slices[partition] = built
+        with self._lock:
+            return [s for p in names for s in self._latest_slices[p]]

@@ -94,12 +94,12 @@ def build_stats_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str],
     for column in columns:
         dtype = types.get(column)
         for name in (min_field(column), max_field(column)):
-            arrays[name] = _typed_array([r.get(name) for r in rows], dtype, column)
+            arrays[name] = typed_array([r.get(name) for r in rows], dtype, column)
         arrays[null_count_field(column)] = pa.array([r.get(null_count_field(column)) for r in rows], pa.int64())
     return pa.table(arrays)
 
 
-def _typed_array(values: list[Any], dtype: pa.DataType | None, column: str) -> pa.Array:
+def typed_array(values: list[Any], dtype: pa.DataType | None, column: str) -> pa.Array:
     """Values in the column's type; a value that does not fit becomes null
     (no statistics, so the file is kept) and is logged."""
     if dtype is None:

@@ -502,3 +502,94 @@ def test_spark_engine_gives_the_local_ranges(tmp_path: Path, spark: Any) -> None
     by_local, by_spark = _live(str(path))[1], _live(str(copy))[1]
     assert by_spark == by_local
     assert any(s.file_name.startswith(".") and s.value_count for s in by_spark.values())
+
+
+def _spy_stats_reads(patch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
+    """Every statistics read from the MDT: (partition, key prefixes)."""
+    from metadata.mdt.metadata_table import MetadataTable
+
+    reads: list[tuple[str, list[str]]] = []
+    original = MetadataTable._read_stats
+
+    def spy(self: MetadataTable, mdt_partition: str, query: KeyQuery, *args: Any) -> Any:
+        reads.append((mdt_partition, list(query.prefixes or [])))
+        return original(self, mdt_partition, query, *args)
+
+    patch.setattr(MetadataTable, "_read_stats", spy)
+    return reads
+
+
+def test_second_plan_on_a_lister_reuses_the_decoded_stats(tmp_path: Path) -> None:
+    from listers import DirectoryLister
+    from metadata.mdt.keys import partition_index_id
+
+    path = tmp_path / "t"
+    builder = _builder(path, 8, "COPY_ON_WRITE")
+    for city in ("sf", "nyc", "la"):
+        builder.write(_rows(0, 9, city))
+    MetadataTableWriter(str(path)).build()
+    with pytest.MonkeyPatch.context() as patch, DirectoryLister.open(str(path)) as lister:
+        reads = _spy_stats_reads(patch)
+        first = plan(lister, "fare < 1")
+        assert [kind for kind, _ in reads] == ["partition_stats", "column_stats"]  # the first plan read the stats
+        reads.clear()
+        second = plan(lister, "fare < 1")
+        assert reads == []  # nothing read or decoded again
+        assert second.files == first.files
+        assert len(first.files) == 3  # fare 0.5 is in one file per city
+        narrower = plan(lister, "city = 'sf' AND fare < 1")  # another partition set: only its records are read
+        assert [s.partition for s in narrower.files] == ["city=sf"]
+        sf = partition_index_id("city=sf")
+        assert reads
+        assert all(prefix[12:24] == sf for _, prefixes in reads for prefix in prefixes), reads
+        mdt = lister.table.metadata_table
+        assert mdt is not None
+        assert mdt.stats_cache.hits >= 2
+
+
+def test_stats_cache_evicts_least_recently_used_by_bytes() -> None:
+    from metadata.mdt.stats_cache import StatsCache
+
+    table = pa.table({"x": pa.array(range(1000), pa.int64())})  # 8,000 bytes
+    cache = StatsCache(max_bytes=20_000)
+    built: list[str] = []
+
+    def build(name: str) -> Any:
+        return lambda: built.append(name) or table
+
+    for name in ("a", "b", "a", "c", "a", "b"):
+        cache.get_or_build(name, build(name))
+    assert built == ["a", "b", "c", "b"]  # c pushed out b (a was used more recently)
+    assert cache.cached_bytes <= 20_000
+
+
+def test_persistent_stats_cache_is_reused_and_never_stale(tmp_path: Path) -> None:
+    from metadata.mdt.metadata_table import PER_PARTITION_SEEKS
+
+    path, cache = tmp_path / "t", tmp_path / "cache"
+    builder = _builder(path, 8, "COPY_ON_WRITE")
+    builder.write(_rows(0, 9, "sf"))
+    MetadataTableWriter(str(path)).build(partitions=[MdtPartition.FILES, MdtPartition.COLUMN_STATS])
+
+    with pytest.MonkeyPatch.context() as patch:
+        reads = _spy_stats_reads(patch)
+        patch.setattr("metadata.mdt.metadata_table.PER_PARTITION_SEEKS", 0)  # whole-column reads on a small table
+        assert PER_PARTITION_SEEKS > 0
+
+        def planned() -> tuple[list[str], int]:
+            reads.clear()
+            kept = [s.base_file_name or "" for s in plan(str(path), "fare < 1", cache_dir=str(cache)).files]
+            return kept, len(reads)
+
+        first, read = planned()
+        assert (len(first), read) == (1, 1)  # one read of fare's stats
+        assert len(list(cache.glob("stats-*.arrow"))) == 1
+        assert planned() == (first, 0)  # a new lister (as a new process would) takes the cached file
+        builder.write(_rows(50, 3, "sf"))  # fares 50.5 to 52.5 in a new file
+        MetadataTableWriter(str(path)).sync()
+        assert planned() == (first, 1)  # the MDT changed: read again, never the stale table; the new file excluded
+        assert len(list(cache.glob("stats-*.arrow"))) == 2
+        newest = max(cache.glob("stats-*.arrow"), key=lambda p: p.stat().st_mtime_ns)
+        newest.write_bytes(b"damaged")
+        assert planned() == (first, 1)  # a damaged cache file is read around, not trusted
+        assert planned() == (first, 0)  # and replaced

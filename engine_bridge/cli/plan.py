@@ -16,12 +16,16 @@ from expressions import Dialect
 @click.option("--as-of", default=None, help="Plan on the table as of this instant.")
 @click.option("--no-metadata", is_flag=True, help="Do not use the metadata table.")
 @click.option("--explain", is_flag=True, help="Print how each stage pruned.")
+@click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
+              help="Keep decoded column statistics here for later runs (reused only while the metadata table is unchanged).")
 @command_output
-def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_metadata: bool, explain: bool) -> Output:
+def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_metadata: bool, explain: bool,
+                 cache_dir: str | None) -> Output:
     """Candidate file slices for a predicate (partition pruning + data skipping)."""
     from listers import plan
 
-    result = plan(path, where, dialect=dialect, as_of=as_of, use_metadata=not no_metadata, strict=strict_requested())
+    result = plan(path, where, dialect=dialect, as_of=as_of, use_metadata=not no_metadata, strict=strict_requested(),
+                  cache_dir=cache_dir)
 
     def render() -> None:
         if explain:

@@ -10,12 +10,16 @@ import logging
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.errors import HudiError, HudiFormatError, MetadataTableUnavailable
 from metadata.mdt import keys
+from metadata.mdt.columnar import Unsupported, decode_many
 from metadata.mdt.reader import KeyQuery, MetadataTableReader
-from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, live_files
+from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, decode_record, live_files, parse_schema_cached
+from metadata.mdt.stats_cache import PersistentStatsCache, StatsCache
+from metadata.mdt.stats_columns import FlatStats, pivot
 from metadata.partition_path import check_partition_path, from_metadata_partition, to_metadata_partition
 from metadata.stats_table import (
     FILE_NAME,
@@ -33,6 +37,7 @@ log = logging.getLogger(__name__)
 FILES = "files"
 COLUMN_STATS = "column_stats"
 PARTITION_STATS = "partition_stats"
+PER_PARTITION_SEEKS = 256  # partitions up to which stats are read by column+partition prefix
 
 
 class MetadataTable:
@@ -40,6 +45,10 @@ class MetadataTable:
         self.table = table
         self.reader = reader
         self._column_types: dict[str, pa.DataType] | None = None
+        self._partitions: list[str] | None = None  # the reader reads one fixed state of the MDT
+        self.stats_cache = StatsCache()
+        self.columnar = True  # False: the per-record reference decoder (tests compare the two)
+        self.persistent_cache: PersistentStatsCache | None = None  # set by plan(cache_dir=...)
 
     @classmethod
     def open(cls, table_or_path: StoredTable | str) -> MetadataTable:
@@ -73,9 +82,12 @@ class MetadataTable:
 
     # files partition ---------------------------------------------------------------------
     def partitions(self) -> list[str]:
-        records = self.reader.read(FILES, KeyQuery(keys=[ALL_PARTITIONS_KEY]))
-        where = self._files_where(ALL_PARTITIONS_KEY)
-        return sorted(check_partition_path(from_metadata_partition(p), where) for p in live_files(records.get(ALL_PARTITIONS_KEY)))
+        if self._partitions is None:
+            records = self.reader.read(FILES, KeyQuery(keys=[ALL_PARTITIONS_KEY]))
+            where = self._files_where(ALL_PARTITIONS_KEY)
+            self._partitions = sorted(check_partition_path(from_metadata_partition(p), where)
+                                      for p in live_files(records.get(ALL_PARTITIONS_KEY)))
+        return list(self._partitions)
 
     def files(self, partition: str) -> dict[str, int]:
         return self.files_for([partition])[partition]
@@ -99,20 +111,49 @@ class MetadataTable:
         """One row per file, as `metadata.stats_table` lays it out (bounds
         typed by the table schema)."""
         self._require(COLUMN_STATS)
-        records = self.reader.read(COLUMN_STATS, KeyQuery(prefixes=self._prefixes(columns, partitions)))
-        return self._transpose(records, columns, partitions, per_file=True)
+        return self._stats(COLUMN_STATS, columns, partitions, per_file=True)
 
     def partition_stats(self, columns: list[str], partitions: list[str] | None = None) -> pa.Table:
         """One row per partition, same columns as column_stats."""
         self._require(PARTITION_STATS)
-        records = self.reader.read(PARTITION_STATS, KeyQuery(prefixes=self._prefixes(columns, partitions)))
-        return self._transpose(records, columns, partitions, per_file=False)
+        return self._stats(PARTITION_STATS, columns, partitions, per_file=False)
 
-    @staticmethod
-    def _prefixes(columns: list[str], partitions: list[str] | None) -> list[str]:
+    def _stats(self, mdt_partition: str, columns: list[str], partitions: list[str] | None, per_file: bool) -> pa.Table:
+        """Few partitions: one prefix seek per column and partition. Many (or
+        all): the columns' whole key ranges, read once and filtered to the
+        partitions asked for. Either is kept in the stats cache for later calls."""
+        if partitions is not None and len(partitions) <= max(PER_PARTITION_SEEKS, len(self.partitions()) // 4):
+            wanted = sorted(partitions)
+
+            def some() -> pa.Table:
+                prefixes = [keys.partition_stats_key(c, p) for c in columns for p in wanted]
+                return self._read_stats(mdt_partition, KeyQuery(prefixes=prefixes), columns, wanted, per_file)
+
+            return self.stats_cache.get_or_build((mdt_partition, tuple(columns), tuple(wanted)), some)
+
+        def whole() -> pa.Table:
+            return self._read_stats(mdt_partition, KeyQuery(prefixes=[keys.column_index_id(c) for c in columns]), columns, None, per_file)
+
+        def persisted() -> pa.Table:
+            if self.persistent_cache is None:
+                return whole()
+            return self.persistent_cache.get_or_build(self._state_digest(mdt_partition, columns), whole)
+
+        table = self.stats_cache.get_or_build((mdt_partition, tuple(columns)), persisted)
         if partitions is None:
-            return [keys.column_index_id(c) for c in columns]
-        return [keys.partition_stats_key(c, p) for c in columns for p in partitions]
+            return table
+        return table.filter(pc.is_in(table.column(PARTITION), value_set=pa.array(partitions, pa.string())))
+
+    def _state_digest(self, mdt_partition: str, columns: list[str]) -> str:
+        """What a transposed stats table was read from: the files of the stats
+        partition and of the files partition (which partitions are live),
+        names and sizes; the valid instants; the columns and their types."""
+        types = self.column_types()
+        parts = [self.table.storage.uri, mdt_partition, *columns, *(str(types.get(c)) for c in columns),
+                 *sorted(self.reader.valid_instants)]
+        for s in [*self.reader.file_slices(mdt_partition), *self.reader.file_slices(FILES)]:
+            parts += [f"{s.base_file}:{s.base_file_size}", *(f"{name}:{size}" for name, size in zip(s.log_files, s.log_file_sizes))]
+        return PersistentStatsCache.digest(parts)
 
     def column_types(self) -> dict[str, pa.DataType]:
         """Arrow type of every (nested, dotted) column of the table schema."""
@@ -129,6 +170,28 @@ class MetadataTable:
                 walk(f.name, f.type)
             self._column_types = types
         return self._column_types
+
+    def _read_stats(self, mdt_partition: str, query: KeyQuery, columns: list[str], partitions: list[str] | None,
+                    per_file: bool) -> pa.Table:
+        """Columnar decoding (`columnar`, `stats_columns`) unless `self.columnar`
+        is off; keys a log block changed are merged by the reference rules."""
+        if not self.columnar:
+            return self._transpose(self.reader.read(mdt_partition, query), columns, partitions, per_file)
+        raw, merged = self.reader.read_split(mdt_partition, query)
+        flat = FlatStats()
+        for cells in raw:
+            try:
+                flat.add_decoded(cells.keys, decode_many(cells.values, parse_schema_cached(cells.schema_json)))
+            except Unsupported:
+                for key, value in zip(cells.keys, cells.values):
+                    flat.add_record(key, decode_record(key, value, cells.schema_json, cells.where))
+            except (ValueError, IndexError) as exc:
+                raise HudiFormatError(cells.where, f"metadata records do not decode ({exc})") from None
+        for key, record in merged.items():
+            flat.add_record(key, record)
+        if flat.has_duplicate_keys():  # a key in two file groups: let the reference merge decide
+            return self._transpose(self.reader.read(mdt_partition, query), columns, partitions, per_file)
+        return pivot(flat, columns, partitions if partitions is not None else self.partitions(), per_file, self.column_types())
 
     def _transpose(self, records: dict[str, MetadataRecord], columns: list[str], partitions: list[str] | None, per_file: bool) -> pa.Table:
         known = partitions if partitions is not None else self.partitions()

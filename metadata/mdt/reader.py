@@ -34,6 +34,16 @@ METADATA_FOLDER = ".hoodie/metadata"
 
 
 @dataclass
+class RawCells:
+    """Undecoded records of one HFile: keys, Avro values, the writer schema."""
+
+    keys: list[str]
+    values: list[bytes]
+    schema_json: str
+    where: str
+
+
+@dataclass
 class _LogContent:
     blocks: list[LogBlock]
     problems: list[HudiFormatError]
@@ -87,6 +97,7 @@ class MetadataTableReader:
         self._lock = threading.Lock()
         self._readers: dict[str, HFileReader] = {}
         self._logs: dict[str, _LogContent] = {}
+        self._inner: dict[tuple[str, int], HFileReader] = {}  # HFILE_DATA blocks, parsed once with their block cache
         self._v6_writers: dict[str, set[str]] | None = None
         self._valid = self._valid_instants()
 
@@ -125,8 +136,15 @@ class MetadataTableReader:
         """Close the HFiles opened for reads; a later read opens them again."""
         with self._lock:
             readers, self._readers = list(self._readers.values()), {}
+            self._inner = {}
         for reader in readers:
             reader.close()
+
+    @property
+    def valid_instants(self) -> frozenset[str]:
+        """MDT instants whose writes count (with completion times where the timeline has them)."""
+        completion = {i.requested_time: i.completion_time or "" for i in self.mdt.timeline.completed()}
+        return frozenset(f"{ts}:{completion.get(ts, '')}" for ts in self._valid)
 
     def is_valid_block(self, block: LogBlock) -> bool:
         return block.instant_time is not None and block.instant_time in self._valid
@@ -235,9 +253,53 @@ class MetadataTableReader:
                 merged[key] = merge_records(merged.get(key), record)
         return merged
 
+    def read_split(self, mdt_partition: str, query: KeyQuery) -> tuple[list[RawCells], dict[str, MetadataRecord]]:
+        """Records the query selects, split for columnar decoding: the cells of
+        base HFiles whose key no log block touches, undecoded (one RawCells per
+        file), and every other key merged by `read`'s rules."""
+        raw: list[RawCells] = []
+        merged: dict[str, MetadataRecord] = {}
+        for file_slice in self.file_slices(mdt_partition):
+            base_keys: list[str] = []
+            base_values: list[bytes] = []
+            schema: str | None = None
+            where = ""
+            if file_slice.base_file:
+                reader = self._hfile(file_slice.base_file)
+                schema, where = reader.schema_json(), reader.path
+                if schema is None:
+                    raise HudiFormatError(reader.path, "HFile file info has no 'schema'")
+                for row, value in query.scan(reader):
+                    base_keys.append(row.decode("utf-8"))
+                    base_values.append(value)
+            events: dict[str, list[MetadataRecord | None]] = {}
+            for relative, block in self._valid_blocks(file_slice):
+                for key, record in self._block_records(block, self.mdt.storage.full_path(relative), query):
+                    events.setdefault(key, []).append(record)
+            if events:
+                in_base = {k: v for k, v in zip(base_keys, base_values) if k in events}
+                for key, changes in events.items():
+                    current: MetadataRecord | None = None
+                    if key in in_base and schema is not None:
+                        current = decode_record(key, in_base[key], schema, where)
+                    for change in changes:
+                        current = None if change is None else merge_records(current, change)
+                    if current is not None:
+                        merged[key] = merge_records(merged.get(key), current)
+                kept = [(k, v) for k, v in zip(base_keys, base_values) if k not in events]
+                base_keys, base_values = [k for k, _ in kept], [v for _, v in kept]
+            if base_keys and schema is not None:
+                raw.append(RawCells(base_keys, base_values, schema, where))
+        return raw, merged
+
     def _block_records(self, block: LogBlock, where: str, query: KeyQuery) -> Iterator[tuple[str, MetadataRecord | None]]:
         if block.block_type is BlockType.HFILE_DATA:
-            inner = HFileReader.from_bytes(block.content, f"{where} (HFILE_DATA block at offset {block.offset})")
+            with self._lock:
+                inner = self._inner.get((where, block.offset))
+            if inner is None:
+                inner = HFileReader.from_bytes(block.content, f"{where} (HFILE_DATA block at offset {block.offset})")
+                with self._lock:
+                    self._inner[(where, block.offset)] = inner
             schema = block.schema or inner.schema_json()
             if schema is None:
                 raise HudiFormatError(where, "HFILE_DATA block has no schema", offset=block.offset)

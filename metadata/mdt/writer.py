@@ -128,6 +128,7 @@ class MetadataTableWriter:
                 return report
             self._set_config({METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(sorted({*self._inflight(), *(p.value for p in todo)}))})
             snapshot = _Snapshot.take(self.data, self.engine, columns, self.batch_files, self.progress)
+            snapshot.rollups_wanted = MdtPartition.PARTITION_STATS in todo
             for partition in todo:
                 self._initialise(partition, snapshot, report)
                 report.partitions.append(partition.value)
@@ -682,6 +683,7 @@ class _Snapshot:
     schema: pa.Schema
     batch_files: int = DEFAULT_BATCH_FILES
     progress: Callable[[str], None] = lambda message: None
+    rollups_wanted: bool = True  # partition_stats is built from the same pass
     _rollups: dict[str, dict[str, ColumnRange]] | None = None  # partition -> column -> range over latest slices
 
     @classmethod
@@ -721,7 +723,7 @@ class _Snapshot:
         """(partition, ranges) per file, a batch of files at a time; folds the
         latest slices' ranges into per-partition roll-ups on the way."""
         targets = [(p, name) for p, names in self.files.items() for name in names]
-        latest = self._latest_slice_files()
+        latest = self._latest_slice_files() if self.rollups_wanted else {}
         rollups: dict[str, dict[str, ColumnRange]] = {}
         completed = _completed(self.data)
         for start in range(0, len(targets), self.batch_files):

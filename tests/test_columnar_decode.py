@@ -1,0 +1,142 @@
+"""The columnar metadata-record decoder against the per-record reference:
+random column_stats records of every statistic type and table version, and
+every fixture's and a builder table's metadata table."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timezone
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from metadata import HudiTable
+from metadata.mdt.columnar import Unsupported, decode_many
+from metadata.mdt.file_stats import ColumnRange
+from metadata.mdt.keys import column_stats_key
+from metadata.mdt.record_schema import encode_record, files_record, range_record, record_schema_json
+from metadata.mdt.records import decode_record, parse_schema_cached
+from metadata.mdt.stats_columns import FlatStats
+from tests.conftest import requires_fixtures, table_path
+from tests.test_metadata_table import MDT_FIXTURES
+
+TYPES: dict[str, tuple[pa.DataType, st.SearchStrategy[Any]]] = {
+    "bool": (pa.bool_(), st.booleans()),
+    "int32": (pa.int32(), st.integers(-(2**31), 2**31 - 1)),
+    "int64": (pa.int64(), st.integers(-(2**63), 2**63 - 1)),
+    "float32": (pa.float32(), st.floats(width=32, allow_nan=False)),
+    "float64": (pa.float64(), st.floats(allow_nan=False)),
+    "string": (pa.string(), st.text(max_size=20)),
+    "binary": (pa.binary(), st.binary(max_size=20)),
+    "date": (pa.date32(), st.dates(date(1900, 1, 1), date(2200, 1, 1))),
+    "timestamp": (pa.timestamp("us", tz="UTC"), st.datetimes(datetime(1900, 1, 1), datetime(2200, 1, 1), timezones=st.just(timezone.utc))),
+    "time": (pa.time64("us"), st.times()),
+    "decimal": (pa.decimal128(12, 3), st.decimals(-(10**8), 10**8, places=3, allow_nan=False, allow_infinity=False)),
+}
+
+
+@st.composite
+def stats_records(draw: st.DrawFn) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
+    version = draw(st.sampled_from([6, 8, 9]))
+    records = []
+    for n in range(draw(st.integers(1, 25))):
+        kind = draw(st.sampled_from(sorted(TYPES)))
+        dtype, values = TYPES[kind]
+        low = draw(st.none() | values)
+        high = draw(values) if low is not None else None
+        stats = ColumnRange(f"file-{n}.parquet", f"c_{kind}", dtype, low, high, draw(st.integers(0, 10**6)), draw(st.integers(0, 10**9)),
+                            draw(st.integers(0, 10**9)), 0)
+        key = column_stats_key(stats.column, f"p={n % 3}", stats.file_name)
+        records.append((key, range_record(key, stats, version, partition_stats=draw(st.booleans()), deleted=draw(st.booleans()))))
+    return version, records
+
+
+def _both(version: int, records: list[tuple[str, dict[str, Any]]]) -> tuple[FlatStats, FlatStats]:
+    schema_json = record_schema_json(version)
+    keys = [k for k, _ in records]
+    values = [encode_record(r, schema_json) for _, r in records]
+    columnar, reference = FlatStats(), FlatStats()
+    try:
+        columnar.add_decoded(keys, decode_many(values, parse_schema_cached(schema_json)))
+    except Unsupported:
+        for key, value in zip(keys, values):
+            columnar.add_record(key, decode_record(key, value, schema_json, "test"))
+    for key, value in zip(keys, values):
+        reference.add_record(key, decode_record(key, value, schema_json, "test"))
+    return columnar, reference
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(stats_records())
+def test_columnar_equals_reference_on_random_stats_records(case: tuple[int, list[tuple[str, dict[str, Any]]]]) -> None:
+    columnar, reference = _both(*case)
+    assert columnar == reference
+
+
+def test_every_statistic_type_is_decoded_to_its_value() -> None:
+    samples = {"decimal": Decimal("-12.345"), "time": time(1, 2, 3, 4), "date": date(2024, 2, 29),
+               "timestamp": datetime(2024, 1, 1, 5, tzinfo=timezone.utc), "float32": 1.5, "binary": b"\x00\xff"}
+    for version in (6, 8, 9):
+        records = []
+        for kind, value in samples.items():
+            stats = ColumnRange("f.parquet", kind, TYPES[kind][0], value, value, 0, 1)
+            records.append((f"k-{kind}", range_record(f"k-{kind}", stats, version)))
+        columnar, reference = _both(version, records)
+        assert columnar == reference
+        assert dict(zip(columnar.columns, columnar.mins)) == samples, version
+
+
+def test_records_with_map_entries_are_left_to_the_reference() -> None:
+    schema_json = record_schema_json(9)
+    values = [encode_record(files_record("p", {"a.parquet": (10, False)}), schema_json)]
+    with pytest.raises(Unsupported):
+        decode_many(values, parse_schema_cached(schema_json))
+    stats = ColumnRange("f.parquet", "c", pa.string(), "abc", "abd", 0, 1)
+    value = encode_record(range_record("k", stats, 9), schema_json)
+    with pytest.raises(ValueError, match="runs past|does not end"):
+        decode_many([value[:-6]], parse_schema_cached(schema_json))
+
+
+def _stats_both_ways(path: str) -> int:
+    table = HudiTable.open(path)
+    mdt = table.metadata_table
+    assert mdt is not None
+    columns = sorted(c for c in mdt.column_types() if "." not in c)
+    compared = 0
+    for kind in ("column_stats", "partition_stats"):
+        if kind not in table.config.metadata_partitions:
+            continue
+        results = []
+        for columnar in (True, False):
+            mdt.columnar = columnar
+            mdt.stats_cache.clear()
+            results.append(getattr(mdt, kind)(columns))
+        assert results[0].equals(results[1]), (path, kind)
+        compared += results[0].num_rows
+    return compared
+
+
+@requires_fixtures
+@pytest.mark.parametrize("stem", MDT_FIXTURES)
+def test_columnar_equals_reference_on_fixture_tables(fixture_root: Path, stem: str) -> None:
+    assert _stats_both_ways(table_path(fixture_root, stem)) > 0
+
+
+def test_columnar_equals_reference_with_log_updates_and_deletes(tmp_path: Path) -> None:
+    from metadata.mdt.writer import MetadataTableWriter
+    from tests.test_index_writer import _builder, _rows
+
+    path = tmp_path / "t"
+    for version in (6, 8):
+        builder = _builder(path / str(version), version, "MERGE_ON_READ")
+        builder.write(_rows(0, 9, "sf"))
+        MetadataTableWriter(str(path / str(version))).build()
+        builder.write(_rows(2, 4, "sf"))  # log files: their stats records sit in MDT log blocks
+        builder.write(_rows(20, 3, "nyc"))
+        builder.clean()
+        MetadataTableWriter(str(path / str(version)), compact_after=100).sync()
+        assert _stats_both_ways(str(path / str(version))) > 0
