@@ -77,10 +77,16 @@ class FileGroup:
     def slice_keys(self) -> list[str]:
         return sorted(self._slices)
 
+    def has_slices(self) -> bool:
+        return bool(self._slices)
+
     def add_log(self, base_instant: str, name: LogFileName, size: int) -> None:
         self._slices.setdefault(base_instant, _SliceBuilder(base_instant)).logs.append((name, size))
 
     def _build(self, builder: _SliceBuilder, extra_logs: list[tuple[LogFileName, int]] | None = None) -> FileSlice:
+        if not builder.logs and not extra_logs and builder.base is not None:  # the common case, on hot paths
+            return FileSlice(self.partition, self.file_id, builder.base_instant, join(self.partition, builder.base.name),
+                             (), builder.base_size, ())
         logs = sorted(builder.logs + (extra_logs or []), key=lambda item: item[0].sort_key())
         return FileSlice(
             partition=self.partition,

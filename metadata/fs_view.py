@@ -181,9 +181,10 @@ class FileSystemView:
         extension = self.config.base_file_format.extension
         bases: dict[str, list[tuple[BaseFileName, int]]] = {}
         logs: dict[str, list[tuple[LogFileName, int]]] = {}
-        entries = [(f.name, f.size, f.relative_path) for f in files]
-        present = {f.name for f in files}
-        entries += [(name, 0, name) for name in ghosts if name not in present]
+        entries = [(f.relative_path.rpartition("/")[2], f.size, f.relative_path) for f in files]
+        if ghosts:
+            present = {name for name, _, _ in entries}
+            entries += [(name, 0, name) for name in ghosts if name not in present]
         for name, size, where in entries:
             parsed = classify(name, extension, where)
             if isinstance(parsed, BaseFileName):
@@ -201,11 +202,13 @@ class FileSystemView:
             group = FileGroup(partition, file_id)
             for base, size in bases.get(file_id, []):
                 group.add_base(base, size)
-            pending_keys = {ts for ts, fgs in pending_groups.items() if (partition, file_id) in fgs}
+            pending_keys = {ts for ts, fgs in pending_groups.items() if (partition, file_id) in fgs} if pending_groups else set()
             for ts in pending_keys:
                 group.add_slice_key(ts)
-            self._attach_logs(group, logs.get(file_id, []), pending_keys, log_writers)
-            if not group.slice_keys():
+            group_logs = logs.get(file_id)
+            if group_logs:
+                self._attach_logs(group, group_logs, pending_keys, log_writers)
+            if not group.has_slices():
                 continue
             if not ghosts:
                 groups.append(group)

@@ -31,7 +31,7 @@ class StoredFile:
 
     @property
     def name(self) -> str:
-        return posixpath.basename(self.relative_path)
+        return self.relative_path.rpartition("/")[2]
 
 
 def unsafe_reason(relative: str) -> str | None:

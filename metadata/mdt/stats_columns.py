@@ -19,25 +19,11 @@ import pyarrow.compute as pc
 
 from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded
-from metadata.mdt.records import (
-    VALUE_TYPE_DATE,
-    VALUE_TYPE_DECIMAL,
-    VALUE_TYPE_LOCAL_TIMESTAMP_MICROS,
-    VALUE_TYPE_LOCAL_TIMESTAMP_MILLIS,
-    VALUE_TYPE_TIME_MICROS,
-    VALUE_TYPE_TIME_MILLIS,
-    VALUE_TYPE_TIMESTAMP_MICROS,
-    VALUE_TYPE_TIMESTAMP_MILLIS,
-    MetadataRecord,
-    stat_value,
-)
+from metadata.mdt.records import LOGICAL_VALUE_TYPES, MetadataRecord, stat_value
 from metadata.stats_table import FILE_NAME, PARTITION, VALUE_COUNT, build_stats_table, max_field, min_field, null_count_field, typed_array
 
 STATS = "ColumnStatsMetadata|HoodieMetadataColumnStats"
 PLAIN_WRAPPERS = frozenset({"BooleanWrapper", "IntWrapper", "LongWrapper", "FloatWrapper", "DoubleWrapper", "StringWrapper", "BytesWrapper"})
-LOGICAL_ORDINALS = frozenset({VALUE_TYPE_DECIMAL, VALUE_TYPE_DATE, VALUE_TYPE_TIME_MILLIS, VALUE_TYPE_TIME_MICROS,
-                              VALUE_TYPE_TIMESTAMP_MILLIS, VALUE_TYPE_TIMESTAMP_MICROS,
-                              VALUE_TYPE_LOCAL_TIMESTAMP_MILLIS, VALUE_TYPE_LOCAL_TIMESTAMP_MICROS})
 
 
 @dataclass
@@ -127,7 +113,7 @@ def _bounds(decoded: Decoded, path: str, ordinals: list[int | None], infos: list
         plain = wrapper in PLAIN_WRAPPERS
         for i, value in zip(indexes, picked):
             ordinal = ordinals[i]
-            if plain and ordinal not in LOGICAL_ORDINALS:
+            if plain and ordinal not in LOGICAL_VALUE_TYPES:
                 out[i] = value
             else:
                 value_type = None if ordinal is None else {"typeOrdinal": ordinal, "additionalInfo": infos[i]}
