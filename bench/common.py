@@ -10,6 +10,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from queue import Empty
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -54,8 +55,12 @@ def in_fresh_process(call: Callable[[], T]) -> tuple[T, float, float]:
     queue = context.Queue()
     child = context.Process(target=_child, args=(call, queue))
     child.start()
-    result, seconds, peak = queue.get()
+    while True:  # a child that dies never answers: do not wait for it forever
+        try:
+            result, seconds, peak = queue.get(timeout=1)
+            break
+        except Empty:
+            if not child.is_alive():
+                raise RuntimeError(f"benchmark child exited with {child.exitcode} before answering") from None
     child.join()
-    if child.exitcode:
-        raise RuntimeError(f"benchmark child exited with {child.exitcode}")
     return result, round(seconds, 4), round(peak, 1)

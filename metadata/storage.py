@@ -220,7 +220,8 @@ class Storage:
         except BaseException as exc:
             with suppress(OSError):
                 out.close()
-                self.filesystem.delete_file(temp)
+            with suppress(OSError):
+                self.filesystem.delete_file(temp)  # nothing half written stays behind
             if isinstance(exc, OSError):
                 raise StorageError(f"{self.display_path(relative)}: cannot write: {exc}") from exc
             raise

@@ -21,15 +21,11 @@ class MetadataListing:
 
     def __init__(self, mdt: MetadataTable) -> None:
         self.mdt = mdt
-        self._partitions: list[str] | None = None
         self._files: dict[str, list[StoredFile]] = {}
         self._lock = threading.Lock()
 
     def partitions(self) -> list[str]:
-        with self._lock:
-            if self._partitions is None:
-                self._partitions = self.mdt.partitions()
-            return list(self._partitions)
+        return self.mdt.partitions()  # read once per metadata table
 
     def files_for(self, partitions: list[str]) -> dict[str, list[StoredFile]]:
         with self._lock:

@@ -7,6 +7,7 @@ partitioned); the MDT's "." stays inside.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import pyarrow as pa
@@ -17,7 +18,7 @@ from metadata.errors import HudiError, HudiFormatError, MetadataTableUnavailable
 from metadata.mdt import keys
 from metadata.mdt.columnar import Unsupported, decode_many
 from metadata.mdt.reader import KeyQuery, MetadataTableReader
-from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, decode_record, live_files, parse_schema_cached
+from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, live_files, parse_schema_cached
 from metadata.mdt.stats_cache import PersistentStatsCache, StatsCache
 from metadata.mdt.stats_columns import FlatStats, pivot
 from metadata.partition_path import check_partition_path, from_metadata_partition, to_metadata_partition
@@ -46,6 +47,7 @@ class MetadataTable:
         self.reader = reader
         self._column_types: dict[str, pa.DataType] | None = None
         self._partitions: list[str] | None = None  # the reader reads one fixed state of the MDT
+        self._partitions_lock = threading.Lock()
         self.stats_cache = StatsCache()
         self.columnar = True  # False: the per-record reference decoder (tests compare the two)
         self.persistent_cache: PersistentStatsCache | None = None  # set by plan(cache_dir=...)
@@ -82,12 +84,13 @@ class MetadataTable:
 
     # files partition ---------------------------------------------------------------------
     def partitions(self) -> list[str]:
-        if self._partitions is None:
-            records = self.reader.read(FILES, KeyQuery(keys=[ALL_PARTITIONS_KEY]))
-            where = self._files_where(ALL_PARTITIONS_KEY)
-            self._partitions = sorted(check_partition_path(from_metadata_partition(p), where)
-                                      for p in live_files(records.get(ALL_PARTITIONS_KEY)))
-        return list(self._partitions)
+        with self._partitions_lock:  # planner threads share one metadata table: read the record once
+            if self._partitions is None:
+                records = self.reader.read(FILES, KeyQuery(keys=[ALL_PARTITIONS_KEY]))
+                where = self._files_where(ALL_PARTITIONS_KEY)
+                self._partitions = sorted(check_partition_path(from_metadata_partition(p), where)
+                                          for p in live_files(records.get(ALL_PARTITIONS_KEY)))
+            return list(self._partitions)
 
     def files(self, partition: str) -> dict[str, int]:
         return self.files_for([partition])[partition]
@@ -183,8 +186,8 @@ class MetadataTable:
             try:
                 flat.add_decoded(cells.keys, decode_many(cells.values, parse_schema_cached(cells.schema_json)))
             except Unsupported:
-                for key, value in zip(cells.keys, cells.values):
-                    flat.add_record(key, decode_record(key, value, cells.schema_json, cells.where))
+                for key, record in cells.records_of().items():
+                    flat.add_record(key, record)
             except (ValueError, IndexError) as exc:
                 raise HudiFormatError(cells.where, f"metadata records do not decode ({exc})") from None
         for key, record in merged.items():

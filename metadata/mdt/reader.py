@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass
 
 from metadata.errors import HudiError, HudiFormatError, MetadataTableDamaged, MetadataTableUnavailable
@@ -41,6 +41,22 @@ class RawCells:
     values: list[bytes]
     schema_json: str
     where: str
+
+    def records_of(self, wanted: Container[str] | None = None) -> dict[str, MetadataRecord]:
+        """The decoded records of the wanted keys this file holds (all when None)."""
+        return {k: decode_record(k, v, self.schema_json, self.where) for k, v in zip(self.keys, self.values) if wanted is None or k in wanted}
+
+    def without(self, dropped: set[str]) -> RawCells:
+        kept = [i for i, k in enumerate(self.keys) if k not in dropped]
+        return RawCells([self.keys[i] for i in kept], [self.values[i] for i in kept], self.schema_json, self.where)
+
+
+def _apply_changes(current: MetadataRecord | None, changes: list[MetadataRecord | None]) -> MetadataRecord | None:
+    """A key's record after its log changes, oldest first: a delete drops it,
+    a record merges into what is there (reference section 5)."""
+    for change in changes:
+        current = None if change is None else merge_records(current, change)
+    return current
 
 
 @dataclass
@@ -233,64 +249,53 @@ class MetadataTableReader:
         """Merged records of one MDT partition that the query selects."""
         merged: dict[str, MetadataRecord] = {}
         for file_slice in self.file_slices(mdt_partition):
-            records: dict[str, MetadataRecord] = {}
-            if file_slice.base_file:
-                reader = self._hfile(file_slice.base_file)
-                schema = reader.schema_json()
-                if schema is None:
-                    raise HudiFormatError(reader.path, "HFile file info has no 'schema'")
-                for row, value in query.scan(reader):
-                    key = row.decode("utf-8")
-                    records[key] = merge_records(records.get(key), decode_record(key, value, schema, reader.path))
-            for relative, block in self._valid_blocks(file_slice):
-                where = self.mdt.storage.full_path(relative)
-                for key, record in self._block_records(block, where, query):
-                    if record is None:
-                        records.pop(key, None)
-                    else:
-                        records[key] = merge_records(records.get(key), record)
+            base, changes = self._slice_contents(file_slice, query)
+            records = {} if base is None else base.records_of()
+            for key, changed in changes.items():
+                current = _apply_changes(records.pop(key, None), changed)
+                if current is not None:
+                    records[key] = current
             for key, record in records.items():
                 merged[key] = merge_records(merged.get(key), record)
         return merged
 
     def read_split(self, mdt_partition: str, query: KeyQuery) -> tuple[list[RawCells], dict[str, MetadataRecord]]:
-        """Records the query selects, split for columnar decoding: the cells of
-        base HFiles whose key no log block touches, undecoded (one RawCells per
-        file), and every other key merged by `read`'s rules."""
+        """`read` split for columnar decoding: the cells of base HFiles whose
+        key no log block touches, undecoded (one RawCells per file), and every
+        other key merged by `read`'s rules."""
         raw: list[RawCells] = []
         merged: dict[str, MetadataRecord] = {}
         for file_slice in self.file_slices(mdt_partition):
-            base_keys: list[str] = []
-            base_values: list[bytes] = []
-            schema: str | None = None
-            where = ""
-            if file_slice.base_file:
-                reader = self._hfile(file_slice.base_file)
-                schema, where = reader.schema_json(), reader.path
-                if schema is None:
-                    raise HudiFormatError(reader.path, "HFile file info has no 'schema'")
-                for row, value in query.scan(reader):
-                    base_keys.append(row.decode("utf-8"))
-                    base_values.append(value)
-            events: dict[str, list[MetadataRecord | None]] = {}
-            for relative, block in self._valid_blocks(file_slice):
-                for key, record in self._block_records(block, self.mdt.storage.full_path(relative), query):
-                    events.setdefault(key, []).append(record)
-            if events:
-                in_base = {k: v for k, v in zip(base_keys, base_values) if k in events}
-                for key, changes in events.items():
-                    current: MetadataRecord | None = None
-                    if key in in_base and schema is not None:
-                        current = decode_record(key, in_base[key], schema, where)
-                    for change in changes:
-                        current = None if change is None else merge_records(current, change)
-                    if current is not None:
-                        merged[key] = merge_records(merged.get(key), current)
-                kept = [(k, v) for k, v in zip(base_keys, base_values) if k not in events]
-                base_keys, base_values = [k for k, _ in kept], [v for _, v in kept]
-            if base_keys and schema is not None:
-                raw.append(RawCells(base_keys, base_values, schema, where))
+            base, changes = self._slice_contents(file_slice, query)
+            older = base.records_of(changes) if base is not None and changes else {}
+            for key, changed in changes.items():
+                current = _apply_changes(older.get(key), changed)
+                if current is not None:
+                    merged[key] = merge_records(merged.get(key), current)
+            if base is not None and changes:
+                base = base.without(set(changes))
+            if base is not None and base.keys:
+                raw.append(base)
         return raw, merged
+
+    def _slice_contents(self, file_slice: FileSlice, query: KeyQuery) -> tuple[RawCells | None, dict[str, list[MetadataRecord | None]]]:
+        """The base HFile's selected cells, undecoded, and per key the changes
+        of the slice's valid log blocks in order (None: deleted)."""
+        base = None
+        if file_slice.base_file:
+            reader = self._hfile(file_slice.base_file)
+            schema = reader.schema_json()
+            if schema is None:
+                raise HudiFormatError(reader.path, "HFile file info has no 'schema'")
+            base = RawCells([], [], schema, reader.path)
+            for row, value in query.scan(reader):
+                base.keys.append(row.decode("utf-8"))
+                base.values.append(value)
+        changes: dict[str, list[MetadataRecord | None]] = {}
+        for relative, block in self._valid_blocks(file_slice):
+            for key, record in self._block_records(block, self.mdt.storage.full_path(relative), query):
+                changes.setdefault(key, []).append(record)
+        return base, changes
 
     def _block_records(self, block: LogBlock, where: str, query: KeyQuery) -> Iterator[tuple[str, MetadataRecord | None]]:
         if block.block_type is BlockType.HFILE_DATA:

@@ -53,10 +53,10 @@ class FlatStats:
         self.deleted.append(stats.is_deleted)
 
     def add_decoded(self, record_keys: list[str], decoded: Decoded) -> None:
-        branch = f"{STATS.split('|')[0]}|"
-        if branch not in decoded.present:
+        deleted_path = f"{STATS}.isDeleted"  # a plain field: present exactly in the records with column stats
+        if deleted_path not in decoded.present:
             return
-        rows = decoded.present[branch][decoded.ints[branch] == 1]  # records with column stats
+        rows = decoded.present[deleted_path]
         n = decoded.count
         ordinals: list[int | None] = _aligned(decoded, f"{STATS}.valueType|HoodieValueTypeInfo.typeOrdinal", n)
         infos = decoded.strings(f"{STATS}.valueType|HoodieValueTypeInfo.additionalInfo|string")
@@ -66,7 +66,7 @@ class FlatStats:
         maxs = _bounds(decoded, f"{STATS}.maxValue", ordinals, infos)
         value_counts = _aligned(decoded, f"{STATS}.valueCount|long", n)
         null_counts = _aligned(decoded, f"{STATS}.nullCount|long", n)
-        deleted = _aligned(decoded, f"{STATS}.isDeleted", n)
+        deleted = _aligned(decoded, deleted_path, n)
         for i in rows.tolist():
             self.keys.append(record_keys[i])
             self.files.append(files[i] or "")

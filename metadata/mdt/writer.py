@@ -127,8 +127,8 @@ class MetadataTableWriter:
                 report.seconds = time.monotonic() - started
                 return report
             self._set_config({METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(sorted({*self._inflight(), *(p.value for p in todo)}))})
-            snapshot = _Snapshot.take(self.data, self.engine, columns, self.batch_files, self.progress)
-            snapshot.rollups_wanted = MdtPartition.PARTITION_STATS in todo
+            snapshot = _Snapshot.take(self.data, self.engine, columns, self.batch_files, self.progress,
+                                      rollups_wanted=MdtPartition.PARTITION_STATS in todo)
             for partition in todo:
                 self._initialise(partition, snapshot, report)
                 report.partitions.append(partition.value)
@@ -688,7 +688,8 @@ class _Snapshot:
 
     @classmethod
     def take(cls, data: TableParts, engine: StatsEngine, columns: Sequence[str] | None,
-             batch_files: int = DEFAULT_BATCH_FILES, progress: Callable[[str], None] | None = None) -> _Snapshot:
+             batch_files: int = DEFAULT_BATCH_FILES, progress: Callable[[str], None] | None = None,
+             rollups_wanted: bool = True) -> _Snapshot:
         latest = data.timeline.latest_completed()
         built_through = latest.requested_time if latest else ""
         schema = table_schema(data)
@@ -705,7 +706,7 @@ class _Snapshot:
             raise IndexWriteError(f"{data.storage.uri}: no column {', '.join(map(repr, unknown))} in the table schema")
         pending = sorted(i.requested_time for i in data.timeline.pending())
         return cls(data, engine, chosen, files, built_through, pending, schema, max(1, batch_files),
-                   progress or (lambda message: None))
+                   progress or (lambda message: None), rollups_wanted)
 
     @property
     def file_count(self) -> int:
