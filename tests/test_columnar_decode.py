@@ -140,3 +140,27 @@ def test_columnar_equals_reference_with_log_updates_and_deletes(tmp_path: Path) 
         builder.clean()
         MetadataTableWriter(str(path / str(version)), compact_after=100).sync()
         assert _stats_both_ways(str(path / str(version))) > 0
+
+
+@pytest.mark.parametrize("columnar", [True, False])
+def test_stats_values_that_do_not_decode_name_the_hfile(tmp_path: Path, columnar: bool) -> None:
+    from metadata.errors import HudiFormatError
+    from metadata.mdt.hfile_reader import HFileReader
+    from metadata.mdt.hfile_writer import HFileWriter
+    from metadata.mdt.writer import MetadataTableWriter
+    from tests.test_index_writer import _builder, _rows
+
+    path = tmp_path / "t"
+    _builder(path, 8, "COPY_ON_WRITE").write(_rows(0, 9, "sf"))
+    MetadataTableWriter(str(path)).build(columns=["fare"])
+    for base in (path / ".hoodie/metadata/column_stats").glob("*.hfile"):
+        reader = HFileReader.from_bytes(base.read_bytes(), str(base))
+        cells = list(reader.scan_prefixes([b""]))
+        writer = HFileWriter()
+        writer.add_all((row, value[:-5]) for row, value in cells)  # every record cut short
+        base.write_bytes(writer.finish({b"schema": (reader.schema_json() or "").encode()}))
+    mdt = HudiTable.open(str(path)).metadata_table
+    assert mdt is not None
+    mdt.columnar = columnar
+    with pytest.raises(HudiFormatError, match=r"column_stats/col-stats-.*\.hfile"):
+        mdt.column_stats(["fare"])
