@@ -46,7 +46,8 @@ class IncrementalPlan:
         }
 
 
-def _key(table: HudiTable, instant: Instant) -> str:
+def range_key(table: HudiTable, instant: Instant) -> str:
+    """Where an instant falls in an incremental range: completion time on v8+, requested time on v6."""
     if table.timeline.uses_completion_time:
         return instant.completion_time or instant.requested_time
     return instant.requested_time
@@ -79,8 +80,8 @@ def incremental(
         check_instant_time(end, "end instant")
     timeline = table.timeline
     in_range = sorted(
-        (i for i in timeline.commits() if _key(table, i) > begin and (end is None or _key(table, i) <= end)),
-        key=lambda i: _key(table, i),
+        (i for i in timeline.commits() if range_key(table, i) > begin and (end is None or range_key(table, i) <= end)),
+        key=lambda i: range_key(table, i),
     )
     if max_commits is not None and max_commits >= 0:
         in_range = in_range[:max_commits]
@@ -138,8 +139,8 @@ def _as_of_for(table: HudiTable, end_instant: Instant | None) -> str | None:
     instants that completed by then. On v6 that is the end instant itself."""
     if end_instant is None:
         return None
-    limit = _key(table, end_instant)
-    done = [i.requested_time for i in table.timeline.completed() if _key(table, i) <= limit]
+    limit = range_key(table, end_instant)
+    done = [i.requested_time for i in table.timeline.completed() if range_key(table, i) <= limit]
     latest = table.timeline.latest_completed()
     as_of = max(done) if done else None
     return None if latest is not None and as_of == latest.requested_time else as_of

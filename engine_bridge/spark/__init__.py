@@ -1,5 +1,9 @@
-"""The Spark side: a local SparkSession on a Hive metastore."""
+"""The Spark side: the `hudi` Python data source, catalog helpers, the
+parquet fast path, and a local SparkSession on a Hive metastore."""
 
+from engine_bridge.spark.catalog import describe, register_views, table
+from engine_bridge.spark.fast_read import read
+from engine_bridge.spark.register import Registration, register
 from engine_bridge.spark.session import local_spark_session
 
-__all__ = ["local_spark_session"]
+__all__ = ["Registration", "describe", "local_spark_session", "read", "register", "register_views", "table"]

@@ -1,0 +1,68 @@
+"""The fast path for copy-on-write and read-optimized reads: plan on the
+driver, then `spark.read.parquet` of the candidate base files, so Spark's
+vectorized Parquet reader and column pruning do the reading.
+
+A read that needs merging (a MOR snapshot with log files) or partition
+values from paths (partition columns dropped from the files) goes through
+the `hudi` source instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from engine_bridge.spark.options import AS_OF, BEGIN, END, PATH, QUERY_TYPE, ReadOptions
+from engine_bridge.spark.register import source_name
+from engine_bridge.spark.scan import ScanPlan, plan_scan
+from engine_bridge.spark.schema import spark_schema, table_arrow_schema
+from expressions import Expr, ExpressionError, parse_sql
+from metadata import HudiTable
+from metadata.avro_schema import avro_to_arrow_schema
+from metadata.storage import join
+
+log = logging.getLogger(__name__)
+
+
+def _predicate(where: str | None) -> Expr | None:
+    if not where:
+        return None
+    try:
+        return parse_sql(where, "spark")
+    except ExpressionError as exc:
+        log.warning("where %r is not used to prune files (%s); Spark still applies it", where, exc)
+        return None
+
+
+def _needs_source(table: HudiTable, scan: ScanPlan) -> str | None:
+    if scan.spec.merge_logs and any(s.log_files for s in scan.slices):
+        return "file slices with log files need merging"
+    in_files = {n.lower() for n in avro_to_arrow_schema(table.avro_schema()).names}
+    dropped = [p for p in table.config.partition_fields if p.lower() not in in_files]
+    if dropped:
+        return f"partition column(s) {', '.join(dropped)} are not in the data files"
+    return None
+
+
+def read(spark: Any, path: str, where: str | None = None, query_type: str = "snapshot", begin: str | None = None,
+         end: str | None = None, as_of: str | None = None, **options: str) -> Any:
+    """A DataFrame of the table's rows (matching `where`, a Spark SQL predicate),
+    planned by hudi-bridge. Options are the `hudi` source's."""
+    raw = {PATH: path, QUERY_TYPE: query_type, **options}
+    raw.update({k: v for k, v in ((BEGIN, begin), (END, end), (AS_OF, as_of)) if v})
+    read_options = ReadOptions.parse(raw)
+    table = HudiTable.open(read_options.path, use_metadata=None if read_options.use_metadata else False)
+    scan = plan_scan(read_options, _predicate(where), table)
+    for note in scan.explanation:
+        log.info("%s: %s", path, note)
+    reason = _needs_source(table, scan)
+    if reason is not None:
+        log.info("%s: read through the hudi source: %s", path, reason)
+        frame = spark.read.format(source_name(spark)).options(**{k: v for k, v in raw.items() if k != PATH}).load(path)
+    else:
+        struct = spark_schema(table_arrow_schema(table))
+        files = [join(table.base_uri, s.base_file) for s in scan.slices if s.base_file]
+        frame = spark.read.schema(struct).parquet(*files) if files else spark.createDataFrame([], struct)
+        if scan.spec.row_filter:
+            frame = frame.where(scan.spec.row_filter)
+    return frame.where(where) if where else frame

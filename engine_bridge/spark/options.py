@@ -1,0 +1,126 @@
+"""Read options of the `hudi` Spark source, under Apache Hudi's own names.
+
+Spark lower-cases option keys, so every key is looked up lower-cased.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from metadata.errors import HudiBridgeError
+from metadata.instant import check_instant_time
+from metadata.text_enum import TextEnum
+
+PATH = "path"
+QUERY_TYPE = "hoodie.datasource.query.type"
+BEGIN = "hoodie.datasource.read.begin.instanttime"
+END = "hoodie.datasource.read.end.instanttime"
+AS_OF = "as.of.instant"
+DATA_SKIPPING = "hoodie.enable.data.skipping"
+METADATA = "hoodie.metadata.enable"
+INCREMENTAL_FALLBACK = "hoodie.datasource.read.incr.fallback.fulltablescan.enable"
+# hudi-bridge's own: whether pushed filters may prune file slices, and how
+# many bytes of file slices one Spark partition reads (Spark's maxPartitionBytes).
+PRUNE_PUSHED = "hoodie.bridge.prune.pushed.filters"
+SPLIT_BYTES = "hoodie.bridge.split.bytes"
+DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
+OPEN_COST_BYTES = 4 * 1024 * 1024  # Spark's spark.sql.files.openCostInBytes
+
+
+class SparkOptionError(HudiBridgeError, ValueError):
+    """An option of the `hudi` source has a value it cannot take."""
+
+
+class QueryType(TextEnum):
+    SNAPSHOT = "snapshot"
+    READ_OPTIMIZED = "read_optimized"
+    INCREMENTAL = "incremental"
+
+
+def _flag(options: Mapping[str, str], key: str, default: bool) -> bool:
+    text = options.get(key)
+    if text is None:
+        return default
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise SparkOptionError(f"option {key}={text!r}: expected true or false")
+    return lowered == "true"
+
+
+def query_instant(text: str, key: str) -> str:
+    """Hudi's accepted spellings of a query instant, as an instant time:
+    `yyyyMMddHHmmss[SSS]`, `yyyy-MM-dd HH:mm:ss[.SSS]` and `yyyy-MM-dd`
+    (Hudi's `formatQueryInstant`)."""
+    value = text.strip()
+    digits = "".join(c for c in value if c.isdigit())
+    if len(value) in (19, 23) and value[4] == "-" and value[10] == " ":
+        digits = digits + "000" if len(value) == 19 else digits
+    elif len(value) == 10 and value[4] == "-":
+        digits += "000000000"
+    elif not (value.isdigit() and len(value) in (14, 17)):
+        raise SparkOptionError(
+            f"option {key}={text!r}: expected yyyyMMddHHmmss[SSS], 'yyyy-MM-dd HH:mm:ss[.SSS]' or yyyy-MM-dd"
+        )
+    return check_instant_time(digits, key)
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    path: str
+    query_type: QueryType = QueryType.SNAPSHOT
+    begin: str | None = None
+    end: str | None = None
+    as_of: str | None = None
+    data_skipping: bool = True
+    use_metadata: bool = True
+    incremental_fallback: bool = False
+    prune_pushed: bool = True
+    split_bytes: int = DEFAULT_SPLIT_BYTES
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, str], prune_pushed_default: bool = True) -> ReadOptions:
+        options = {k.lower(): v for k, v in raw.items()}
+        path = options.get(PATH)
+        if not path and options.get("paths"):
+            paths = json.loads(options["paths"])
+            if len(paths) != 1:
+                raise SparkOptionError(f"the hudi source reads one table at a time; got {len(paths)} paths")
+            path = paths[0]
+        if not path:
+            raise SparkOptionError(
+                "the hudi source got no path. Spark passes no options to a Python data source for a catalog "
+                "table; read it with engine_bridge.spark.table(spark, 'db.table'), or create temporary views with "
+                "engine_bridge.spark.register_views(spark, 'db')"
+            )
+        try:
+            query_type = QueryType(options.get(QUERY_TYPE, "snapshot").strip().lower())
+        except ValueError:
+            raise SparkOptionError(f"option {QUERY_TYPE}={options[QUERY_TYPE]!r}: expected one of {', '.join(QueryType.values())}") from None
+        begin = options.get(BEGIN)
+        end = options.get(END)
+        if query_type is QueryType.INCREMENTAL and not begin:
+            raise SparkOptionError(f"an incremental query needs {BEGIN}")
+        if query_type is not QueryType.INCREMENTAL and (begin or end):
+            raise SparkOptionError(f"{BEGIN} and {END} apply to {QUERY_TYPE}=incremental only")
+        as_of = options.get(AS_OF)
+        if as_of and query_type is QueryType.INCREMENTAL:
+            raise SparkOptionError(f"{AS_OF} (time travel) cannot be combined with an incremental query")
+        split = options.get(SPLIT_BYTES)
+        try:
+            split_bytes = int(split) if split else DEFAULT_SPLIT_BYTES
+        except ValueError:
+            raise SparkOptionError(f"option {SPLIT_BYTES}={split!r}: expected a number of bytes") from None
+        return cls(
+            path=path,
+            query_type=query_type,
+            begin=query_instant(begin, BEGIN) if begin else None,
+            end=query_instant(end, END) if end else None,
+            as_of=query_instant(as_of, AS_OF) if as_of else None,
+            data_skipping=_flag(options, DATA_SKIPPING, True),
+            use_metadata=_flag(options, METADATA, True),
+            incremental_fallback=_flag(options, INCREMENTAL_FALLBACK, False),
+            prune_pushed=_flag(options, PRUNE_PUSHED, prune_pushed_default),
+            split_bytes=max(1, split_bytes),
+        )

@@ -1,0 +1,216 @@
+"""A Spark scan of a Hudi table, without Spark: which file slices to read,
+grouped into splits, and how one split becomes Arrow batches.
+
+Splits carry plain strings (paths, instants, SQL), so they pickle to
+executors. Base files are read with pyarrow; MOR slices with log files are
+merged by hudi-rs's file-group reader (Apache Hudi's merge rules are not
+rewritten here). Every batch is cast to the schema Spark asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from engine_bridge.spark.options import OPEN_COST_BYTES, QueryType, ReadOptions
+from expressions import Expr, evaluate_rows, parse_sql, to_sql
+from listers import DirectoryLister, incremental, plan
+from metadata import FileSlice, HudiTable
+from metadata.errors import HudiBridgeError, HudiFormatError
+from metadata.partition_path import parse_partition_values
+from metadata.storage import Storage
+
+log = logging.getLogger(__name__)
+BATCH_ROWS = 65_536
+
+
+class ScanReadError(HudiBridgeError):
+    """A file of a split could not be read or does not fit the table schema."""
+
+
+@dataclass(frozen=True)
+class SliceToRead:
+    partition: str
+    base_file: str | None
+    log_files: tuple[str, ...]
+    size: int
+
+    @classmethod
+    def of(cls, s: FileSlice) -> SliceToRead:
+        return cls(s.partition, s.base_file, s.log_files, s.total_size)
+
+    @property
+    def file_count(self) -> int:
+        return (1 if self.base_file else 0) + len(self.log_files)
+
+
+@dataclass(frozen=True)
+class Split:
+    slices: tuple[SliceToRead, ...]
+
+
+@dataclass(frozen=True)
+class ReadSpec:
+    """What every split of one scan shares."""
+
+    base_uri: str
+    merge_logs: bool
+    row_filter: str | None = None  # incremental: rows of the instants in range (Spark SQL)
+    predicate: str | None = None  # pushed filters, applied to rows where they are exact (Spark SQL)
+    partition_fields: tuple[str, ...] = ()
+    hive_style: bool = False
+    url_encoded: bool = False
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    spec: ReadSpec
+    splits: tuple[Split, ...]
+    total_slices: int
+    explanation: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def slices(self) -> list[SliceToRead]:
+        return [s for split in self.splits for s in split.slices]
+
+
+def group_slices(slices: Iterable[SliceToRead], target_bytes: int) -> tuple[Split, ...]:
+    """Consecutive slices packed up to `target_bytes`, each file also costing
+    Spark's open cost, so many small slices share a task."""
+    splits: list[Split] = []
+    current: list[SliceToRead] = []
+    weight = 0
+    for s in slices:
+        cost = s.size + OPEN_COST_BYTES * max(1, s.file_count)
+        if current and weight + cost > target_bytes:
+            splits.append(Split(tuple(current)))
+            current, weight = [], 0
+        current.append(s)
+        weight += cost
+    if current:
+        splits.append(Split(tuple(current)))
+    return tuple(splits)
+
+
+def plan_scan(options: ReadOptions, predicate: Expr | None = None, table: HudiTable | None = None) -> ScanPlan:
+    """The slices a read needs: all latest slices (as of `as_of`), pruned by
+    `predicate` when data skipping is on; the slices an incremental range
+    wrote; base files only for read-optimized."""
+    table = table or HudiTable.open(options.path, use_metadata=None if options.use_metadata else False)
+    config = table.config
+    notes: list[str] = []
+    row_filter = None
+    if options.query_type is QueryType.INCREMENTAL:
+        assert options.begin is not None
+        inc = incremental(table, options.begin, options.end, fallback_to_full_scan=options.incremental_fallback)
+        chosen = list(inc.files)
+        total = len(chosen)
+        row_filter = inc.row_filter
+        notes.append(f"incremental ({options.begin}, {options.end or 'latest'}]: {len(inc.instants)} instant(s), "
+                     f"{len(inc.partitions)} partition(s), {len(chosen)} file slice(s)")
+        if inc.full_scan:
+            notes.append(f"full-table scan: {inc.fallback_reason}")
+        if predicate is not None:
+            notes.append("pushed filters are not used to prune an incremental range; Spark filters the rows")
+    else:
+        all_slices = table.file_slices(as_of=options.as_of)
+        total = len(all_slices)
+        chosen = all_slices
+        if predicate is not None and options.data_skipping:
+            result = plan(DirectoryLister(table, options.as_of), predicate)
+            chosen = list(result.files)
+            notes.append(result.explain())
+        elif predicate is not None:
+            notes.append("data skipping is off (hoodie.enable.data.skipping=false): every file slice is read")
+    merge = options.query_type is not QueryType.READ_OPTIMIZED and config.is_mor
+    if options.query_type is QueryType.READ_OPTIMIZED:
+        chosen = [FileSlice(s.partition, s.file_id, s.base_instant, s.base_file, (), s.base_file_size) for s in chosen if s.base_file]
+    spec = ReadSpec(
+        base_uri=table.base_uri,
+        merge_logs=merge,
+        row_filter=row_filter,
+        predicate=to_sql(predicate, "spark") if predicate is not None else None,
+        partition_fields=config.partition_fields,
+        hive_style=config.hive_style_partitioning,
+        url_encoded=config.url_encode_partitioning,
+    )
+    ordered = sorted((SliceToRead.of(s) for s in chosen), key=lambda s: (s.partition, s.base_file or "", s.log_files))
+    return ScanPlan(spec, group_slices(ordered, options.split_bytes), total, tuple(notes))
+
+
+# Reading ----------------------------------------------------------------------------------------
+def _column(batch: pa.RecordBatch, name: str) -> pa.Array | None:
+    index = batch.schema.get_field_index(name)
+    if index < 0:
+        lowered = [n.lower() for n in batch.schema.names]
+        index = lowered.index(name.lower()) if name.lower() in lowered else -1
+    return batch.column(index) if index >= 0 else None
+
+
+def conform(batch: pa.RecordBatch, target: pa.Schema, partition_values: dict[str, str | None], where: str) -> pa.RecordBatch:
+    """The batch in exactly Spark's schema: columns by name, cast; partition
+    columns the files lack from the path; other missing columns null (a
+    column added to the schema after the file was written)."""
+    arrays = []
+    for f in target:
+        column = _column(batch, f.name)
+        if column is None and f.name in partition_values:
+            column = pa.array([partition_values[f.name]] * batch.num_rows, pa.string())
+        if column is None:
+            arrays.append(pa.nulls(batch.num_rows, f.type))
+            continue
+        try:
+            arrays.append(column if column.type == f.type else pc.cast(column, f.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise ScanReadError(f"{where}: column {f.name!r} of type {column.type} cannot be read as {f.type}: {exc}") from None
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def _keep(batch: pa.RecordBatch, condition: Expr | None) -> pa.RecordBatch:
+    if condition is None or batch.num_rows == 0:
+        return batch
+    mask = evaluate_rows(condition, pa.Table.from_batches([batch]))
+    return batch.filter(pc.fill_null(mask, False))
+
+
+def _slice_batches(spec: ReadSpec, storage: Storage, s: SliceToRead) -> Iterator[pa.RecordBatch]:
+    if spec.merge_logs and s.log_files:
+        import hudi
+
+        reader = hudi.HudiFileGroupReader(spec.base_uri)
+        stream = reader.read_file_slice_from_paths_stream(s.base_file or "", list(s.log_files))
+        yield from stream
+    elif s.base_file:
+        with storage.open_random_access(s.base_file) as handle:
+            parquet = pq.ParquetFile(handle)
+            yield from parquet.iter_batches(batch_size=BATCH_ROWS)
+
+
+def read_split(spec: ReadSpec, split: Split, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of a split in Spark's schema `target`, rows outside an
+    incremental range (and, where given, rows failing the pushed predicate)
+    left out. Spark still evaluates its filters on what is returned."""
+    storage = Storage.open(spec.base_uri)
+    conditions = [parse_sql(text, "spark") for text in (spec.row_filter, spec.predicate) if text]
+    for s in split.slices:
+        where = storage.display_path(s.base_file or (s.log_files[0] if s.log_files else s.partition))
+        try:
+            values = parse_partition_values(s.partition, spec.partition_fields, spec.hive_style, spec.url_encoded)
+        except HudiFormatError:
+            values = {}
+        try:
+            for raw in _slice_batches(spec, storage, s):
+                batch = conform(raw, target, values, where)
+                for condition in conditions:
+                    batch = _keep(batch, condition)
+                if batch.num_rows:
+                    yield batch
+        except ScanReadError:
+            raise
+        except (OSError, pa.ArrowException) as exc:
+            raise ScanReadError(f"{where}: {exc}") from exc

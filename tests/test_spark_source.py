@@ -1,0 +1,272 @@
+"""The `hudi` Spark data source on a real local[2] SparkSession, checked
+against hudi-rs on every fixture table and on builder tables."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import hudi
+import pyarrow as pa
+import pytest
+
+from engine_bridge.spark import describe, read, register, register_views, table
+from engine_bridge.spark.options import BEGIN, END, PRUNE_PUSHED, QUERY_TYPE, SPLIT_BYTES
+from engine_bridge.spark.register import pushdown_state_is_scoped
+from engine_bridge.spark.scan import conform
+from engine_bridge.spark.schema import spark_arrow_schema, spark_schema, table_arrow_schema
+from engine_bridge.spark.stream import MAX_COMMITS, START_OFFSET
+from hive_sync import EmbeddedMetastore, SyncOptions, sync
+from hive_sync.hms import HmsClient
+from metadata import HudiTable
+from metadata.mdt.writer import MetadataTableWriter
+from metadata.testing.builder import TableBuilder
+from tests.conftest import FIXTURE_ZIPS, requires_fixtures
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+READ_FIXTURES = [z.stem for z in FIXTURE_ZIPS if "empty" not in z.stem] or ["no-fixtures"]
+
+
+@pytest.fixture(scope="module")
+def source(spark: Any) -> str:
+    return register(spark).name
+
+
+def _target(path: str) -> pa.Schema:
+    return spark_arrow_schema(spark_schema(table_arrow_schema(HudiTable.open(path))))
+
+
+def _rows(batches: Any, target: pa.Schema) -> list[str]:
+    rows = [r for b in batches for r in conform(b, target, {}, "compared").to_pylist()]
+    return sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
+
+
+def spark_rows(frame: Any, target: pa.Schema) -> list[str]:
+    return _rows(frame.toArrow().to_batches(), target)
+
+
+def hudi_rs_rows(path: str, target: pa.Schema, options: Any = None) -> list[str]:
+    rs = hudi.HudiTableBuilder.from_base_uri(path).build()
+    return _rows(rs.read(options) if options is not None else rs.read(), target)
+
+
+# Acceptance: every fixture, every read, against hudi-rs ----------------------------------------
+@requires_fixtures
+@pytest.mark.parametrize("fixture_table", READ_FIXTURES, indirect=True)
+def test_fixture_reads_equal_hudi_rs(fixture_table: str, spark: Any, source: str) -> None:
+    target = _target(fixture_table)
+    load = spark.read.format(source)
+    snapshot = spark_rows(load.load(fixture_table), target)
+    assert snapshot and snapshot == hudi_rs_rows(fixture_table, target)
+    read_optimized = hudi.HudiReadOptions().with_hudi_option("hoodie.read.use.read_optimized.mode", "true")
+    assert spark_rows(load.option(QUERY_TYPE, "read_optimized").load(fixture_table), target) == hudi_rs_rows(fixture_table, target, read_optimized)
+    commits = HudiTable.open(fixture_table).timeline.commits()
+    for commit in commits:
+        as_of = hudi.HudiReadOptions().with_as_of_timestamp(commit.requested_time)
+        frame = spark.read.format(source).option("as.of.instant", commit.requested_time).load(fixture_table)
+        assert spark_rows(frame, target) == hudi_rs_rows(fixture_table, target, as_of), commit
+    # Consecutive ranges through Spark; every pair is checked without Spark in test_spark_scan.
+    keys = ["00000000000000000"] + [c.completion_time or c.requested_time for c in commits]
+    for begin, end in zip(keys, keys[1:]):
+        frame = (spark.read.format(source).option(QUERY_TYPE, "incremental").option(BEGIN, begin).option(END, end)
+                 .load(fixture_table))
+        incremental = hudi.HudiReadOptions().with_query_type(hudi.HudiQueryType.Incremental).with_start_timestamp(begin).with_end_timestamp(end)
+        assert spark_rows(frame, target) == hudi_rs_rows(fixture_table, target, incremental), (begin, end)
+
+
+def _predicates(path: str) -> list[str]:
+    """Three or four predicates on the fixture's own values: a partition
+    value, a record key, a numeric range, and a conjunction."""
+    table = HudiTable.open(path)
+    data = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(path).build().read())
+    first = data.slice(0, 1).to_pylist()[0]
+    predicates = [f"_hoodie_record_key = '{first['_hoodie_record_key']}'"]
+    for field in table.config.partition_fields:
+        value = first.get(field)
+        if isinstance(value, str):
+            predicates.append(f"{field} = '{value}'")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            predicates.append(f"{field} = {value}")
+    numeric = [f.name for f in data.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)]
+    if numeric:
+        column = numeric[0]
+        values = sorted(v for v in data.column(column).to_pylist() if v is not None)
+        if values:
+            predicates.append(f"{column} > {values[len(values) // 2]}")
+            predicates.append(f"{column} <= {values[len(values) // 2]} AND _hoodie_commit_time IS NOT NULL")
+    return predicates
+
+
+@requires_fixtures
+@pytest.mark.parametrize("fixture_table", READ_FIXTURES, indirect=True)
+def test_fixture_predicates_prune_and_return_the_filtered_rows(fixture_table: str, spark: Any, source: str) -> None:
+    target = _target(fixture_table)
+    full = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(fixture_table).build().read())
+    full = pa.Table.from_batches([conform(b, target, {}, "hudi-rs") for b in full.to_batches()], schema=target)
+    everything = spark.createDataFrame(full)
+    total = len(HudiTable.open(fixture_table).file_slices())
+    pruned_somewhere = False
+    for predicate in _predicates(fixture_table):
+        # A fresh DataFrame per query: the one case where this Spark may prune on pushed filters.
+        frame = (spark.read.format(source).option(PRUNE_PUSHED, "true").option(SPLIT_BYTES, "1")
+                 .load(fixture_table).where(predicate))
+        assert spark_rows(frame, target) == spark_rows(everything.where(predicate), target), predicate
+        read = frame.rdd.getNumPartitions()
+        assert read <= total
+        pruned_somewhere |= read < total
+    if total > 1 and HudiTable.open(fixture_table).config.is_partitioned:
+        assert pruned_somewhere, "no predicate pruned a file slice"
+
+
+# Reuse of one DataFrame / temporary view ----------------------------------------------------------
+def _partitioned_table(path: Path) -> str:
+    schema = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.string())])
+    builder = TableBuilder(str(path), schema, partition_fields=["a"], version=8)
+    builder.write([{"id": i, "a": i % 8 + 1, "b": "x" if i == 0 else f"v{i}"} for i in range(32)])
+    return str(path)
+
+
+def test_reused_dataframe_and_view_return_each_querys_rows(tmp_path: Path, spark: Any, source: str) -> None:
+    path = _partitioned_table(tmp_path / "reuse")
+    same = spark.read.format(source).load(path)
+    assert same.where("a > 5").count() == 12
+    assert same.where("a > 2 OR b = 'x'").count() == 25
+    assert same.count() == 32
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW reuse_view USING {source} OPTIONS (path '{path}')")
+    assert spark.sql("SELECT count(*) FROM reuse_view WHERE a > 5").first()[0] == 12
+    assert spark.sql("SELECT count(*) FROM reuse_view WHERE a > 2 OR b = 'x'").first()[0] == 25
+    assert spark.sql("SELECT count(*) FROM reuse_view").first()[0] == 32
+
+
+def test_pruning_default_follows_whether_spark_leaks_pushdown_state(tmp_path: Path, spark: Any, source: str) -> None:
+    """Forced pruning on a reused DataFrame is wrong exactly when register()
+    says this Spark leaks one query's pushdown plan into the next; that is
+    why pruning is off by default there."""
+    path = _partitioned_table(tmp_path / "forced")
+    forced = spark.read.format(source).option(PRUNE_PUSHED, "true").option(SPLIT_BYTES, "1").load(path)
+    assert forced.where("a > 5").count() == 12
+    later = forced.where("a > 2 OR b = 'x'").count()
+    assert (later == 25) == pushdown_state_is_scoped(spark)
+    assert register(spark).prunes_pushed_filters == pushdown_state_is_scoped(spark)
+
+
+def test_catalog_paths_and_bad_options_are_clear_errors(tmp_path: Path, spark: Any, source: str) -> None:
+    path = _partitioned_table(tmp_path / "errors")
+    with pytest.raises(Exception, match="got no path.*engine_bridge.spark.table"):
+        spark.read.format(source).load().count()
+    with pytest.raises(Exception, match="hoodie.datasource.query.type='sideways'"):
+        spark.read.format(source).option(QUERY_TYPE, "sideways").load(path).count()
+    with pytest.raises(Exception, match="incremental query needs hoodie.datasource.read.begin.instanttime"):
+        spark.read.format(source).option(QUERY_TYPE, "incremental").load(path).count()
+    first = HudiTable.open(path).timeline.commits()[0].requested_time
+    dashed = f"{first[:4]}-{first[4:6]}-{first[6:8]} {first[8:10]}:{first[10:12]}:{first[12:14]}.{first[14:]}"
+    assert spark.read.format(source).option("as.of.instant", dashed).load(path).count() == 32
+
+
+# Catalog tables ---------------------------------------------------------------------------------------
+@requires_fixtures
+@pytest.mark.parametrize("fixture_table", ["quickstart_trips_table__mor__avro__v8_trips_8i3u1d"], indirect=True)
+def test_synced_catalog_tables_read_through_helpers(fixture_table: str, metastore: EmbeddedMetastore, spark: Any, source: str) -> None:
+    database = "spark_catalog_" + re.sub(r"[^a-z0-9_]", "_", Path(fixture_table).name.lower())[:30]
+    hudi_table = HudiTable.open(fixture_table)
+    with HmsClient(metastore.uri) as client:
+        sync(hudi_table, client, SyncOptions(database=database))
+    target = _target(fixture_table)
+    name = hudi_table.name
+    assert describe(spark, f"{database}.{name}_rt").path == fixture_table
+    snapshot = spark_rows(table(spark, f"{database}.{name}_rt"), target)
+    assert snapshot == hudi_rs_rows(fixture_table, target)
+    read_optimized = hudi.HudiReadOptions().with_hudi_option("hoodie.read.use.read_optimized.mode", "true")
+    assert spark_rows(table(spark, f"{database}.{name}_ro"), target) == hudi_rs_rows(fixture_table, target, read_optimized)
+    with pytest.raises(Exception, match="engine_bridge.spark.table"):
+        spark.table(f"{database}.{name}_rt").count()
+    views = register_views(spark, database)
+    assert sorted(views) == [f"{name}_ro", f"{name}_rt"]
+    assert spark.sql(f"SELECT count(*) FROM {name}_rt").first()[0] == len(snapshot)
+
+
+# The parquet fast path ------------------------------------------------------------------------------
+def test_fast_path_reads_parquet_of_candidate_files(tmp_path: Path, spark: Any, source: str) -> None:
+    path = _partitioned_table(tmp_path / "fast")
+    frame = read(spark, path, where="a > 5")
+    assert sorted(r.id for r in frame.collect()) == sorted(i for i in range(32) if i % 8 + 1 > 5)
+    assert len(frame.inputFiles()) == 3  # partitions a=6, 7, 8 only
+    assert "parquet" in frame._jdf.queryExecution().executedPlan().toString().lower()
+    everything = read(spark, path)
+    assert everything.count() == 32 and len(everything.inputFiles()) == 8
+    commits = HudiTable.open(path).timeline.commits()
+    assert read(spark, path, query_type="incremental", begin="00000000000000000", end=commits[0].completion_time).count() == 32
+
+
+def test_fast_path_falls_back_to_the_source_for_log_files(tmp_path: Path, spark: Any, source: str) -> None:
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    builder = TableBuilder(str(tmp_path / "mor"), schema, table_type="MERGE_ON_READ", version=8)
+    builder.write([{"id": i, "v": "old"} for i in range(10)])
+    builder.write([{"id": 3, "v": "new"}])
+    builder.delete(["4"])
+    rows = {r.id: r.v for r in read(spark, str(tmp_path / "mor")).collect()}
+    assert len(rows) == 9 and rows[3] == "new" and 4 not in rows
+    base_only = {r.id: r.v for r in read(spark, str(tmp_path / "mor"), query_type="read_optimized").collect()}
+    assert len(base_only) == 10 and base_only[3] == "old"
+
+
+# Streaming --------------------------------------------------------------------------------------------
+def _run_stream(spark: Any, source: str, path: str, out: Path, checkpoint: Path) -> list[dict[str, Any]]:
+    stream = (spark.readStream.format(source).option(MAX_COMMITS, "1").option(START_OFFSET, "earliest").load(path)
+              .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(checkpoint))
+              .trigger(availableNow=True).start())
+    stream.awaitTermination(180)
+    progress = [p for p in stream.recentProgress if p["numInputRows"] > 0]
+    stream.stop()
+    return progress
+
+
+def _ends(progress: list[dict[str, Any]]) -> list[str]:
+    return [json.loads(p["sources"][0]["endOffset"])["instant"] if isinstance(p["sources"][0]["endOffset"], str)
+            else p["sources"][0]["endOffset"]["instant"] for p in progress]
+
+
+def test_stream_delivers_one_commit_per_batch_and_resumes_without_gap(tmp_path: Path, spark: Any, source: str) -> None:
+    schema = pa.schema([("id", pa.int64()), ("round", pa.int64())])
+    path = str(tmp_path / "stream")
+    builder = TableBuilder(path, schema, version=8)
+    for r in range(5):
+        builder.write([{"id": r * 10 + i, "round": r} for i in range(3)])
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    first = _run_stream(spark, source, path, out, checkpoint)
+    completions = [c.completion_time for c in HudiTable.open(path).timeline.commits()]
+    assert _ends(first) == completions and [p["numInputRows"] for p in first] == [3] * 5
+    for r in range(5, 7):
+        builder.write([{"id": r * 10 + i, "round": r} for i in range(3)])
+    second = _run_stream(spark, source, path, out, checkpoint)
+    completions = [c.completion_time for c in HudiTable.open(path).timeline.commits()]
+    assert _ends(second) == completions[5:]
+    written = spark.read.parquet(str(out))
+    assert sorted(r.id for r in written.collect()) == sorted(r * 10 + i for r in range(7) for i in range(3))
+
+
+def test_stream_on_v8_takes_a_commit_that_completes_after_a_later_one(tmp_path: Path, spark: Any, source: str) -> None:
+    schema = pa.schema([("id", pa.int64())])
+    path = str(tmp_path / "late")
+    builder = TableBuilder(path, schema, version=8)
+    slow = builder.write([{"id": 1}], complete=False)
+    builder.write([{"id": 2}])
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    assert [p["numInputRows"] for p in _run_stream(spark, source, path, out, checkpoint)] == [1]
+    builder.complete(slow)
+    assert [p["numInputRows"] for p in _run_stream(spark, source, path, out, checkpoint)] == [1]
+    assert sorted(r.id for r in spark.read.parquet(str(out)).collect()) == [1, 2]
+
+
+def test_metadata_table_pruning_on_a_fresh_dataframe(tmp_path: Path, spark: Any, source: str) -> None:
+    """column_stats prune file slices when pruning is on (fresh DataFrame)."""
+    schema = pa.schema([("id", pa.int64()), ("v", pa.int64())])
+    path = str(tmp_path / "stats")
+    builder = TableBuilder(path, schema, version=8, metadata_table=True, max_rows_per_file=10)
+    builder.write([{"id": i, "v": i} for i in range(100)])
+    MetadataTableWriter(path).build()
+    frame = spark.read.format(source).option(PRUNE_PUSHED, "true").option(SPLIT_BYTES, "1").load(path).where("v >= 95")
+    assert sorted(r.id for r in frame.collect()) == [95, 96, 97, 98, 99]
+    assert frame.rdd.getNumPartitions() == 1
