@@ -43,6 +43,10 @@ from metadata.stats_table import FILE_NAME, PARTITION, min_field
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 MAX_KEYS = 100_000  # record keys looked up in one plan
+# Writes that look every key up before writing it, or add no keys.
+KEY_UNIQUE_OPERATIONS = frozenset({
+    "UPSERT", "UPSERT_PREPPED", "DELETE", "DELETE_PREPPED", "DELETE_PARTITION", "COMPACT", "LOG_COMPACT", "CLUSTER",
+})
 
 
 @dataclass(frozen=True)
@@ -98,21 +102,24 @@ def plan(
     use_metadata: bool = True,
     strict: bool = False,
     cache_dir: str | None = None,
+    assume_unique_keys: bool = False,
 ) -> Plan:
     """Candidate file slices for a predicate, with an explanation.
 
     A metadata table that cannot be read keeps files (the explanation says
     why); with `strict` it is an error instead. `cache_dir` keeps the decoded
     column statistics there for later processes (never reused once the
-    metadata table has changed)."""
+    metadata table has changed). The record index keeps one location per
+    key, so it prunes only when no insert could have written a key twice;
+    `assume_unique_keys` trusts it regardless, as Apache Hudi does."""
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
     if isinstance(path_or_uri, DirectoryLister):
         _use_cache_dir(path_or_uri, cache_dir)
-        return _Planner(path_or_uri, expr, dialect).run(text)
+        return _Planner(path_or_uri, expr, dialect, assume_unique_keys).run(text)
     with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict) as lister:
         _use_cache_dir(lister, cache_dir)
-        return _Planner(lister, expr, dialect).run(text)
+        return _Planner(lister, expr, dialect, assume_unique_keys).run(text)
 
 
 def _use_cache_dir(lister: DirectoryLister, cache_dir: str | None) -> None:
@@ -135,8 +142,9 @@ def index_text(value: Any, days: bool) -> str | None:
 
 
 class _Planner:
-    def __init__(self, lister: DirectoryLister, expr: Expr, dialect: str) -> None:
+    def __init__(self, lister: DirectoryLister, expr: Expr, dialect: str, assume_unique_keys: bool = False) -> None:
         self.lister = lister
+        self.assume_unique_keys = assume_unique_keys
         self.table = lister.table
         self.expr = expr
         self.dialect = dialect
@@ -299,12 +307,32 @@ class _Planner:
                 used.append(index.partition)
         if keys is None:
             return slices
+        risk = None if self.assume_unique_keys else self._duplicate_key_risk()
+        if risk is not None:
+            self.not_used.append(f"record_index: {risk}")
+            return slices
         allowed = set(record_locations(mdt, sorted(keys)).values())
         covered = mdt.reader.latest_synced_data_instant()
         kept = [s for s in slices if (s.partition, s.file_id) in allowed or not self._covered_by_index(s, covered)]
         self.stages.append(Stage(" + ".join(used), len(kept), len(slices), time.perf_counter() - start,
                                  f"{len(keys)} record key(s) in {len(allowed)} file group(s)"))
         return kept
+
+    def _duplicate_key_risk(self) -> str | None:
+        """Why a key might live in more than one file group, or None. The
+        record index keeps one location per key, so it prunes soundly only
+        when every write looked keys up (upserts, deletes, table services);
+        an insert or bulk insert may write a key a second time."""
+        timeline = self.table.timeline
+        if timeline.has_archived_instants:
+            return "the archived timeline is not read, so whether an insert wrote a key twice is unknown"
+        for instant in timeline.commits():
+            operation = (timeline.commit_metadata(instant).operation_type or "").upper()
+            if operation not in KEY_UNIQUE_OPERATIONS:
+                return (f"{instant.requested_time} is {operation.lower() or 'a commit with no operation type'}, which may "
+                        "write a key another file group holds; the index keeps one location per key (assume_unique_keys "
+                        "trusts it, as Apache Hudi does)")
+        return None
 
     def _record_key_texts(self) -> list[str] | None:
         """Record keys the predicate pins through the key fields: the value of a

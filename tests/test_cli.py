@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 
+import hudi
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
@@ -52,6 +55,13 @@ def test_demo_runs_and_syncs_into_an_embedded_metastore(tmp_path) -> None:
     assert [t["table"] for t in sync["tables"]] == ["demo.trips_ro", "demo.trips_rt"]
     assert all(sorted(t["partitions"]["ADD"]) == sorted(report["partitions"]) for t in sync["tables"])
     assert (tmp_path / "demo" / "metastore" / "metastore_db").is_dir()
+    spark = report["spark"]
+    planned = {(f["partition"], f["file_id"]) for f in report["plan"]["files"]}
+    assert spark["file_slices_read"] == len(planned) < spark["file_slices_total"] == len(report["file_slices"])
+    merged = hudi.HudiTableBuilder.from_base_uri(str(tmp_path / "demo" / "trips")).build().read()
+    expected = [r for r in pa.Table.from_batches(merged).to_pylist()
+                if r["city"] in ("chennai", "amsterdam") and r["trip_date"] >= date(2024, 1, 7)]
+    assert spark["rows"] == len(expected) > 0
 
 
 def test_plan_and_incremental_commands(tmp_path) -> None:

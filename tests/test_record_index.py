@@ -46,10 +46,13 @@ def test_index_predicates_plan_exactly_the_slices_with_matches(fixture_table: st
     table = HudiTable.open(fixture_table)
     expr = parse_sql(predicate, "spark")
     matching = {(s.partition, s.file_id) for s in table.file_slices() if any(evaluate_rows(expr, rows_of(fixture_table, s)).to_pylist())}
-    planned = plan(fixture_table, predicate, dialect="spark")
+    planned = plan(fixture_table, predicate, dialect="spark", assume_unique_keys=True)  # these tables' keys are unique
     assert {(s.partition, s.file_id) for s in planned.files} == matching
+    sound = plan(fixture_table, predicate, dialect="spark")  # the default: insert commits may have written a key twice
+    assert {(s.partition, s.file_id) for s in sound.files} >= matching
     index_stages = [s for s in planned.stages if "index" in s.name]
-    if "404'" not in predicate or "IN" in predicate:
+    if "404'" not in predicate or "IN" in predicate:  # otherwise partition_stats already kept nothing
+        assert any("record_index: " in reason and "is insert" in reason for reason in sound.not_used), sound.explain()
         assert index_stages, planned.explain()
         assert index_stages[0].kept <= index_stages[0].total
 
@@ -85,3 +88,21 @@ def test_composite_record_keys_encode_as_hudi_writes_them(fixture_table: str) ->
             assert record_key_text(fields, tuple(str(row[f]) for f in fields)) == row["_hoodie_record_key"]
             checked += 1
     assert checked > 0
+
+
+@requires_fixtures
+@pytest.mark.parametrize("fixture_table", [f for f in fixture_ids() if f == "sample_table__mor__avro__v9_nonpartitioned_rollback"] or ["no-fixtures"],
+                         indirect=True)
+def test_a_key_inserted_twice_keeps_both_file_groups(fixture_table: str) -> None:
+    """TXN-002 was inserted by two INSERT commits into two file groups; the
+    record index holds only the later one. Planning keeps both unless told
+    to trust the index as Apache Hudi does."""
+    table = HudiTable.open(fixture_table)
+    expr = parse_sql("_hoodie_record_key = 'TXN-002'", "spark")
+    holding = {s.file_id for s in table.file_slices() if any(evaluate_rows(expr, rows_of(fixture_table, s)).to_pylist())}
+    assert len(holding) == 2
+    sound = plan(fixture_table, "_hoodie_record_key = 'TXN-002'")
+    assert holding <= {s.file_id for s in sound.files}
+    assert any(r.startswith("record_index: ") and "insert" in r for r in sound.not_used)
+    trusting = plan(fixture_table, "_hoodie_record_key = 'TXN-002'", assume_unique_keys=True)
+    assert len({s.file_id for s in trusting.files} & holding) == 1

@@ -18,14 +18,16 @@ from expressions import Dialect
 @click.option("--explain", is_flag=True, help="Print how each stage pruned.")
 @click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
               help="Keep decoded column statistics here for later runs (reused only while the metadata table is unchanged).")
+@click.option("--assume-unique-keys", is_flag=True,
+              help="Trust the record index even when insert commits may have written a key twice (as Apache Hudi does).")
 @command_output
 def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_metadata: bool, explain: bool,
-                 cache_dir: str | None) -> Output:
+                 cache_dir: str | None, assume_unique_keys: bool) -> Output:
     """Candidate file slices for a predicate (partition pruning + data skipping)."""
     from listers import plan
 
     result = plan(path, where, dialect=dialect, as_of=as_of, use_metadata=not no_metadata, strict=strict_requested(),
-                  cache_dir=cache_dir)
+                  cache_dir=cache_dir, assume_unique_keys=assume_unique_keys)
 
     def render() -> None:
         if explain:

@@ -19,21 +19,14 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from engine_bridge.spark.options import ReadOptions
-from engine_bridge.spark.scan import ReadSpec, Split, plan_scan, read_split
+from engine_bridge.spark.partition import HudiInputPartition
+from engine_bridge.spark.scan import plan_scan, read_split
 from engine_bridge.spark.schema import spark_arrow_schema, spark_schema, table_arrow_schema
+from engine_bridge.spark.stream import HudiStreamReader
 from expressions import Expr, ExpressionError, from_spark_filters
 from metadata import HudiTable
 
 log = logging.getLogger(__name__)
-
-
-class HudiInputPartition(InputPartition):
-    """One Spark task: a group of file slices, as plain strings."""
-
-    def __init__(self, index: int, spec: ReadSpec, split: Split) -> None:
-        super().__init__(index)
-        self.spec = spec
-        self.split = split
 
 
 class HudiBatchReader(DataSourceReader):
@@ -89,9 +82,7 @@ class HudiDataSource(DataSource):
     def reader(self, schema: Any) -> HudiBatchReader:
         return HudiBatchReader(self._read_options(), schema)
 
-    def streamReader(self, schema: Any) -> Any:
-        from engine_bridge.spark.stream import HudiStreamReader
-
+    def streamReader(self, schema: Any) -> HudiStreamReader:
         return HudiStreamReader(self.options, schema)
 
 

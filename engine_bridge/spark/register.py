@@ -13,6 +13,11 @@ NAME = "hudi"
 FALLBACK_NAME = "hudi_bridge"
 SOURCE_CONF = "spark.hudi.bridge.source"  # the name this session's source answers to
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+PRUNING_OFF = (
+    "this Spark reuses one query's pushed-filter plan for later queries on the same DataFrame or view, "
+    "so pushed filters do not prune files by default (set hoodie.bridge.prune.pushed.filters=true on a "
+    "DataFrame used for one query, or use engine_bridge.spark.read)"
+)
 _PYTHON_SOURCE_CLASS = "org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2"
 
 
@@ -43,11 +48,8 @@ def register(spark: Any, name: str = NAME, fallback: str = FALLBACK_NAME) -> Reg
     prune = pushdown_state_is_scoped(spark)
     notes = []
     if not prune:
-        notes.append(
-            "this Spark reuses one query's pushed-filter plan for later queries on the same DataFrame or view, "
-            "so pushed filters do not prune files by default (set hoodie.bridge.prune.pushed.filters=true on a "
-            "DataFrame used for one query, or use engine_bridge.spark.read)"
-        )
+        log.info("%s", PRUNING_OFF)
+        notes.append(PRUNING_OFF)
     chosen = name
     try:
         spark.dataSource.register(configured_source(name, prune))
@@ -57,9 +59,8 @@ def register(spark: Any, name: str = NAME, fallback: str = FALLBACK_NAME) -> Reg
         chosen = fallback
         spark.dataSource.register(configured_source(fallback, prune))
         notes.append(f"a JVM data source named {name!r} is on the classpath and wins; hudi-bridge's source is {fallback!r}")
+        log.warning("%s", notes[-1])
     spark.conf.set(SOURCE_CONF, chosen)
-    for note in notes:
-        log.warning("%s", note)
     return Registration(chosen, prune, tuple(notes))
 
 

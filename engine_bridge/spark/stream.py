@@ -13,10 +13,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql.datasource import DataSourceStreamReader
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles, SupportsTriggerAvailableNow
 
 from engine_bridge.spark.options import INCREMENTAL_FALLBACK, METADATA, PATH, QueryType, ReadOptions, SparkOptionError, query_instant
+from engine_bridge.spark.partition import HudiInputPartition
 from engine_bridge.spark.scan import plan_scan, read_split
 from engine_bridge.spark.schema import spark_arrow_schema
 from listers.incremental import range_key
@@ -94,9 +95,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             pending = pending[: max(1, limit.max_files)]  # files stand for commits here
         return _offset(pending[-1])
 
-    def partitions(self, start: dict[str, str], end: dict[str, str]) -> list[Any]:
-        from engine_bridge.spark.datasource import HudiInputPartition
-
+    def partitions(self, start: dict[str, str], end: dict[str, str]) -> list[HudiInputPartition]:
         if start["instant"] >= end["instant"]:
             return []
         read = ReadOptions(
@@ -110,7 +109,8 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         scan = plan_scan(read, table=self._table())
         return [HudiInputPartition(i, scan.spec, split) for i, split in enumerate(scan.splits)]
 
-    def read(self, partition: Any) -> Iterator[Any]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, HudiInputPartition)
         yield from read_split(partition.spec, partition.split, spark_arrow_schema(self.schema))
 
     def commit(self, end: dict[str, str]) -> None:

@@ -1,0 +1,17 @@
+"""The Spark input partition of a Hudi scan, batch or streaming."""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import InputPartition
+
+from engine_bridge.spark.scan import ReadSpec, Split
+
+
+class HudiInputPartition(InputPartition):
+    """One Spark task: a group of file slices and what reading them needs,
+    as plain strings (Spark pickles it to the executors)."""
+
+    def __init__(self, index: int, spec: ReadSpec, split: Split) -> None:
+        super().__init__(index)
+        self.spec = spec
+        self.split = split

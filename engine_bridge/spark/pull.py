@@ -1,0 +1,111 @@
+"""RFC-04's incremental puller on Spark: write the rows changed in a range of
+instants, then move the checkpoint.
+
+Each range goes to its own folder `<out>/range_<begin>_<end>`, written under
+a temporary name and renamed into place, and only then is the checkpoint
+moved (written to a temporary file and renamed). A crash at any point
+leaves either no folder for the range or a complete one with the
+checkpoint behind it; the next run redoes that same range and replaces the
+folder, so each range is in the output once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from engine_bridge.spark.fast_read import read
+from listers.incremental import incremental, range_key
+from metadata import HudiTable
+from metadata.errors import HudiBridgeError
+from metadata.instant import check_instant_time
+
+log = logging.getLogger(__name__)
+BEFORE_EVERYTHING = "0" * 17
+
+
+class PullError(HudiBridgeError):
+    """The pull cannot run as asked (a bad checkpoint, an output that is a file)."""
+
+
+@dataclass(frozen=True)
+class PullResult:
+    table: str
+    begin: str
+    end: str | None
+    instants: list[str]
+    rows: int
+    output: str | None
+    checkpoint: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def read_checkpoint(path: str) -> str | None:
+    """The instant a checkpoint file says was pulled up to (None: no file yet)."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            instant = json.load(handle)["instant"]
+        return check_instant_time(str(instant), f"checkpoint {path}")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise PullError(f"checkpoint {path} cannot be read: {exc}") from None
+
+
+def write_checkpoint(path: str, instant: str, table: str, output: str) -> None:
+    temporary = f"{path}.{uuid.uuid4().hex}.tmp"
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump({"instant": instant, "table": table, "output": output}, handle)
+    os.replace(temporary, path)
+
+
+def pull(
+    spark: Any,
+    path: str,
+    out: str,
+    begin: str | None = None,
+    checkpoint: str | None = None,
+    end: str | None = None,
+    max_commits: int | None = None,
+    where: str | None = None,
+    output_format: str = "parquet",
+    progress: Callable[[str], None] = log.info,
+) -> PullResult:
+    """Pull (begin, end] (begin from the checkpoint when it exists) into a new
+    range folder under `out`, then move the checkpoint to the range's end."""
+    start = (read_checkpoint(checkpoint) if checkpoint else None) or begin or BEFORE_EVERYTHING
+    check_instant_time(start, "begin instant")
+    if Path(out).exists() and not Path(out).is_dir():
+        raise PullError(f"output {out} is a file, not a folder")
+    table = HudiTable.open(path)
+    progress(f"planning ({start}, {end or 'latest'}] on {path}")
+    planned = incremental(table, start, end, max_commits)
+    if not planned.instants:
+        progress("nothing new to pull")
+        return PullResult(path, start, end, [], 0, None, checkpoint)
+    last = range_key(table, planned.instants[-1])
+    instants = [i.requested_time for i in planned.instants]
+    progress(f"{len(instants)} instant(s), {len(planned.files)} file slice(s) in {len(planned.partitions)} partition(s)")
+    frame = read(spark, path, where=where, query_type="incremental", begin=start, end=last)
+    final = Path(out) / f"range_{start}_{last}"
+    staging = Path(out) / f"_staging_{start}_{last}_{uuid.uuid4().hex}"
+    progress(f"writing {output_format} to {final}")
+    frame.write.format(output_format).save(str(staging))
+    rows = spark.read.format(output_format).load(str(staging)).count()
+    if final.exists():  # an earlier run wrote this range and stopped before its checkpoint
+        shutil.rmtree(final)
+    os.replace(staging, final)
+    if checkpoint:
+        write_checkpoint(checkpoint, last, path, str(final))
+        progress(f"checkpoint {checkpoint} at {last}")
+    return PullResult(path, start, last, instants, rows, str(final), checkpoint)
