@@ -14,6 +14,7 @@ import pytest
 from engine_bridge.spark.options import BEGIN, END, QUERY_TYPE, QueryType, ReadOptions, SparkOptionError, query_instant
 from engine_bridge.spark.scan import SliceToRead, conform, group_slices, plan_scan, read_split
 from engine_bridge.spark.schema import spark_arrow_schema, spark_schema, table_arrow_schema
+from expressions import evaluate_rows
 from metadata import HudiTable
 from tests.conftest import FIXTURE_ZIPS, requires_fixtures
 
@@ -83,3 +84,32 @@ def test_conform_casts_fills_partition_values_and_names_a_bad_column() -> None:
     assert out.schema == target and out.to_pylist() == [{"id": 1, "p": "x", "added": None}, {"id": 2, "p": "x", "added": None}]
     with pytest.raises(Exception, match="f.parquet: column 'id' of type string cannot be read as int64"):
         conform(pa.RecordBatch.from_pydict({"id": ["a"]}), target, {}, "f.parquet")
+
+
+def test_row_groups_skipped_only_where_footer_bounds_exclude(tmp_path: Any) -> None:
+    import pyarrow.parquet as pq
+
+    from engine_bridge.spark.scan import row_groups_to_read
+    from expressions import parse_sql
+
+    ids = list(range(100))
+    names = [None if i % 10 == 3 else f"n{i:03d}" for i in ids]
+    fares = [float("nan") if i == 5 else float(i) for i in ids]
+    pq.write_table(pa.table({"id": ids, "name": names, "fare": fares}), tmp_path / "f.parquet", row_group_size=10)
+    parquet = pq.ParquetFile(tmp_path / "f.parquet")
+
+    def groups(sql: str) -> list[int]:
+        return row_groups_to_read(parquet, parse_sql(sql, "spark"))
+
+    assert groups("id > 90") == [9]
+    assert groups("id = 42 OR id BETWEEN 75 AND 81") == [4, 7, 8]
+    assert groups("name = 'n055'") == [5]
+    assert groups("name IS NULL") == list(range(10))  # every group holds a null
+    assert groups("id > 90 AND fare > 1000") == [9]  # float bounds are not used: NaN sorts above them in Spark
+    assert groups("fare > 1000") == list(range(10))
+    assert groups("upper(name) = 'N055'") == list(range(10))  # not order-preserving on these bounds: kept
+    for sql in ("id > 90", "name = 'n055'", "id = 42 OR id BETWEEN 75 AND 81"):
+        expr = parse_sql(sql, "spark")
+        table = parquet.read()
+        holding = {i // 10 for i, keep in enumerate(evaluate_rows(expr, table).to_pylist()) if keep}
+        assert holding <= set(groups(sql))

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, json_requested, print_lines
+from engine_bridge.cli.output import Output, command_output, print_lines, progress
 from metadata.mdt.file_groups import BUILD_ORDER, MdtPartition
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
 from metadata.mdt.writer import DEFAULT_COMPACT_AFTER, IndexReport, MetadataTableWriter
@@ -26,11 +26,6 @@ def _partitions(text: str) -> list[MdtPartition]:
     if unknown:
         raise click.BadParameter(f"unknown metadata partition {', '.join(unknown)} (choose from {', '.join(PARTITION_NAMES)})")
     return [MdtPartition(n) for n in names]
-
-
-def _progress(message: str) -> None:
-    if not json_requested():
-        click.echo(message, err=True)
 
 
 def _engine(engine: str, parallelism: int) -> StatsEngine:
@@ -77,7 +72,7 @@ def index_build(path: str, partitions: str, columns: str | None, all_columns: bo
 
         schema = table_schema(TableParts.load(path))
         chosen = [f.name for f in schema if is_indexable(f.type)]
-    writer = MetadataTableWriter(path, engine=_engine(engine, parallelism), progress=_progress)
+    writer = MetadataTableWriter(path, engine=_engine(engine, parallelism), progress=progress)
     return _render(writer.build(_partitions(partitions), chosen, rebuild=rebuild))
 
 
@@ -88,7 +83,7 @@ def index_build(path: str, partitions: str, columns: str | None, all_columns: bo
 @command_output
 def index_sync(path: str, compact_after: int) -> Output:
     """Apply the data instants completed since the metadata table's last one."""
-    return _render(MetadataTableWriter(path, compact_after=compact_after, progress=_progress).sync())
+    return _render(MetadataTableWriter(path, compact_after=compact_after, progress=progress).sync())
 
 
 @index.command("compact")
@@ -98,7 +93,7 @@ def index_sync(path: str, compact_after: int) -> Output:
 @command_output
 def index_compact(path: str, force: bool, compact_after: int) -> Output:
     """Fold log files into new HFile base files, as Hudi's metadata compaction does."""
-    return _render(MetadataTableWriter(path, compact_after=compact_after, progress=_progress).compact(force=force))
+    return _render(MetadataTableWriter(path, compact_after=compact_after, progress=progress).compact(force=force))
 
 
 @index.command("drop")
@@ -107,4 +102,4 @@ def index_compact(path: str, force: bool, compact_after: int) -> Output:
 @command_output
 def index_drop(path: str, partitions: str) -> Output:
     """Remove metadata partitions: the table config first, then the files."""
-    return _render(MetadataTableWriter(path, progress=_progress).drop(_partitions(partitions)))
+    return _render(MetadataTableWriter(path, progress=progress).drop(_partitions(partitions)))

@@ -38,6 +38,12 @@ def json_requested() -> bool:
     return bool(click.get_current_context().meta.get("hudi_bridge.json", False))
 
 
+def progress(message: str) -> None:
+    """A progress line on stderr, unless --json was asked for."""
+    if not json_requested():
+        click.echo(message, err=True)
+
+
 def strict_requested() -> bool:
     """--strict: a damaged metadata table is an error, not a fallback."""
     return bool(click.get_current_context().meta.get("hudi_bridge.strict", False))

@@ -5,12 +5,7 @@ from __future__ import annotations
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, json_requested
-
-
-def _progress(message: str) -> None:
-    if not json_requested():
-        click.echo(message, err=True)
+from engine_bridge.cli.output import Output, command_output, console, progress
 
 
 @main.command()
@@ -31,10 +26,10 @@ def pull(path: str, out: str, output_format: str, begin: str | None, checkpoint:
     from engine_bridge.spark import local_spark_session, register
     from engine_bridge.spark.pull import pull as run_pull
 
-    _progress("starting a local Spark session")
+    progress("starting a local Spark session")
     spark = local_spark_session(app_name="hudi-bridge-pull")
     register(spark)
-    result = run_pull(spark, path, out, begin, checkpoint, end, max_commits, where, output_format, _progress)
+    result = run_pull(spark, path, out, begin, checkpoint, end, max_commits, where, output_format, progress)
 
     def render() -> None:
         if not result.instants:

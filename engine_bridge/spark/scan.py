@@ -12,17 +12,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine_bridge.spark.options import OPEN_COST_BYTES, QueryType, ReadOptions
-from expressions import Expr, evaluate_rows, parse_sql, to_sql
+from expressions import Expr, evaluate_rows, may_match, parse_sql, to_sql
+from expressions.tree import references
 from listers import DirectoryLister, incremental, plan
 from metadata import FileSlice, HudiTable
 from metadata.errors import HudiBridgeError, HudiFormatError
 from metadata.partition_path import parse_partition_values
+from metadata.stats_table import FILE_NAME, VALUE_COUNT, mark_truncated
 from metadata.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -178,6 +181,54 @@ def _keep(batch: pa.RecordBatch, condition: Expr | None) -> pa.RecordBatch:
     return batch.filter(pc.fill_null(mask, False))
 
 
+def _has_exact_bounds(dtype: pa.DataType) -> bool:
+    """Types whose footer min/max bound every value as Spark compares them
+    (floats are left out: Parquet bounds skip NaN, which Spark sorts last)."""
+    return pa.types.is_integer(dtype) or pa.types.is_string(dtype) or pa.types.is_date32(dtype) or pa.types.is_boolean(dtype)
+
+
+def row_groups_to_read(parquet: pq.ParquetFile, condition: Expr | None) -> list[int]:
+    """Row groups whose footer statistics may hold a row matching `condition`
+    (all of them when it names no column with usable statistics)."""
+    metadata = parquet.metadata
+    every = list(range(metadata.num_row_groups))
+    if condition is None or metadata.num_row_groups <= 1:
+        return every
+    wanted = {ref.path[0].lower() for ref in references(condition) if len(ref.path) == 1}
+    schema = parquet.schema_arrow
+    first = metadata.row_group(0)
+    columns: dict[str, pa.Array] = {}
+    strings = []
+    for j in range(first.num_columns):
+        name = first.column(j).path_in_schema
+        if "." in name or name.lower() not in wanted or schema.get_field_index(name) < 0:
+            continue
+        dtype = schema.field(name).type
+        if not _has_exact_bounds(dtype):
+            continue
+        bounds: dict[str, list[Any]] = {"_minValue": [], "_maxValue": [], "_nullCount": []}
+        for i in every:
+            stats = metadata.row_group(i).column(j).statistics
+            usable = stats is not None and stats.has_min_max
+            bounds["_minValue"].append(stats.min if usable else None)
+            bounds["_maxValue"].append(stats.max if usable else None)
+            bounds["_nullCount"].append(stats.null_count if stats is not None and stats.has_null_count else None)
+        try:
+            columns[name + "_minValue"] = pa.array(bounds["_minValue"], dtype)
+            columns[name + "_maxValue"] = pa.array(bounds["_maxValue"], dtype)
+            columns[name + "_nullCount"] = pa.array(bounds["_nullCount"], pa.int64())
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            continue  # statistics of an unexpected type: no pruning on this column
+        if pa.types.is_string(dtype):
+            strings.append(name)
+    if not columns:
+        return every
+    table = pa.table({FILE_NAME: [str(i) for i in every],
+                      VALUE_COUNT: pa.array([metadata.row_group(i).num_rows for i in every], pa.int64()), **columns})
+    keep = may_match(condition, mark_truncated(table, strings) if strings else table).to_pylist()
+    return [i for i in every if keep[i]]
+
+
 def _slice_batches(spec: ReadSpec, storage: Storage, s: SliceToRead) -> Iterator[pa.RecordBatch]:
     if spec.merge_logs and s.log_files:
         import hudi
@@ -188,7 +239,9 @@ def _slice_batches(spec: ReadSpec, storage: Storage, s: SliceToRead) -> Iterator
     elif s.base_file:
         with storage.open_random_access(s.base_file) as handle:
             parquet = pq.ParquetFile(handle)
-            yield from parquet.iter_batches(batch_size=BATCH_ROWS)
+            groups = row_groups_to_read(parquet, parse_sql(spec.predicate, "spark") if spec.predicate else None)
+            if groups:
+                yield from parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=groups)
 
 
 def read_split(spec: ReadSpec, split: Split, target: pa.Schema) -> Iterator[pa.RecordBatch]:
