@@ -159,6 +159,9 @@ class _Planner:
             raise  # a damaged commit file: say which, rather than plan without types
         except HudiError as exc:
             self.not_used.append(f"table schema ({exc}); partition values compared as text")
+        # Partition columns the writer dropped from the files (and the schema) are the path's text.
+        for field in self.table.config.partition_fields:
+            types.setdefault(field, pa.string())
         return types
 
     def _transformed_partition_fields(self, types: dict[str, pa.DataType]) -> dict[str, str]:

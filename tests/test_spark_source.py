@@ -314,3 +314,40 @@ def test_pull_three_runs_with_a_crash_before_the_checkpoint(tmp_path: Path, spar
     ])
     nothing = pull_module.pull(spark, path, str(out), checkpoint=checkpoint)
     assert nothing.instants == [] and nothing.rows == 0
+
+
+def test_a_taken_name_falls_back_and_says_so(tmp_path: Path, spark: Any, source: str) -> None:
+    """Spark refuses a Python source under a name a JVM source has (here the
+    built-in parquet, as Apache Hudi's bundle would hold `hudi`)."""
+    path = _partitioned_table(tmp_path / "fallback")
+    try:
+        taken = register(spark, name="parquet", fallback="hudi_bridge_fallback")
+        assert taken.name == "hudi_bridge_fallback"
+        assert any("JVM data source named 'parquet'" in note for note in taken.notes)
+        assert spark.read.format("hudi_bridge_fallback").load(path).count() == 32
+        assert read(spark, path, query_type="read_optimized").count() == 32
+    finally:
+        assert register(spark).name == source
+
+
+def test_dropped_partition_columns_come_from_the_path(tmp_path: Path, spark: Any, source: str) -> None:
+    """A writer with hoodie.datasource.write.drop.partition.columns=true keeps
+    `p` out of the files and the schema; the source appends it as a string
+    taken from each slice's partition path, as Hudi's TableSchemaResolver does."""
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "dropped"
+    builder = TableBuilder(str(path), pa.schema([("id", pa.int64()), ("p", pa.string())]), partition_fields=["p"], version=6)
+    builder.write([{"id": i, "p": f"x{i % 2}"} for i in range(6)])
+    for file in path.rglob("*.parquet"):
+        pq.write_table(pq.read_table(file).drop_columns(["p"]), file)
+    commit = next((path / ".hoodie").glob("*.commit"))
+    meta = json.loads(commit.read_text())
+    schema = json.loads(meta["extraMetadata"]["schema"])
+    schema["fields"] = [f for f in schema["fields"] if f["name"] != "p"]
+    meta["extraMetadata"]["schema"] = json.dumps(schema)
+    commit.write_text(json.dumps(meta))
+    frame = spark.read.format(source).load(str(path))
+    assert frame.schema.names[-2:] == ["id", "p"] and frame.schema["p"].dataType.simpleString() == "string"
+    assert sorted((r.id, r.p) for r in frame.collect()) == [(i, f"x{i % 2}") for i in range(6)]
+    assert sorted(r.id for r in read(spark, str(path), where="p = 'x1'").collect()) == [1, 3, 5]

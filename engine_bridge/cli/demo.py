@@ -23,21 +23,22 @@ DEMO_QUERY = "city IN ('chennai', 'amsterdam') AND trip_date >= DATE '2024-01-07
 
 def spark_read(target: str, query: str) -> dict[str, Any]:
     """The table read by a local Spark through the `hudi` source, pruned by the query."""
-    from engine_bridge.spark import local_spark_session, register
+    from engine_bridge.spark import register
     from engine_bridge.spark.options import PRUNE_PUSHED, SPLIT_BYTES
+    from engine_bridge.spark.session import command_spark_session
 
-    spark = local_spark_session(app_name="hudi-bridge-demo")
-    name = register(spark).name
-    # One query on a fresh DataFrame, so pruning on pushed filters is safe; one file slice per task to count them.
-    frame = spark.read.format(name).option(PRUNE_PUSHED, "true").option(SPLIT_BYTES, "1").load(target).where(query)
-    rows = frame.collect()
-    return {
-        "source": name,
-        "query": query,
-        "rows": len(rows),
-        "file_slices_read": frame.rdd.getNumPartitions(),
-        "file_slices_total": len(HudiTable.open(target).file_slices()),
-    }
+    with command_spark_session("hudi-bridge-demo") as spark:
+        name = register(spark).name
+        # One query on a fresh DataFrame, so pruning on pushed filters is safe; one file slice per task to count them.
+        frame = spark.read.format(name).option(PRUNE_PUSHED, "true").option(SPLIT_BYTES, "1").load(target).where(query)
+        rows = frame.collect()
+        return {
+            "source": name,
+            "query": query,
+            "rows": len(rows),
+            "file_slices_read": frame.rdd.getNumPartitions(),
+            "file_slices_total": len(HudiTable.open(target).file_slices()),
+        }
 
 
 @main.command()

@@ -23,13 +23,14 @@ def pull(path: str, out: str, output_format: str, begin: str | None, checkpoint:
     """Write the rows changed in a range of commits, then advance the checkpoint."""
     if begin and checkpoint:
         raise click.UsageError("give --begin or --checkpoint, not both")
-    from engine_bridge.spark import local_spark_session, register
+    from engine_bridge.spark import register
     from engine_bridge.spark.pull import pull as run_pull
+    from engine_bridge.spark.session import command_spark_session
 
-    progress("starting a local Spark session")
-    spark = local_spark_session(app_name="hudi-bridge-pull")
-    register(spark)
-    result = run_pull(spark, path, out, begin, checkpoint, end, max_commits, where, output_format, progress)
+    progress("starting Spark")
+    with command_spark_session("hudi-bridge-pull") as spark:
+        register(spark)
+        result = run_pull(spark, path, out, begin, checkpoint, end, max_commits, where, output_format, progress)
 
     def render() -> None:
         if not result.instants:

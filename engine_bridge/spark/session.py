@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -29,3 +31,19 @@ def local_spark_session(metastore_uri: str | None = None, warehouse: str | None 
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+@contextmanager
+def command_spark_session(app_name: str) -> Iterator[Any]:
+    """The active SparkSession, or a local one started for a command and
+    stopped after it (so a later session in the same process, say one on a
+    Hive metastore, is not handed this one by getOrCreate)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    session = active or local_spark_session(app_name=app_name)
+    try:
+        yield session
+    finally:
+        if active is None:
+            session.stop()
