@@ -56,7 +56,12 @@ class _Ghost:
 
 
 class FileSystemView:
-    def __init__(self, config: TableConfig, timeline: Timeline, listing: FileListing, as_of: str | None = None) -> None:
+    def __init__(self, config: TableConfig, timeline: Timeline, listing: FileListing, as_of: str | None = None,
+                 include_pending: bool = False) -> None:
+        """`include_pending` also shows the files of pending commits and delta
+        commits (Hive's `hoodie.<table>.consume.pending.commits`, used by
+        pre-commit validation); pending replacecommits and compactions stay
+        invisible, since what they replace is not final."""
         self.config = config
         self.timeline = timeline
         self.listing = listing
@@ -73,6 +78,11 @@ class FileSystemView:
         self.is_latest = as_of is None or latest is None or as_of >= latest.requested_time
         self._first_active = timeline.first_active_time()
         visible = [i for i in timeline.completed() if self.as_of is not None and i.requested_time <= self.as_of]
+        if include_pending:
+            visible += [i for i in timeline.instants if not i.is_completed and i.action in (Action.COMMIT, Action.DELTA_COMMIT)
+                        and i.planned_action is not Action.COMPACTION]
+            if visible:
+                self.as_of = max(self.as_of or "", max(i.requested_time for i in visible))
         self._visible: dict[str, Instant] = {i.requested_time: i for i in visible}
         self._pending_compactions: dict[str, Instant] = {
             i.requested_time: i
