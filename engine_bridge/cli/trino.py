@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
 from engine_bridge.cli.app import main
@@ -23,19 +25,21 @@ def _settings(pairs: tuple[str, ...]) -> dict[str, str]:
     return found
 
 
-_table_path = click.option("--table-path", required=True, help="The Hudi table's location as the engine sees it.")
-_dialect = click.option("--dialect", type=click.Choice(["trino", "presto"]), default="trino", show_default=True)
-_begin = click.option("--begin", default=None, help="Pull commits after this instant (incremental).")
-_end = click.option("--end", default=None, help="Last instant of an incremental pull.")
+def _rewrite_options(command: Callable[..., Output]) -> Callable[..., None]:
+    """What every rewriting command takes: the table, the dialect, an optional range, the SQL."""
+    for decorate in reversed([
+        click.option("--table-path", required=True, help="The Hudi table's location as the engine sees it."),
+        click.option("--dialect", type=click.Choice(["trino", "presto"]), default="trino", show_default=True),
+        click.option("--begin", default=None, help="Pull commits after this instant (incremental)."),
+        click.option("--end", default=None, help="Last instant of an incremental pull."),
+        click.argument("sql"),
+    ]):
+        command = decorate(command)
+    return command_output(command)
 
 
 @trino.command("rewrite")
-@_table_path
-@_dialect
-@_begin
-@_end
-@click.argument("sql")
-@command_output
+@_rewrite_options
 def rewrite_command(table_path: str, dialect: str, begin: str | None, end: str | None, sql: str) -> Output:
     """Print SQL rewritten with the kept partitions and "$path" IN (candidate base files)."""
     from engine_bridge.trino import candidate_query
@@ -51,12 +55,7 @@ def rewrite_command(table_path: str, dialect: str, begin: str | None, end: str |
 @click.option("--schema", required=True)
 @click.option("--user", default="hudi-bridge", show_default=True)
 @click.option("--session", "session", multiple=True, metavar="KEY=VALUE", help="A session property, as the trino client passes it.")
-@_table_path
-@_dialect
-@_begin
-@_end
-@click.argument("sql")
-@command_output
+@_rewrite_options
 def query_command(server: str, catalog: str, schema: str, user: str, session: tuple[str, ...], table_path: str, dialect: str,
                   begin: str | None, end: str | None, sql: str) -> Output:
     """Run SQL rewritten to read only the candidate files, through the trino client."""
