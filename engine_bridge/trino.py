@@ -11,21 +11,18 @@ metadata table itself.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date
 from typing import Any
 
-import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
+from engine_bridge.sql_conditions import partition_condition
 from expressions import ExpressionError, SqlSyntaxError
 from listers import incremental, plan
 from metadata import FileSlice, HudiTable
-from metadata.avro_schema import avro_to_arrow_schema
 from metadata.errors import HudiBridgeError, HudiError
-from metadata.partition_path import parse_partition_values
 from metadata.storage import join
 
 PATH_COLUMN = "$path"
@@ -57,44 +54,6 @@ def _unqualified(where: Any, alias: str) -> Any:
             return exp.column(node.name, quoted=node.this.quoted if isinstance(node.this, exp.Identifier) else False)
         return node
     return where.copy().transform(strip)
-
-
-def _literal(value: str, dtype: pa.DataType) -> Any:
-    if pa.types.is_string(dtype):
-        return exp.Literal.string(value)
-    if pa.types.is_integer(dtype):
-        return exp.Literal.number(int(value))
-    if pa.types.is_date32(dtype):
-        return exp.cast(exp.Literal.string(date.fromisoformat(value).isoformat()), exp.DataType.build("date"))
-    return None
-
-
-def _partition_condition(table: HudiTable, partitions: Sequence[str], alias: str | None) -> Any:
-    """The kept partitions as a predicate on partition columns (None when a
-    column's path text is not its value, or its type is not one we spell)."""
-    config = table.config
-    fields = config.partition_fields
-    if not fields or not partitions:
-        return None
-    types = {f.name: f.type for f in avro_to_arrow_schema(table.avro_schema())}
-    if any(config.key_generator.why_path_is_not_the_value(f, pa.types.is_timestamp(types.get(f, pa.string()))) for f in fields):
-        return None
-    alternatives: list[Any] = []  # sqlglot nodes (its base class name differs across versions)
-    for partition in partitions:
-        values = parse_partition_values(partition, fields, config.hive_style_partitioning, config.url_encode_partitioning)
-        terms: list[Any] = []
-        for name in fields:
-            column = exp.column(name, table=alias)
-            value = values[name]
-            if value is None:
-                terms.append(exp.Is(this=column, expression=exp.Null()))
-                continue
-            literal = _literal(value, types.get(name, pa.string()))
-            if literal is None:
-                return None
-            terms.append(exp.EQ(this=column, expression=literal))
-        alternatives.append(exp.and_(*terms) if len(terms) > 1 else terms[0])
-    return exp.or_(*alternatives) if len(alternatives) > 1 else alternatives[0]
 
 
 def candidate_query(sql: str, table_path: str, dialect: str = "trino", begin: str | None = None, end: str | None = None,
@@ -129,9 +88,9 @@ def candidate_query(sql: str, table_path: str, dialect: str = "trino", begin: st
     paths = sorted(join(table_path.rstrip("/"), s.base_file) for s in bases if s.base_file)
     kept_partitions = sorted({s.partition for s in bases})
     conditions: list[Any] = []
-    partition_condition = _partition_condition(table, kept_partitions, qualifier)
-    if partition_condition is not None:
-        conditions.append(partition_condition)
+    kept = partition_condition(table, kept_partitions, qualifier)
+    if kept is not None:
+        conditions.append(kept)
     path_column = exp.column(PATH_COLUMN, table=qualifier, quoted=True)
     conditions.append(exp.In(this=path_column, expressions=[exp.Literal.string(p) for p in paths]) if paths else exp.false())
     if row_filter is not None:

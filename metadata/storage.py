@@ -16,6 +16,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import BinaryIO, TypeVar, cast
+from urllib.parse import unquote
 
 import pyarrow.fs as pafs
 
@@ -127,7 +128,7 @@ class Storage:
             except Exception as exc:  # pyarrow raises several types here
                 raise HudiError(f"cannot open storage for {path_or_uri}: {exc}") from exc
             return cls(fs, base, path_or_uri)
-        local = path_or_uri[len("file://"):] if path_or_uri.startswith("file://") else path_or_uri
+        local = hadoop_local_path(path_or_uri)
         return cls(pafs.LocalFileSystem(), _normalise_local(local), path_or_uri)
 
     def child(self, relative: str) -> Storage:
@@ -232,6 +233,16 @@ class Storage:
 
     def make_dirs(self, relative: str) -> None:
         self._call("create", relative, lambda path: self.filesystem.create_dir(path, recursive=True))
+
+
+def hadoop_local_path(path_or_uri: str) -> str:
+    """A local path from `file:///x`, or `file:/x` as Hadoop and Spark's
+    catalog write it (percent-encoded); other text is returned as it is."""
+    if path_or_uri.startswith("file://"):
+        return path_or_uri[len("file://"):]
+    if path_or_uri.startswith("file:/"):
+        return unquote(path_or_uri[len("file:"):])
+    return path_or_uri
 
 
 def _normalise_local(path: str) -> str:

@@ -75,8 +75,10 @@ def _builder_table(path: Path, version: int, table_type: str) -> TableBuilder:
 
 
 def _written_in_range(path: str, instants: list[str]) -> set[str]:
-    """Per file group, the newest base file one of `instants` wrote (from commit metadata)."""
+    """Per file group, the newest base file one of `instants` wrote (from
+    commit metadata), unless a replacecommit has since replaced the group."""
     table = HudiTable.open(path, use_metadata=False)
+    replaced = {g for i in table.timeline.commits() for g in table.timeline.commit_metadata(i).replaced_file_groups()}
     newest: dict[tuple[str, str], tuple[str, str]] = {}
     for instant in table.timeline.commits():
         if instant.requested_time not in instants:
@@ -84,15 +86,31 @@ def _written_in_range(path: str, instants: list[str]) -> set[str]:
         for stat in table.timeline.commit_metadata(instant).write_stats():
             if stat.path and stat.path.endswith(".parquet"):
                 key = (stat.partition_path, stat.file_id)
+                if key in replaced:
+                    continue
                 if key not in newest or newest[key][0] < instant.requested_time:
                     newest[key] = (instant.requested_time, stat.path)
     return {os.path.join(path, p) for _, p in newest.values()}
 
 
 @pytest.mark.parametrize("version,table_type", [(6, "COPY_ON_WRITE"), (8, "COPY_ON_WRITE"), (6, "MERGE_ON_READ"), (8, "MERGE_ON_READ")])
-def test_incremental_lists_only_what_the_range_wrote(tmp_path: Path, version: int, table_type: str) -> None:
+def test_builder_tables_snapshot_and_incremental(tmp_path: Path, version: int, table_type: str) -> None:
     path = str(tmp_path / "t")
     _builder_table(tmp_path / "t", version, table_type)
+    rs = hudi.HudiTableBuilder.from_base_uri(path).build()
+    snapshot = list_status(_conf(_partition_dirs(path)))
+    assert {f.path for f in snapshot.files} == {os.path.join(path, s.base_file_relative_path()) for s in rs.get_file_slices() if s.base_file_name}
+    _check_incremental(path, "sample")
+
+
+@requires_fixtures
+@pytest.mark.fixtures
+@pytest.mark.parametrize("fixture_table", [f for f in fixture_ids() if "empty" not in f] or ["no-fixtures"], indirect=True)
+def test_fixture_incremental_lists_only_what_the_range_wrote(fixture_table: str) -> None:
+    _check_incremental(fixture_table, HudiTable.open(fixture_table).config.name)
+
+
+def _check_incremental(path: str, name: str) -> None:
     table = HudiTable.open(path, use_metadata=False)
     commits = [c.requested_time for c in table.timeline.commits()]
     partitions = _partition_dirs(path)
@@ -101,8 +119,8 @@ def test_incremental_lists_only_what_the_range_wrote(tmp_path: Path, version: in
             later = [c for c in commits if c > start]
             in_range = later if max_commits < 0 else later[:max_commits]
             handler = CountingHandler()
-            conf = _conf(partitions, **{"hoodie.sample.consume.mode": "INCREMENTAL", "hoodie.sample.consume.start.timestamp": start,
-                                        "hoodie.sample.consume.max.commits": str(max_commits)})
+            conf = _conf(partitions, **{f"hoodie.{name}.consume.mode": "INCREMENTAL", f"hoodie.{name}.consume.start.timestamp": start,
+                                        f"hoodie.{name}.consume.max.commits": str(max_commits)})
             result = list_status(conf, filesystem=pafs.PyFileSystem(handler))
             assert {f.path for f in result.files} == _written_in_range(path, in_range), (start, max_commits)
             assert result.tables[0].instants == tuple(in_range)

@@ -140,8 +140,17 @@ def _incremental_instants(table: HudiTable, key: str, conf: Mapping[str, str], n
     if not start:
         raise HudiError(f"{CONSUME_MODE.format(table=key)}=INCREMENTAL needs {START.format(table=key)}")
     check_instant_time(start, START.format(table=key))
+    return consumed_instants(table, start, integer(conf, MAX_COMMITS.format(table=key), DEFAULT_MAX_COMMITS),
+                             flag(conf, STOP_AT_COMPACTION.format(table=key), True), notes)
+
+
+def consumed_instants(table: HudiTable, start: str, max_commits: int, stop_at_compaction: bool = True,
+                      notes: list[str] | None = None) -> list[Instant]:
+    """The commits Hudi's Hive reader consumes after `start` (requested time):
+    at most `max_commits` (-1: all), before the earliest pending compaction."""
+    notes = notes if notes is not None else []
     commits = table.timeline.commits()
-    if flag(conf, STOP_AT_COMPACTION.format(table=key), True):
+    if stop_at_compaction:
         pending = [i.requested_time for i in table.timeline.instants
                    if not i.is_completed and (i.planned_action or i.action) is Action.COMPACTION]
         if pending:
@@ -151,11 +160,10 @@ def _incremental_instants(table: HudiTable, key: str, conf: Mapping[str, str], n
                 notes.append(f"stopped before the pending compaction {stop} ({len(commits) - len(kept)} later commit(s) wait)")
             commits = kept
     after = sorted((i for i in commits if i.requested_time > start), key=lambda i: i.requested_time)
-    limit = integer(conf, MAX_COMMITS.format(table=key), DEFAULT_MAX_COMMITS)
-    return after if limit < 0 else after[:limit]
+    return after if max_commits < 0 else after[:max_commits]
 
 
-def _newest_base_in_range(view: FileSystemView, partitions: list[str], instants: set[str]) -> list[FileSlice]:
+def newest_base_files_in_range(view: FileSystemView, partitions: list[str], instants: set[str]) -> list[FileSlice]:
     found = []
     for partition in partitions:
         for group in view.file_groups(partition):
@@ -198,7 +206,7 @@ def _list_table(base: str, relative: list[str], conf: Mapping[str, str], expr: E
             written |= set(table.timeline.commit_metadata(instant).partition_to_write_stats)
         partitions = sorted(p for p in written if whole_table or p in relative)
         view = table.view()
-        candidates = _newest_base_in_range(view, partitions, {i.requested_time for i in instants})
+        candidates = newest_base_files_in_range(view, partitions, {i.requested_time for i in instants})
         mode, instant_times = "incremental", tuple(i.requested_time for i in instants)
     else:
         as_of = conf.get(COMMIT.format(table=key), "").strip() or None

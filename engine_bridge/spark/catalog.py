@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from engine_bridge.spark.options import PATH, QUERY_TYPE, QueryType
 from engine_bridge.spark.register import source_name
 from metadata.errors import HudiBridgeError
+from metadata.storage import hadoop_local_path
 
 RO_TABLE = "hoodie.query.as.ro.table"
 
@@ -29,12 +29,6 @@ class HudiCatalogTable:
     name: str
     path: str
     options: dict[str, str]
-
-
-def _local_or_uri(location: str) -> str:
-    """`file:/x` (how Spark's catalog writes local paths) as a plain path."""
-    parsed = urlparse(location)
-    return unquote(parsed.path) if parsed.scheme == "file" else location
 
 
 def _scala_map(m: Any) -> dict[str, str]:
@@ -66,7 +60,7 @@ def describe(spark: Any, name: str) -> HudiCatalogTable:
     options = {k: v for k, v in serde.items() if k.startswith("hoodie.") and k != RO_TABLE}
     if serde.get(RO_TABLE, "false").lower() == "true":
         options[QUERY_TYPE] = str(QueryType.READ_OPTIMIZED)
-    return HudiCatalogTable(database, table, _local_or_uri(location), options)
+    return HudiCatalogTable(database, table, hadoop_local_path(location), options)
 
 
 def table(spark: Any, name: str, **options: str) -> Any:
