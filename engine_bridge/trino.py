@@ -20,7 +20,7 @@ from sqlglot import exp
 
 from engine_bridge.sql_conditions import partition_condition
 from expressions import ExpressionError, SqlSyntaxError
-from listers import incremental, plan
+from listers import DirectoryLister, incremental, plan
 from metadata import FileSlice, HudiTable
 from metadata.errors import HudiBridgeError, HudiError
 from metadata.storage import join
@@ -80,7 +80,7 @@ def candidate_query(sql: str, table_path: str, dialect: str = "trino", begin: st
         explanation = f"incremental ({begin}, {end or 'latest'}]: {len(planned.instants)} instant(s), {len(files)} file slice(s)"
     else:
         try:
-            result = plan(table_path, predicate, dialect=dialect, as_of=as_of)
+            result = plan(DirectoryLister(table, as_of), predicate, dialect=dialect)
         except (ExpressionError, SqlSyntaxError) as exc:
             raise RewriteError(f"the WHERE clause cannot be planned: {exc}") from None
         files, row_filter, explanation = list(result.files), None, result.explain()

@@ -18,6 +18,7 @@ from metadata.errors import InvalidInstantTime
 from metadata.text_enum import TextEnum
 
 INSTANT_TIME_PATTERN = re.compile(r"^\d{14,}$")
+BEFORE_ALL_INSTANTS = "0" * 17  # earlier than every instant: "from the start" in a range
 
 class Action(TextEnum):
     COMMIT = "commit"

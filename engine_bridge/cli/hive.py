@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, rich_table
+from engine_bridge.cli.output import Output, command_output, console, key_values, rich_table
 
 
 @main.group()
@@ -22,12 +22,7 @@ def list_status_command(conf_file: str | None, settings: tuple[str, ...]) -> Out
     """The files HoodieParquetInputFormat.listStatus returns for a job configuration."""
     from engine_bridge.hive import list_status, load_job_conf
 
-    conf = load_job_conf(conf_file) if conf_file else {}
-    for setting in settings:
-        key, sep, value = setting.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"{setting!r} is not KEY=VALUE", param_hint="--set")
-        conf[key.strip()] = value
+    conf = {**(load_job_conf(conf_file) if conf_file else {}), **key_values(settings, "--set")}
     result = list_status(conf)
 
     def render() -> None:

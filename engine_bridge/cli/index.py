@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -28,13 +30,17 @@ def _partitions(text: str) -> list[MdtPartition]:
     return [MdtPartition(n) for n in names]
 
 
-def _engine(engine: str, parallelism: int) -> StatsEngine:
+@contextmanager
+def _engine(engine: str, parallelism: int) -> Iterator[StatsEngine]:
+    """The stats engine; a Spark session it starts is stopped afterwards, as demo and pull do."""
     if engine == "local":
-        return LocalStatsEngine(parallelism=parallelism)
-    from engine_bridge.spark import local_spark_session
+        yield LocalStatsEngine(parallelism=parallelism)
+        return
     from engine_bridge.spark.index_engine import SparkStatsEngine
+    from engine_bridge.spark.session import command_spark_session
 
-    return SparkStatsEngine(local_spark_session(app_name="hudi-bridge index", cores=parallelism), parallelism)
+    with command_spark_session("hudi-bridge index", cores=parallelism) as spark:
+        yield SparkStatsEngine(spark, parallelism)
 
 
 def _render(report: IndexReport) -> Output:
@@ -72,8 +78,10 @@ def index_build(path: str, partitions: str, columns: str | None, all_columns: bo
 
         schema = table_schema(TableParts.load(path))
         chosen = [f.name for f in schema if is_indexable(f.type)]
-    writer = MetadataTableWriter(path, engine=_engine(engine, parallelism), progress=progress)
-    return _render(writer.build(_partitions(partitions), chosen, rebuild=rebuild))
+    wanted = _partitions(partitions)  # a bad name fails before Spark starts
+    with _engine(engine, parallelism) as stats_engine:
+        writer = MetadataTableWriter(path, engine=stats_engine, progress=progress)
+        return _render(writer.build(wanted, chosen, rebuild=rebuild))
 
 
 @index.command("sync")

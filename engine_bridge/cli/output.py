@@ -44,6 +44,17 @@ def progress(message: str) -> None:
         click.echo(message, err=True)
 
 
+def key_values(pairs: Sequence[str], option: str) -> dict[str, str]:
+    """`KEY=VALUE` option values as a dict (a usage error names the option)."""
+    found = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint=option)
+        found[key.strip()] = value
+    return found
+
+
 def strict_requested() -> bool:
     """--strict: a damaged metadata table is an error, not a fallback."""
     return bool(click.get_current_context().meta.get("hudi_bridge.strict", False))

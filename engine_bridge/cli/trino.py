@@ -7,22 +7,12 @@ from collections.abc import Callable
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, rich_table
+from engine_bridge.cli.output import Output, command_output, console, key_values, rich_table
 
 
 @main.group()
 def trino() -> None:
     """Presto/Trino's side: queries rewritten to read only candidate files."""
-
-
-def _settings(pairs: tuple[str, ...]) -> dict[str, str]:
-    found = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--session")
-        found[key.strip()] = value
-    return found
 
 
 def _rewrite_options(command: Callable[..., Output]) -> Callable[..., None]:
@@ -62,7 +52,7 @@ def query_command(server: str, catalog: str, schema: str, user: str, session: tu
     from engine_bridge.trino import candidate_query, run_query
 
     query = candidate_query(sql, table_path, dialect, begin, end)
-    names, rows = run_query(server, catalog, schema, query.sql, user, _settings(session))
+    names, rows = run_query(server, catalog, schema, query.sql, user, key_values(session, "--session"))
     payload = {"sql": query.sql, "files": len(query.files), "columns": names, "rows": [list(r) for r in rows]}
     return Output(payload, lambda: console.print(rich_table(f"{len(rows)} row(s) from {len(query.files)} file(s)",
                                                             [dict(zip(names, r)) for r in rows])))

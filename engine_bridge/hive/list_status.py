@@ -163,6 +163,14 @@ def consumed_instants(table: HudiTable, start: str, max_commits: int, stop_at_co
     return after if max_commits < 0 else after[:max_commits]
 
 
+def written_partitions(table: HudiTable, instants: list[Instant]) -> list[str]:
+    """The partitions the instants' write stats name (Hudi's `getAffectedPartitions`)."""
+    written: set[str] = set()
+    for instant in instants:
+        written |= set(table.timeline.commit_metadata(instant).partition_to_write_stats)
+    return sorted(written)
+
+
 def newest_base_files_in_range(view: FileSystemView, partitions: list[str], instants: set[str]) -> list[FileSlice]:
     found = []
     for partition in partitions:
@@ -185,10 +193,14 @@ def _prune(table: HudiTable, as_of: str | None, expr: Expr, candidates: list[Fil
     return [s for s in candidates if (s.partition, s.file_id, s.base_file) not in considered - kept]
 
 
+def _listed(storage: Storage, relative: str, info: pafs.FileInfo) -> ListedFile:
+    return ListedFile(join(storage.uri, relative), info.size or 0, (info.mtime_ns or 0) // 1_000_000)
+
+
 def _file_records(storage: Storage, slices: list[FileSlice]) -> list[ListedFile]:
     paths = [s.base_file for s in slices if s.base_file]
     infos = storage.filesystem.get_file_info([storage.full_path(p) for p in paths]) if paths else []
-    return [ListedFile(join(storage.uri, p), info.size or 0, (info.mtime_ns or 0) // 1_000_000) for p, info in zip(paths, infos)]
+    return [_listed(storage, p, info) for p, info in zip(paths, infos)]
 
 
 def _list_table(base: str, relative: list[str], conf: Mapping[str, str], expr: Expr | None,
@@ -201,10 +213,7 @@ def _list_table(base: str, relative: list[str], conf: Mapping[str, str], expr: E
     as_of = None
     if incremental:
         instants = _incremental_instants(table, key, conf, notes)
-        written: set[str] = set()
-        for instant in instants:
-            written |= set(table.timeline.commit_metadata(instant).partition_to_write_stats)
-        partitions = sorted(p for p in written if whole_table or p in relative)
+        partitions = [p for p in written_partitions(table, instants) if whole_table or p in relative]
         view = table.view()
         candidates = newest_base_files_in_range(view, partitions, {i.requested_time for i in instants})
         mode, instant_times = "incremental", tuple(i.requested_time for i in instants)
@@ -234,8 +243,7 @@ def _list_table(base: str, relative: list[str], conf: Mapping[str, str], expr: E
 def _list_plain(path: str, filesystem: pafs.FileSystem | None) -> list[ListedFile]:
     storage = Storage.open(path, filesystem)
     infos = storage.filesystem.get_file_info(pafs.FileSelector(storage.base_path, allow_not_found=True))
-    return [ListedFile(join(storage.uri, info.base_name), info.size or 0, (info.mtime_ns or 0) // 1_000_000)
-            for info in sorted(infos, key=lambda i: i.base_name)
+    return [_listed(storage, info.base_name, info) for info in sorted(infos, key=lambda i: i.base_name)
             if info.type == pafs.FileType.File and not info.base_name.startswith(("_", "."))]
 
 

@@ -21,7 +21,14 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from engine_bridge.hive.list_status import CONSUME_MODE, MAX_COMMITS, START, consumed_instants, newest_base_files_in_range
+from engine_bridge.hive.list_status import (
+    CONSUME_MODE,
+    MAX_COMMITS,
+    START,
+    consumed_instants,
+    newest_base_files_in_range,
+    written_partitions,
+)
 from engine_bridge.sql_conditions import partition_condition
 from hive_sync.hiveql import SqlClient
 from hive_sync.names import qualified
@@ -85,10 +92,7 @@ def plan_pull(extract_sql: str, table: HudiTable, source_db: str, source_table: 
     selects = _source_selects(tree, source_db, source_table)
     if not selects:
         raise HivePullError(f"the extract SQL does not read {source_db}.{source_table}")
-    written: set[str] = set()
-    for instant in instants:
-        written |= set(table.timeline.commit_metadata(instant).partition_to_write_stats)
-    partitions = sorted(written)
+    partitions = written_partitions(table, instants)
     files = newest_base_files_in_range(table.view(), partitions, {i.requested_time for i in instants})
     names = sorted(s.base_file_name for s in files if s.base_file_name)
     for select, alias in selects:

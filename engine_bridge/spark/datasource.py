@@ -24,7 +24,6 @@ from engine_bridge.spark.scan import plan_scan, read_split
 from engine_bridge.spark.schema import spark_arrow_schema, spark_schema, table_arrow_schema
 from engine_bridge.spark.stream import HudiStreamReader
 from expressions import Expr, ExpressionError, from_spark_filters
-from metadata import HudiTable
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +74,7 @@ class HudiDataSource(DataSource):
         return ReadOptions.parse(self.options, self.prune_pushed_default)
 
     def schema(self) -> Any:
-        options = self._read_options()
-        table = HudiTable.open(options.path, use_metadata=None if options.use_metadata else False)
-        return spark_schema(table_arrow_schema(table))
+        return spark_schema(table_arrow_schema(self._read_options().open_table()))
 
     def reader(self, schema: Any) -> HudiBatchReader:
         return HudiBatchReader(self._read_options(), schema)

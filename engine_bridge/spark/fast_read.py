@@ -45,13 +45,14 @@ def _needs_source(table: HudiTable, scan: ScanPlan) -> str | None:
 
 
 def read(spark: Any, path: str, where: str | None = None, query_type: str = "snapshot", begin: str | None = None,
-         end: str | None = None, as_of: str | None = None, **options: str) -> Any:
+         end: str | None = None, as_of: str | None = None, table: HudiTable | None = None, **options: str) -> Any:
     """A DataFrame of the table's rows (matching `where`, a Spark SQL predicate),
-    planned by hudi-bridge. Options are the `hudi` source's."""
+    planned by hudi-bridge. Options are the `hudi` source's; `table`, when the
+    caller has it open already, saves reading its timeline again."""
     raw = {PATH: path, QUERY_TYPE: query_type, **options}
     raw.update({k: v for k, v in ((BEGIN, begin), (END, end), (AS_OF, as_of)) if v})
     read_options = ReadOptions.parse(raw)
-    table = HudiTable.open(read_options.path, use_metadata=None if read_options.use_metadata else False)
+    table = table or read_options.open_table()
     scan = plan_scan(read_options, _predicate(where), table)
     for note in scan.explanation:
         log.info("%s: %s", path, note)

@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from metadata import HudiTable
 from metadata.errors import HudiBridgeError
 from metadata.instant import check_instant_time
 from metadata.text_enum import TextEnum
@@ -78,6 +79,10 @@ class ReadOptions:
     incremental_fallback: bool = False
     prune_pushed: bool = True
     split_bytes: int = DEFAULT_SPLIT_BYTES
+
+    def open_table(self) -> HudiTable:
+        """The table, read through its metadata table unless hoodie.metadata.enable=false."""
+        return HudiTable.open(self.path, use_metadata=None if self.use_metadata else False)
 
     @classmethod
     def parse(cls, raw: Mapping[str, str], prune_pushed_default: bool = True) -> ReadOptions:

@@ -25,10 +25,9 @@ from engine_bridge.spark.fast_read import read
 from listers.incremental import incremental, range_key
 from metadata import HudiTable
 from metadata.errors import HudiBridgeError
-from metadata.instant import check_instant_time
+from metadata.instant import BEFORE_ALL_INSTANTS, check_instant_time
 
 log = logging.getLogger(__name__)
-BEFORE_EVERYTHING = "0" * 17
 
 
 class PullError(HudiBridgeError):
@@ -83,7 +82,7 @@ def pull(
 ) -> PullResult:
     """Pull (begin, end] (begin from the checkpoint when it exists) into a new
     range folder under `out`, then move the checkpoint to the range's end."""
-    start = (read_checkpoint(checkpoint) if checkpoint else None) or begin or BEFORE_EVERYTHING
+    start = (read_checkpoint(checkpoint) if checkpoint else None) or begin or BEFORE_ALL_INSTANTS
     check_instant_time(start, "begin instant")
     if Path(out).exists() and not Path(out).is_dir():
         raise PullError(f"output {out} is a file, not a folder")
@@ -96,7 +95,7 @@ def pull(
     last = range_key(table, planned.instants[-1])
     instants = [i.requested_time for i in planned.instants]
     progress(f"{len(instants)} instant(s), {len(planned.files)} file slice(s) in {len(planned.partitions)} partition(s)")
-    frame = read(spark, path, where=where, query_type="incremental", begin=start, end=last)
+    frame = read(spark, path, where=where, query_type="incremental", begin=start, end=last, table=table)
     final = Path(out) / f"range_{start}_{last}"
     staging = Path(out) / f"_staging_{start}_{last}_{uuid.uuid4().hex}"
     progress(f"writing {output_format} to {final}")

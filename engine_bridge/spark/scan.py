@@ -74,7 +74,6 @@ class ReadSpec:
 class ScanPlan:
     spec: ReadSpec
     splits: tuple[Split, ...]
-    total_slices: int
     explanation: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -104,7 +103,7 @@ def plan_scan(options: ReadOptions, predicate: Expr | None = None, table: HudiTa
     """The slices a read needs: all latest slices (as of `as_of`), pruned by
     `predicate` when data skipping is on; the slices an incremental range
     wrote; base files only for read-optimized."""
-    table = table or HudiTable.open(options.path, use_metadata=None if options.use_metadata else False)
+    table = table or options.open_table()
     config = table.config
     notes: list[str] = []
     row_filter = None
@@ -112,7 +111,6 @@ def plan_scan(options: ReadOptions, predicate: Expr | None = None, table: HudiTa
         assert options.begin is not None
         inc = incremental(table, options.begin, options.end, fallback_to_full_scan=options.incremental_fallback)
         chosen = list(inc.files)
-        total = len(chosen)
         row_filter = inc.row_filter
         notes.append(f"incremental ({options.begin}, {options.end or 'latest'}]: {len(inc.instants)} instant(s), "
                      f"{len(inc.partitions)} partition(s), {len(chosen)} file slice(s)")
@@ -121,9 +119,7 @@ def plan_scan(options: ReadOptions, predicate: Expr | None = None, table: HudiTa
         if predicate is not None:
             notes.append("pushed filters are not used to prune an incremental range; Spark filters the rows")
     else:
-        all_slices = table.file_slices(as_of=options.as_of)
-        total = len(all_slices)
-        chosen = all_slices
+        chosen = table.file_slices(as_of=options.as_of)
         if predicate is not None and options.data_skipping:
             result = plan(DirectoryLister(table, options.as_of), predicate)
             chosen = list(result.files)
@@ -143,7 +139,7 @@ def plan_scan(options: ReadOptions, predicate: Expr | None = None, table: HudiTa
         url_encoded=config.url_encode_partitioning,
     )
     ordered = sorted((SliceToRead.of(s) for s in chosen), key=lambda s: (s.partition, s.base_file or "", s.log_files))
-    return ScanPlan(spec, group_slices(ordered, options.split_bytes), total, tuple(notes))
+    return ScanPlan(spec, group_slices(ordered, options.split_bytes), tuple(notes))
 
 
 # Reading ----------------------------------------------------------------------------------------
@@ -229,7 +225,7 @@ def row_groups_to_read(parquet: pq.ParquetFile, condition: Expr | None) -> list[
     return [i for i in every if keep[i]]
 
 
-def _slice_batches(spec: ReadSpec, storage: Storage, s: SliceToRead) -> Iterator[pa.RecordBatch]:
+def _slice_batches(spec: ReadSpec, storage: Storage, s: SliceToRead, predicate: Expr | None) -> Iterator[pa.RecordBatch]:
     if spec.merge_logs and s.log_files:
         import hudi
 
@@ -239,7 +235,7 @@ def _slice_batches(spec: ReadSpec, storage: Storage, s: SliceToRead) -> Iterator
     elif s.base_file:
         with storage.open_random_access(s.base_file) as handle:
             parquet = pq.ParquetFile(handle)
-            groups = row_groups_to_read(parquet, parse_sql(spec.predicate, "spark") if spec.predicate else None)
+            groups = row_groups_to_read(parquet, predicate)
             if groups:
                 yield from parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=groups)
 
@@ -249,7 +245,8 @@ def read_split(spec: ReadSpec, split: Split, target: pa.Schema) -> Iterator[pa.R
     incremental range (and, where given, rows failing the pushed predicate)
     left out. Spark still evaluates its filters on what is returned."""
     storage = Storage.open(spec.base_uri)
-    conditions = [parse_sql(text, "spark") for text in (spec.row_filter, spec.predicate) if text]
+    predicate = parse_sql(spec.predicate, "spark") if spec.predicate else None
+    conditions = [c for c in (parse_sql(spec.row_filter, "spark") if spec.row_filter else None, predicate) if c is not None]
     for s in split.slices:
         where = storage.display_path(s.base_file or (s.log_files[0] if s.log_files else s.partition))
         try:
@@ -257,7 +254,7 @@ def read_split(spec: ReadSpec, split: Split, target: pa.Schema) -> Iterator[pa.R
         except HudiFormatError:
             values = {}
         try:
-            for raw in _slice_batches(spec, storage, s):
+            for raw in _slice_batches(spec, storage, s, predicate):
                 batch = conform(raw, target, values, where)
                 for condition in conditions:
                     batch = _keep(batch, condition)

@@ -34,14 +34,14 @@ def local_spark_session(metastore_uri: str | None = None, warehouse: str | None 
 
 
 @contextmanager
-def command_spark_session(app_name: str) -> Iterator[Any]:
+def command_spark_session(app_name: str, cores: int = 2) -> Iterator[Any]:
     """The active SparkSession, or a local one started for a command and
     stopped after it (so a later session in the same process, say one on a
     Hive metastore, is not handed this one by getOrCreate)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
-    session = active or local_spark_session(app_name=app_name)
+    session = active or local_spark_session(app_name=app_name, cores=cores)
     try:
         yield session
     finally:

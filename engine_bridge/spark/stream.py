@@ -22,10 +22,10 @@ from engine_bridge.spark.scan import plan_scan, read_split
 from engine_bridge.spark.schema import spark_arrow_schema
 from listers.incremental import range_key
 from metadata import HudiTable
+from metadata.instant import BEFORE_ALL_INSTANTS
 
 START_OFFSET = "hoodie.datasource.streaming.startoffset"
 MAX_COMMITS = "hoodie.bridge.streaming.max.commits.per.batch"
-BEFORE_EVERYTHING = "0" * 17
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: str | None = None  # availableNow: nothing after this key
 
     def _table(self) -> HudiTable:
-        read = self.options.read
-        return HudiTable.open(read.path, use_metadata=None if read.use_metadata else False)
+        return self.options.read.open_table()
 
     def _keys(self) -> list[str]:
         """Range keys of the completed commits, ascending."""
@@ -73,10 +72,10 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict[str, str]:
         start = self.options.start
         if start == "earliest":
-            return _offset(BEFORE_EVERYTHING)
+            return _offset(BEFORE_ALL_INSTANTS)
         if start == "latest":
             keys = self._keys()
-            return _offset(keys[-1] if keys else BEFORE_EVERYTHING)
+            return _offset(keys[-1] if keys else BEFORE_ALL_INSTANTS)
         return _offset(start)
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -84,7 +83,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         keys = self._keys()
-        self._target = keys[-1] if keys else BEFORE_EVERYTHING
+        self._target = keys[-1] if keys else BEFORE_ALL_INSTANTS
 
     def latestOffset(self, start: dict[str, str], limit: ReadLimit) -> dict[str, str]:
         begin = start["instant"]

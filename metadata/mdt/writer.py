@@ -26,7 +26,7 @@ from metadata.avro_schema import avro_to_arrow_schema, with_meta_fields
 from metadata.commit_metadata import WriteStat
 from metadata.errors import HudiError, IndexWriteError
 from metadata.file_naming import BaseFileName, LogFileName, classify
-from metadata.instant import Action, Instant
+from metadata.instant import BEFORE_ALL_INSTANTS, Action, Instant
 from metadata.instant_content import encode_avro_instant
 from metadata.listing import StorageListing
 from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records, read_log_blocks
@@ -228,7 +228,7 @@ class MetadataTableWriter:
                 n += 1
             return f"{n:017d}"
         latest = self.data.timeline.latest_completed()
-        base = latest.requested_time if latest else "0" * 17
+        base = latest.requested_time if latest else BEFORE_ALL_INSTANTS
         n = 10 + BUILD_ORDER.index(partition)
         while f"{base}{n:03d}" in used:
             n += 1
