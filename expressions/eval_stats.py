@@ -15,13 +15,14 @@ import logging
 from functools import cached_property
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from expressions.binding import bind
 from expressions.dialect import NanSemantics, nan_semantics
 from expressions.eval_rows import is_nan_literal
-from expressions.functions import Function, all_total, image_all, result_type
+from expressions.functions import Function, all_total, image_all, image_all_arrays, result_type
 from expressions.functions.text import after_prefix
 from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, Ref, StartsWith, Unknown, Visitor, visit
 from metadata.stats_table import (
@@ -71,23 +72,40 @@ class _Column:
         is monotone there, no bounds elsewhere (the file stays)."""
         source = self.type
         target = result_type(functions, source)
-        lows: list[Any] = []
-        highs: list[Any] = []
         usable = pc.fill_null(pc.and_(self.has_bounds, pa.scalar(not self.maybe_truncated)), False)
-        seen: dict[tuple[Any, Any], tuple[Any, Any] | None] = {}  # files often share bounds (days, categories)
-        for low, high, ok in zip(self.min.to_pylist(), self.max.to_pylist(), usable.to_pylist()):
-            bounds = None
-            if ok:
-                bounds = seen.get((low, high), _UNSEEN)
-                if bounds is _UNSEEN:
-                    bounds = seen[low, high] = _image(functions, low, high, source)
-            lows.append(None if bounds is None else bounds[0])
-            highs.append(None if bounds is None else bounds[1])
-        low_array = pa.chunked_array([pa.array(lows, type=target)])
-        high_array = pa.chunked_array([pa.array(highs, type=target)])
+        nothing = pa.scalar(None, source)
+        vectorised = image_all_arrays(functions, pc.if_else(usable, self.min, nothing).combine_chunks(),
+                                      pc.if_else(usable, self.max, nothing).combine_chunks(), source)
+        if vectorised is not None:
+            low_array, high_array = (pa.chunked_array([b.cast(target)]) for b in vectorised)
+        else:
+            low_array, high_array = self._images_file_by_file(functions, usable, target)
         if all_total(functions, source):
             return _Column(low_array, high_array, self.nulls, self.count)
         return _Column(low_array, high_array, None, None, all_null=self.all_null)
+
+    def _images_file_by_file(self, functions: tuple[Function, ...], usable: pa.ChunkedArray,
+                             target: pa.DataType) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
+        """f's image per file, computed once per distinct (min, max) pair:
+        files often share bounds (days, categories)."""
+        source = self.type
+        files = pa.table({"low": self.min, "high": self.max, "file": pa.array(np.arange(len(self.min), dtype=np.int64))}).filter(usable)
+        try:
+            pairs = files.group_by(["low", "high"], use_threads=False).aggregate([])
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # key types the hash join has no kernel for
+            pairs = None
+        if pairs is None or pairs.num_rows * 2 > files.num_rows:  # mostly distinct: a join gains nothing
+            images = [_image(functions, low, high, source) for low, high in zip(files.column("low").to_pylist(), files.column("high").to_pylist())]
+            placed = files.select(["file"])
+        else:
+            images = [_image(functions, low, high, source) for low, high in zip(pairs.column("low").to_pylist(), pairs.column("high").to_pylist())]
+            placed = files.join(pairs.append_column("pair", pa.array(np.arange(pairs.num_rows, dtype=np.int64))),
+                                ["low", "high"], use_threads=False).select(["file", "pair"])
+            images = [images[n] for n in placed.column("pair").to_pylist()]
+        lows = pa.array([None if b is None else b[0] for b in images], type=target)
+        highs = pa.array([None if b is None else b[1] for b in images], type=target)
+        where = placed.column("file").combine_chunks()
+        return _scatter(lows, where, len(self.min)), _scatter(highs, where, len(self.min))
 
     @cached_property
     def has_bounds(self) -> pa.ChunkedArray:
@@ -277,7 +295,12 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
         return self._finish(column, decided)
 
 
-_UNSEEN: Any = object()
+def _scatter(values: pa.Array, positions: pa.Array, length: int) -> pa.ChunkedArray:
+    """An array of `length` nulls with values[i] at positions[i]."""
+    order = np.full(length, -1, dtype=np.int64)
+    order[positions.to_numpy()] = np.arange(len(positions), dtype=np.int64)
+    taken = values.take(pa.array(order, mask=order < 0))
+    return pa.chunked_array([taken])
 
 
 def _image(functions: tuple[Function, ...], low: Any, high: Any, source: pa.DataType) -> tuple[Any, Any] | None:

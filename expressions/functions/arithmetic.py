@@ -15,7 +15,9 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from expressions.functions.base import Function
 
@@ -47,6 +49,65 @@ def _is_int_constant(value: Number) -> bool:
 
 def _outward(low: float, high: float) -> tuple[float, float]:
     return math.nextafter(low, -math.inf), math.nextafter(high, math.inf)
+
+
+# Vectorised images: the same arithmetic as `image`, on all files at once -------------
+_DATE_DAYS = ((date(1, 1, 1) - date(1970, 1, 1)).days, (date(9999, 12, 31) - date(1970, 1, 1)).days)  # Python's date range
+Bounds = tuple[pa.Array, pa.Array]
+
+
+def _values(array: pa.Array, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(values with nulls as 0, validity) of a bounds array."""
+    valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    filled = pc.fill_null(array, pa.scalar(0, array.type)) if array.null_count else array
+    return np.asarray(filled.to_numpy(zero_copy_only=False)).astype(dtype), valid
+
+
+def _int_images(low: pa.Array, high: pa.Array, source: pa.DataType, constant: Number, factor: int, offset: int) -> Bounds | None:
+    """Bounds of `c * factor + offset` for integer bounds; a file whose result
+    could leave Spark's integer range gets null bounds (it stays)."""
+    if pa.types.is_uint64(source) or not all(_INT64[0] <= n <= _INT64[1] for n in (factor, offset)):
+        return None
+    first, last = _int_range(source, constant)
+    lows, low_ok = _values(low, np.int64)
+    highs, high_ok = _values(high, np.int64)
+    if factor < 0:
+        lows, highs, low_ok, high_ok = highs, lows, high_ok, low_ok
+    ok = low_ok & high_ok
+    if factor > 0:  # low * f + o >= first and high * f + o <= last
+        ok &= _at_least(lows, -((offset - first) // factor)) & _at_most(highs, (last - offset) // factor)
+    elif factor < 0:  # decreasing: the new low comes from the old high
+        ok &= _at_most(lows, (first - offset) // factor) & _at_least(highs, -((offset - last) // factor))
+    elif not first <= offset <= last:
+        ok &= False
+    lows, highs = np.where(ok, lows, 0), np.where(ok, highs, 0)
+    return (pa.array(lows * factor + offset, pa.int64(), mask=~ok),
+            pa.array(highs * factor + offset, pa.int64(), mask=~ok))
+
+
+def _at_least(values: np.ndarray, limit: int) -> np.ndarray:
+    if limit > _INT64[1]:
+        return np.zeros(len(values), dtype=bool)
+    return values >= max(limit, _INT64[0])
+
+
+def _at_most(values: np.ndarray, limit: int) -> np.ndarray:
+    if limit < _INT64[0]:
+        return np.zeros(len(values), dtype=bool)
+    return values <= min(limit, _INT64[1])
+
+
+def _float_images(low: pa.Array, high: pa.Array, operation: Any, decreasing: bool) -> Bounds:
+    """`operation` on float64 bounds, widened outward by one ulp (as `_outward`)."""
+    lows, low_ok = _values(low, np.float64)
+    highs, high_ok = _values(high, np.float64)
+    if decreasing:
+        lows, highs, low_ok, high_ok = highs, lows, high_ok, low_ok
+    ok = low_ok & high_ok
+    with np.errstate(all="ignore"):
+        new_low = np.nextafter(operation(lows), -np.inf)
+        new_high = np.nextafter(operation(highs), np.inf)
+    return pa.array(new_low, pa.float64(), mask=~ok), pa.array(new_high, pa.float64(), mask=~ok)
 
 
 def _numeric_result(source: pa.DataType, constant: Number) -> pa.DataType | None:
@@ -86,6 +147,24 @@ class Add(Function):
             return _int_bounds(int(low) + int(self.constant), int(high) + int(self.constant), source, self.constant)
         return _outward(float(low) + float(self.constant), float(high) + float(self.constant))
 
+    def image_arrays(self, low: pa.Array, high: pa.Array, source: pa.DataType) -> Bounds | None:
+        if pa.types.is_date32(source):
+            if not _is_int_constant(self.constant):
+                return None
+            shifted = _int_images(low.cast(pa.int32()), high.cast(pa.int32()), pa.int64(), 0, 1, int(self.constant))
+            if shifted is None:
+                return None
+            in_range = [pc.and_(pc.greater_equal(b, _DATE_DAYS[0]), pc.less_equal(b, _DATE_DAYS[1])) for b in shifted]
+            ok = pc.fill_null(pc.and_(*in_range), False)
+            low_days, high_days = (pc.if_else(ok, b, pa.scalar(None, pa.int64())).cast(pa.int32()).cast(pa.date32()) for b in shifted)
+            return low_days, high_days
+        if pa.types.is_integer(source) and _is_int_constant(self.constant):
+            return _int_images(low, high, source, self.constant, 1, int(self.constant))
+        if pa.types.is_integer(source) or pa.types.is_floating(source):
+            k = float(self.constant)
+            return _float_images(low, high, lambda v: v + k, decreasing=False)
+        return None
+
     def sql(self, inner: str) -> str:
         if self.constant < 0:
             return f"({inner} - {-self.constant})"
@@ -115,6 +194,14 @@ class Multiply(Function):
             return _int_bounds(int(low) * int(self.constant), int(high) * int(self.constant), source, self.constant)
         return _outward(self.apply(low, source), self.apply(high, source))
 
+    def image_arrays(self, low: pa.Array, high: pa.Array, source: pa.DataType) -> Bounds | None:
+        if pa.types.is_integer(source) and _is_int_constant(self.constant):
+            return _int_images(low, high, source, self.constant, int(self.constant), 0)
+        if pa.types.is_floating(source):  # an integer times a fraction is exact in `apply`: file by file
+            k = float(self.constant)
+            return _float_images(low, high, lambda v: v * k, decreasing=self.constant < 0)
+        return None
+
     def sql(self, inner: str) -> str:
         if self.constant == -1:
             return f"(- {inner})"
@@ -139,6 +226,12 @@ class Divide(Function):
         if self.constant < 0:
             low, high = high, low
         return _outward(self.apply(low, source), self.apply(high, source))
+
+    def image_arrays(self, low: pa.Array, high: pa.Array, source: pa.DataType) -> Bounds | None:
+        if self.result_type(source) is None:
+            return None
+        k = float(self.constant)
+        return _float_images(low, high, lambda v: v / k, decreasing=self.constant < 0)
 
     def sql(self, inner: str) -> str:
         return f"({inner} / {self.constant})"

@@ -44,6 +44,12 @@ class Function:
         """Spark SQL text of f applied to `inner`."""
         raise NotImplementedError
 
+    def image_arrays(self, low: pa.Array, high: pa.Array, source: pa.DataType) -> tuple[pa.Array, pa.Array] | None:
+        """`image` of every file at once (null bounds where f gives none), or
+        None when f has no vectorised form (the caller then goes file by file).
+        Must never give narrower bounds than `image`."""
+        return None
+
 
 def apply_all(functions: tuple[Function, ...], value: Any, source: pa.DataType) -> Any:
     for function in functions:
@@ -62,6 +68,17 @@ def image_all(functions: tuple[Function, ...], low: Any, high: Any, source: pa.D
             return None
         bounds, source = function.image(bounds[0], bounds[1], source), _result(function, source)
     return bounds
+
+
+def image_all_arrays(functions: tuple[Function, ...], low: pa.Array, high: pa.Array,
+                     source: pa.DataType) -> tuple[pa.Array, pa.Array] | None:
+    """`image_all` over arrays of bounds, or None when some function has no vectorised form."""
+    for function in functions:
+        images = function.image_arrays(low, high, source)
+        if images is None:
+            return None
+        (low, high), source = images, _result(function, source)
+    return low, high
 
 
 def result_type(functions: tuple[Function, ...], source: pa.DataType) -> pa.DataType | None:
