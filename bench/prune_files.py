@@ -1,21 +1,33 @@
 """Pruning 1,000,000 files on column statistics with a 4-leaf predicate.
 
 Goal: under 0.5 s. Prints a JSON report with files per second, the time and
-the peak Python heap of the evaluation.
+the peak Python heap of the evaluation; then the same shape through
+order-preserving functions; then a record-index lookup: a table of
+--records records in 1,000-record files, its record_index built by the
+writer, and `id IN (1,000 random keys)` planned (cold, in a new process)
+with and without the index, plus the bare key lookup.
 
-    python -m bench.prune_files [--files 1000000]
+    python -m bench.prune_files [--files 1000000] [--records 1000000] [--table DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import tempfile
 from datetime import date, timedelta
+from pathlib import Path
 
 import pyarrow as pa
 
-from bench.common import finish, measured, progress
+from bench.common import finish, in_fresh_process, measured, progress
 from expressions import parse_sql, prune_files
+from listers.planner import plan
+from metadata import MetadataTable
+from metadata.mdt.file_groups import MdtPartition
+from metadata.mdt.indexes import record_locations
+from metadata.mdt.writer import MetadataTableWriter
+from metadata.testing.builder import TableBuilder
 
 PREDICATE = "fare > 40 AND city IN ('sf', 'la', 'nyc') AND trip_date >= DATE '2024-03-01' AND NOT (fare > 90)"
 # The same shape through order-preserving functions (each evaluated per file's range).
@@ -44,9 +56,62 @@ def stats_table(files: int, seed: int = 1) -> pa.Table:
     })
 
 
+RECORDS_PER_FILE = 1000
+LOOKUP_KEYS = 1000
+BUILT_MARKER = ".bench-record-index-built"
+
+
+def record_index_table(path: str, records: int) -> dict[str, object]:
+    """A v8 table of `records` upserted records (keys k0000000..) in 10
+    partitions, files of 1,000 records, with files and record_index built."""
+    marker = Path(path, BUILT_MARKER)
+    if marker.exists() and marker.read_text().strip() == str(records):
+        return {"reused_build": True}
+    builder = TableBuilder(path, pa.schema([("id", pa.string()), ("part", pa.string()), ("v", pa.int64())]),
+                           partition_fields=["part"], version=8, max_rows_per_file=RECORDS_PER_FILE)
+    ids = [f"k{i:07d}" for i in range(records)]
+    rows = pa.table({"id": ids, "part": [f"p{i % 10}" for i in range(records)], "v": list(range(records))})
+    progress(f"writing {records:,} records")
+    builder.write(rows)
+    progress("building files and record_index")
+    report: dict[str, object] = {}
+    with measured(report, "record_index_build", trace_memory=False):
+        MetadataTableWriter(path, progress=progress).build([MdtPartition.FILES, MdtPartition.RECORD_INDEX])
+    marker.write_text(f"{records}\n")
+    return report
+
+
+def _lookup(path: str, keys: list[str]) -> int:
+    mdt = MetadataTable.open(path)
+    try:
+        return len(record_locations(mdt, keys))
+    finally:
+        mdt.close()
+
+
+def _plan(path: str, where: str) -> tuple[int, int, float]:
+    """(slices kept, slices before the record-index stage, that stage's seconds)."""
+    result = plan(path, where)
+    stage = next(s for s in result.stages if "record_index" in s.name)
+    return len(result.files), stage.total, round(stage.seconds, 4)
+
+
+def record_index_case(path: str, records: int) -> dict[str, object]:
+    report = record_index_table(path, records)
+    keys = sorted(f"k{i:07d}" for i in random.Random(3).sample(range(records), LOOKUP_KEYS))
+    where = f"id IN ({', '.join(repr(k) for k in keys)})"
+    found, report["lookup_cold_seconds"], _ = in_fresh_process(lambda: _lookup(path, keys))
+    (kept, total, stage_seconds), report["plan_cold_seconds"], report["plan_peak_rss_mib"] = in_fresh_process(lambda: _plan(path, where))
+    report.update(records=records, keys=LOOKUP_KEYS, keys_found=found, record_index_stage_seconds=stage_seconds,
+                  files_kept=kept, files_before_record_index=total)
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--files", type=int, default=1_000_000)
+    parser.add_argument("--records", type=int, default=1_000_000, help="records of the record-index table (0: skip that case)")
+    parser.add_argument("--table", default=None, help="where the record-index table is built, or reused from")
     args = parser.parse_args()
     report: dict[str, object] = {"benchmark": "prune_files", "files": args.files, "predicate": PREDICATE, "goal_seconds": 0.5}
     progress(f"building statistics for {args.files:,} files")
@@ -68,6 +133,13 @@ def main() -> None:
     with measured(report, "prune_functions", trace_memory=False):
         report["functions_files_kept"] = len(prune_files(functions, stats))
     report["functions_to_plain_ratio"] = round(report["prune_functions_seconds"] / report["prune_seconds"], 1)
+    if args.records:
+        progress("record-index lookup")
+        if args.table:
+            report["record_index"] = record_index_case(args.table, args.records)
+        else:
+            with tempfile.TemporaryDirectory(prefix="bench-record-index-") as folder:
+                report["record_index"] = record_index_case(str(Path(folder, "t")), args.records)
     finish(report)
 
 

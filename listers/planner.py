@@ -315,7 +315,7 @@ class _Planner:
             self.not_used.append(f"record_index: {risk}")
             return slices
         allowed = set(record_locations(mdt, sorted(keys)).values())
-        covered = mdt.reader.latest_synced_data_instant()
+        covered = mdt.reader.synced_data_instants()
         kept = [s for s in slices if (s.partition, s.file_id) in allowed or not self._covered_by_index(s, covered)]
         self.stages.append(Stage(" + ".join(used), len(kept), len(slices), time.perf_counter() - start,
                                  f"{len(keys)} record key(s) in {len(allowed)} file group(s)"))
@@ -365,15 +365,15 @@ class _Planner:
         texts = [index_text(v, days) for v in values]
         return None if None in texts else [t for t in texts if t is not None]
 
-    def _covered_by_index(self, s: FileSlice, covered: str | None) -> bool:
+    def _covered_by_index(self, s: FileSlice, covered: frozenset[str]) -> bool:
         """The index holds every write of this slice: all its files are from instants it synced."""
-        if covered is None or s.base_instant > covered:
+        if s.base_instant not in covered:
             return False
         if not s.log_files:
             return True
         if self.table.config.timeline_layout_version < 2:
             return False  # v6 log names carry the base instant, not the writer's
-        return all(LogFileName.parse(name).instant_time <= covered for name in s.log_file_names)
+        return all(LogFileName.parse(name).instant_time in covered for name in s.log_file_names)
 
     def _column_stats(self, mdt: MetadataTable | None, partitions: list[str], slices: list[FileSlice], columns: list[str]) -> list[FileSlice]:
         if mdt is None or not columns or not slices:

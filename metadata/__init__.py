@@ -10,6 +10,7 @@ from metadata.errors import (
     HudiTableNotFound,
     InstantNotFound,
     InvalidInstantTime,
+    MetadataTableBehind,
     MetadataTableDamaged,
     MetadataTableUnavailable,
     MissingFileError,
@@ -27,6 +28,6 @@ from metadata.timeline import Timeline
 __all__ = [
     "Action", "HudiBridgeError", "InvalidInstantTime", "CleanMetadata", "CleanedFilesError", "CommitMetadata", "CompactionPlan", "FileGroup", "FileSlice",
     "FileSystemView", "HudiError", "HudiFormatError", "HudiTable", "HudiTableNotFound", "Instant",
-    "InstantNotFound", "MetadataTable", "MetadataTableDamaged", "MissingFileError", "UnsafePathError", "MetadataTableUnavailable", "RollbackMetadata", "State", "TableConfig", "TableType",
+    "InstantNotFound", "MetadataTable", "MetadataTableBehind", "MetadataTableDamaged", "MissingFileError", "UnsafePathError", "MetadataTableUnavailable", "RollbackMetadata", "State", "TableConfig", "TableType",
     "Timeline", "UnsupportedTableError", "WriteStat",
 ]

@@ -78,6 +78,12 @@ class MetadataTableUnavailable(HudiError):
         super().__init__(f"{table_uri}: {reason}")
 
 
+class MetadataTableBehind(MetadataTableUnavailable):
+    """Completed data instants are missing from the metadata table (a writer
+    that does not keep it committed since the last sync): its listing and
+    statistics would leave their files out."""
+
+
 class MetadataTableDamaged(MetadataTableUnavailable):
     """A completed metadata-table instant's log block cannot be read: the
     metadata table would list less than the table has. `path` names the file."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from enum import IntEnum
 
 from metadata.errors import InvalidInstantTime
@@ -178,3 +179,17 @@ def check_instant_time(text: str, what: str = "instant time") -> str:
     if not INSTANT_TIME_PATTERN.match(text or ""):
         raise InvalidInstantTime(text, what)
     return text
+
+
+def instant_epoch_millis(instant_time: str, utc: bool) -> int | None:
+    """Milliseconds since the epoch of an instant time, read in UTC or in this
+    machine's zone (Hudi's `hoodie.table.timeline.timezone`: LOCAL or UTC).
+    None for the initialising times that are not dates (`00000000000000000`)."""
+    digits = instant_time[:17]
+    try:
+        moment = datetime.strptime(digits[:14], "%Y%m%d%H%M%S")
+    except ValueError:
+        return None
+    millis = int(digits[14:17] or 0) if digits[14:17].isdigit() else 0
+    moment = moment.replace(tzinfo=timezone.utc) if utc else moment.astimezone()
+    return int(moment.timestamp()) * 1000 + millis

@@ -98,7 +98,7 @@ def test_hudi_rs_reads_a_million_records_at_every_block_size(tmp_path: Path) -> 
         assert table.column("key").to_pylist() == [k.decode() for k, _ in sample], block_size
         assert _names(table) == expected, block_size
         assert list(HFileReader.from_bytes(data).iter_all()) == sample
-    assert largest > 256 * 1024  # blocks from under 1 KiB to several hundred KiB on disk were read
+    assert largest > 200 * 1024  # blocks from under 1 KiB to several hundred KiB on disk were read
 
 
 def test_chunk_size_agrees_with_both_counting_rules() -> None:

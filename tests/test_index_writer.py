@@ -17,8 +17,9 @@ from metadata import HudiTable, MetadataTable
 from metadata.errors import IndexLocked
 from metadata.log_format import BlockType, read_log_blocks
 from metadata.mdt.cell_spill import CellSpill
-from metadata.mdt.file_groups import MdtPartition, file_group_index, java_string_hash
+from metadata.mdt.file_groups import PARTITION_ORDER, MdtPartition, file_group_index, java_string_hash, record_index_file_groups
 from metadata.mdt.file_stats import ColumnRange
+from metadata.mdt.indexes import file_group_of
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.stats_engine import LocalStatsEngine
 from metadata.mdt.validate import validate_metadata
@@ -45,9 +46,24 @@ def _live(root: str) -> tuple[dict[str, dict[str, int]], dict[str, Any]]:
     return files, stats
 
 
+def _record_locations(root: str) -> dict[str, tuple[str, str]]:
+    """Record key -> (partition, file id) as the metadata table's record_index holds it."""
+    mdt = MetadataTable.open(root)
+    try:
+        records = mdt.reader.read("record_index", KeyQuery(prefixes=[""]))
+        return {k: file_group_of(r.raw["recordIndexMetadata"], k) for k, r in records.items()}
+    finally:
+        mdt.close()
+
+
 def _rs_slices(root: str) -> list[tuple]:
     table = hudi.HudiTableBuilder.from_base_uri(root).with_hudi_option("hoodie.metadata.enable", "true").build()
     return sorted((s.partition_path, s.file_id, s.base_file_name, tuple(s.log_file_names)) for s in table.get_file_slices())
+
+
+def test_record_index_file_groups_follow_hudis_estimate() -> None:
+    # ceil(records * 48 bytes * growth 2 / 1 GiB), between 10 and 10,000
+    assert [record_index_file_groups(n) for n in (0, 1_000_000, 200_000_000, 10**12)] == [10, 10, 18, 10_000]
 
 
 def test_file_group_of_a_key_is_javas() -> None:
@@ -64,19 +80,22 @@ def test_rebuild_equals_hudis_records(fixture_table: str, tmp_path: Path) -> Non
     copy = tmp_path / "table"
     shutil.copytree(fixture_table, copy)
     before_files, before_stats = _live(fixture_table)
+    before_locations = _record_locations(fixture_table)
+    assert before_locations  # every MDT fixture carries Hudi's record index
     shutil.rmtree(copy / ".hoodie" / "metadata")
     update_table_config(Storage.open(str(copy)), {METADATA_PARTITIONS_KEY: None, METADATA_PARTITIONS_INFLIGHT_KEY: None})
     assert HudiTable.open(str(copy)).metadata_table is None
-    report = MetadataTableWriter(str(copy)).build()
-    assert report.partitions == ["files", "column_stats", "partition_stats"]
+    report = MetadataTableWriter(str(copy)).build(PARTITION_ORDER)
+    assert report.partitions == ["files", "column_stats", "partition_stats", "record_index"]
     after_files, after_stats = _live(str(copy))
     assert after_files == before_files
     assert set(after_stats) == set(before_stats)
     assert after_stats == before_stats  # same typed values, counts and sizes
+    assert _record_locations(str(copy)) == before_locations  # every key in the file group Hudi put it in
     assert _rs_slices(str(copy)) == _rs_slices(fixture_table)
     assert validate_metadata(str(copy)).ok
     config = TableConfig.load(Storage.open(str(copy)))
-    assert set(config.metadata_partitions) == {"files", "column_stats", "partition_stats"}
+    assert set(config.metadata_partitions) == {"files", "column_stats", "partition_stats", "record_index"}
     assert METADATA_PARTITIONS_INFLIGHT_KEY not in config.raw
 
 
@@ -105,7 +124,27 @@ def _check(path: Path) -> None:
         kept = {(s.partition, s.file_id) for s in plan(str(path), where).files}
         matching = _slices_with_matches(table, where)
         assert matching <= kept, where
+    if "record_index" in table.config.metadata_partitions:
+        _check_record_index(path, table)
     table.close()
+
+
+def _check_record_index(path: Path, table: HudiTable) -> None:
+    """Every live key is indexed in the file group that holds it, and a key
+    lookup plans exactly the slices holding the keys."""
+    holder = {}
+    reader = hudi.HudiFileGroupReader(table.base_uri)
+    for s in table.file_slices():
+        rows = reader.read_file_slice_from_paths(s.base_file or "", list(s.log_files))
+        for key in rows.column("_hoodie_record_key").to_pylist():
+            assert key not in holder, f"{key} in two file groups"
+            holder[key] = (s.partition, s.file_id)
+    indexed = _record_locations(str(path))
+    assert {k: indexed.get(k) for k in holder} == holder
+    keys = sorted(holder)[::3]
+    result = plan(str(path), f"id IN ({', '.join(repr(k) for k in keys)})", assume_unique_keys=True)
+    assert any("record_index" in stage.name for stage in result.stages), result.explain()
+    assert {(s.partition, s.file_id) for s in result.files} == {holder[k] for k in keys}
 
 
 def _slices_with_matches(table: HudiTable, where: str) -> set[tuple[str, str]]:
@@ -129,7 +168,7 @@ def test_sync_after_every_instant(tmp_path: Path, version: int, table_type: str)
     builder = _builder(path, version, table_type)
     builder.write(_rows(0, 7, "sf"))
     builder.write(_rows(7, 5, "nyc"))
-    report = MetadataTableWriter(str(path), compact_after=3).build()
+    report = MetadataTableWriter(str(path), compact_after=3).build(PARTITION_ORDER)
     assert report.files_indexed > 0
     _check(path)
     steps = [
@@ -331,26 +370,36 @@ def _crash_at(target: int) -> tuple[list[str], Any]:
 
 
 def _visible_state(path: Path) -> tuple[Any, ...]:
-    table = HudiTable.open(str(path))
+    """What the metadata table holds (read even when behind the timeline,
+    which readers then do not use)."""
+    config = TableConfig.load(Storage.open(str(path)))
+    if "files" not in config.metadata_partitions:
+        return ("no metadata table",)
+    mdt = MetadataTable.open(str(path))
     try:
-        mdt = table.metadata_table
-        if mdt is None:
-            return ("no metadata table",)
         files = {p: sorted(mdt.files(p)) for p in mdt.partitions()}
         stats = sorted(k for k, r in mdt.reader.read("column_stats", KeyQuery(prefixes=[""])).items() if not r.column_stats.is_deleted) \
-            if "column_stats" in table.config.metadata_partitions else []
-        return (tuple(table.config.metadata_partitions), files, stats)
+            if "column_stats" in config.metadata_partitions else []
+        return (tuple(config.metadata_partitions), files, stats)
     finally:
-        table.close()
+        mdt.close()
+
+
+def _is_behind(path: Path) -> bool:
+    mdt = MetadataTable.open(str(path))
+    try:
+        return bool(mdt.reader.unsynced_data_instants())
+    finally:
+        mdt.close()
 
 
 def _held_values(path: Path) -> dict[str, dict[str, Any]]:
     """Every live record's merged values, per metadata partition."""
     mdt = MetadataTable.open(str(path))
     try:
-        return {p: {k: r.files if r.files is not None else r.column_stats
+        return {p: {k: r.files if r.files is not None else r.column_stats or r.raw.get("recordIndexMetadata")
                     for k, r in mdt.reader.read(p, KeyQuery(prefixes=[""])).items()}
-                for p in ("files", "column_stats", "partition_stats")}
+                for p in ("files", "column_stats", "partition_stats", "record_index")}
     finally:
         mdt.close()
 
@@ -372,7 +421,7 @@ def _orphan_logs(path: Path) -> list[str]:
 
 def _run(writer: MetadataTableWriter, operation: str) -> None:
     if operation == "build":
-        writer.build()
+        writer.build(PARTITION_ORDER)
     elif operation == "sync":
         writer.sync()
     else:
@@ -386,7 +435,7 @@ def test_crash_at_every_step(tmp_path: Path, operation: str, version: int) -> No
     builder = _builder(template, version, "MERGE_ON_READ")
     builder.write(_rows(0, 6, "sf"))
     if operation != "build":
-        MetadataTableWriter(str(template)).build()
+        MetadataTableWriter(str(template)).build(PARTITION_ORDER)
         builder.write(_rows(3, 6, "sf"))
         builder.write(_rows(10, 2, "la"))
     if operation == "compact":
@@ -411,6 +460,8 @@ def test_crash_at_every_step(tmp_path: Path, operation: str, version: int) -> No
             break
         (path / LOCK_PATH).unlink(missing_ok=True)  # the crashed process would not remove it
         crashed = _visible_state(path)
+        behind = crashed[0] != "no metadata table" and _is_behind(path)
+        assert (HudiTable.open(str(path)).metadata_table is None) == (behind or crashed[0] == "no metadata table"), steps[-1]
         _run(MetadataTableWriter(str(path)), operation)
         new = _visible_state(path)
         if operation == "compact":

@@ -10,16 +10,17 @@ import click
 
 from engine_bridge.cli.app import main
 from engine_bridge.cli.output import Output, command_output, print_lines, progress
-from metadata.mdt.file_groups import BUILD_ORDER, MdtPartition
+from metadata.mdt.file_groups import BUILD_ORDER, PARTITION_ORDER, MdtPartition
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
 from metadata.mdt.writer import DEFAULT_COMPACT_AFTER, IndexReport, MetadataTableWriter
 
-PARTITION_NAMES = [p.value for p in BUILD_ORDER]
+PARTITION_NAMES = [p.value for p in PARTITION_ORDER]
+DEFAULT_BUILD = ",".join(p.value for p in BUILD_ORDER)
 
 
 @main.group()
 def index() -> None:
-    """Build and keep the metadata table (files, column_stats, partition_stats) in Hudi's formats."""
+    """Build and keep the metadata table (files, column_stats, partition_stats, record_index) in Hudi's formats."""
 
 
 def _partitions(text: str) -> list[MdtPartition]:
@@ -60,7 +61,8 @@ def _render(report: IndexReport) -> Output:
 
 @index.command("build")
 @click.argument("path")
-@click.option("--partitions", default=",".join(PARTITION_NAMES), show_default=True, help="Metadata partitions to build.")
+@click.option("--partitions", default=DEFAULT_BUILD, show_default=True,
+              help=f"Metadata partitions to build, of {', '.join(PARTITION_NAMES)} (record_index is opt-in, as in Hudi).")
 @click.option("--columns", default=None, help="Columns for column_stats/partition_stats (default: Hudi's: meta fields and the first 32 columns).")
 @click.option("--all-columns", is_flag=True, help="Every indexable top-level column, not only the first 32.")
 @click.option("--rebuild", is_flag=True, help="Rebuild partitions that already exist.")

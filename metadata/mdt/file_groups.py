@@ -8,6 +8,8 @@ index>-0`; a record goes to the group its key hashes to (Hudi's
 
 from __future__ import annotations
 
+import math
+
 from metadata.text_enum import TextEnum
 
 
@@ -15,6 +17,7 @@ class MdtPartition(TextEnum):
     FILES = "files"
     COLUMN_STATS = "column_stats"
     PARTITION_STATS = "partition_stats"
+    RECORD_INDEX = "record_index"
 
     @property
     def file_group_prefix(self) -> str:
@@ -23,18 +26,36 @@ class MdtPartition(TextEnum):
     @property
     def default_file_groups(self) -> int:
         # hoodie.metadata.index.column.stats.file.group.count defaults to 2,
-        # partition stats to 1; files always has one.
-        return 2 if self is MdtPartition.COLUMN_STATS else 1
+        # partition stats to 1, the record index's minimum to 10; files has one.
+        return _DEFAULT_GROUPS.get(self, 1)
 
 
 _PREFIXES = {
     MdtPartition.FILES: "files-",
     MdtPartition.COLUMN_STATS: "col-stats-",
     MdtPartition.PARTITION_STATS: "partition-stats-",
+    MdtPartition.RECORD_INDEX: "record-index-",
 }
+_DEFAULT_GROUPS = {MdtPartition.COLUMN_STATS: 2, MdtPartition.RECORD_INDEX: 10}
 
 # Order in which a build creates them: `files` first, as Hudi initialises it.
-BUILD_ORDER = (MdtPartition.FILES, MdtPartition.COLUMN_STATS, MdtPartition.PARTITION_STATS)
+PARTITION_ORDER = (MdtPartition.FILES, MdtPartition.COLUMN_STATS, MdtPartition.PARTITION_STATS, MdtPartition.RECORD_INDEX)
+# What a build creates unless told otherwise (the record index is opt-in, as in Hudi).
+BUILD_ORDER = PARTITION_ORDER[:3]
+
+# Hudi's record-index sizing (hoodie.metadata.record.index.*): 48 bytes a
+# record, room to grow 2x, file groups of at most 1 GiB, between 10 and 10,000.
+RECORD_INDEX_RECORD_BYTES = 48
+RECORD_INDEX_GROWTH = 2.0
+RECORD_INDEX_GROUP_BYTES = 1 << 30
+RECORD_INDEX_MIN_GROUPS = 10
+RECORD_INDEX_MAX_GROUPS = 10_000
+
+
+def record_index_file_groups(records: int) -> int:
+    """File groups a new record index of `records` keys gets (Hudi's estimateFileGroupCount)."""
+    wanted = math.ceil(records * RECORD_INDEX_RECORD_BYTES * RECORD_INDEX_GROWTH / RECORD_INDEX_GROUP_BYTES)
+    return min(RECORD_INDEX_MAX_GROUPS, max(RECORD_INDEX_MIN_GROUPS, wanted))
 
 
 def file_group_id(partition: MdtPartition, index: int) -> str:

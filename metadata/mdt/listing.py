@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from metadata.errors import HudiError, MetadataTableDamaged, MetadataTableUnavailable
+from metadata.errors import HudiError, MetadataTableBehind, MetadataTableDamaged, MetadataTableUnavailable
 from metadata.listing import FileListing, ListingSource, StorageListing
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.storage import StoredFile, join
@@ -55,6 +55,11 @@ def choose_listing(table: StoredTable, use_metadata: bool | None, strict: bool =
     mdt: MetadataTable | None = None
     try:
         mdt = MetadataTable.open(table)
+        behind = mdt.reader.unsynced_data_instants()
+        if behind:
+            raise MetadataTableBehind(table.storage.uri, (
+                f"metadata table is behind the timeline: {len(behind)} completed instant(s) not in it "
+                f"({behind[0].requested_time} {behind[0].action} first); run `hudi-bridge index sync`"))
         listing = MetadataListing(mdt)
         # Read the files partition now: damage shows here, before a view relies on it.
         listing.partitions()
@@ -65,6 +70,6 @@ def choose_listing(table: StoredTable, use_metadata: bool | None, strict: bool =
         if use_metadata or (strict and isinstance(exc, MetadataTableDamaged)):
             raise
         reason = exc.reason if isinstance(exc, MetadataTableUnavailable) else str(exc)
-        if isinstance(exc, MetadataTableDamaged):
+        if isinstance(exc, (MetadataTableDamaged, MetadataTableBehind)):
             log.warning("%s; listing storage instead", exc)
         return StorageListing(table.storage, reason)

@@ -21,7 +21,7 @@ from metadata.errors import HudiError, HudiFormatError, MetadataTableDamaged, Me
 from metadata.file_group import FileSlice
 from metadata.file_naming import LogFileName
 from metadata.fs_view import FileSystemView
-from metadata.instant import Action
+from metadata.instant import Action, Instant
 from metadata.listing import StorageListing
 from metadata.log_format import BlockType, LogBlock, decode_avro_records, decode_delete_keys, scan_log_blocks
 from metadata.mdt.hfile_reader import HFileReader
@@ -31,6 +31,10 @@ from metadata.stored_table import StoredTable, TableParts
 log = logging.getLogger(__name__)
 
 METADATA_FOLDER = ".hoodie/metadata"
+BUILT_THROUGH = "hudi-bridge.builtThrough"  # extraMetadata of an initialising deltacommit
+PENDING_AT_BUILD = "hudi-bridge.pendingAtBuild"
+# Data-table actions that change which files exist (and so the metadata table).
+_FILE_CHANGING = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLEAN, Action.ROLLBACK, Action.RESTORE})
 
 
 @dataclass
@@ -91,6 +95,20 @@ class KeyQuery:
         return True
 
 
+def build_coverage(mdt: StoredTable) -> tuple[str, frozenset[str]]:
+    """(data instant a build of this project's writer took its snapshot at,
+    data instants pending then), from the newest initialising delta commit's
+    extra metadata; ("", {}) when no build recorded them (Hudi's own MDTs)."""
+    built_through, pending = "", frozenset[str]()
+    for instant in mdt.timeline.completed():
+        if instant.action is Action.DELTA_COMMIT and MetadataTableReader._is_initialisation(instant.requested_time):
+            extra = mdt.timeline.commit_metadata(instant).extra_metadata
+            if BUILT_THROUGH in extra and extra[BUILT_THROUGH] >= built_through:
+                built_through = extra[BUILT_THROUGH]
+                pending = frozenset(p for p in extra.get(PENDING_AT_BUILD, "").split(",") if p)
+    return built_through, pending
+
+
 class MetadataTableReader:
     """Merged reads of one data table's metadata table."""
 
@@ -142,11 +160,29 @@ class MetadataTableReader:
         # v8+: 00000000000000000, ...001; v6: <instant> + 3-digit suffix (010 and up).
         return ts.startswith("00000000000000") or len(ts) > 17
 
-    def latest_synced_data_instant(self) -> str | None:
-        """The newest data-table instant whose changes the metadata table holds."""
-        data_completed = {i.requested_time for i in self.data_table.timeline.completed()}
-        synced = [ts for ts in self._valid if ts in data_completed]
-        return max(synced) if synced else None
+    def synced_data_instants(self) -> frozenset[str]:
+        """Completed data-table instants whose changes the metadata table holds:
+        those with their own delta commit, and those a build's snapshot took in."""
+        built_through, pending_at_build = build_coverage(self.mdt)
+        return frozenset(i.requested_time for i in self.data_table.timeline.completed()
+                         if i.requested_time in self._valid
+                         or built_through and i.requested_time <= built_through and i.requested_time not in pending_at_build)
+
+    def unsynced_data_instants(self) -> list[Instant]:
+        """Completed data instants newer than every one the metadata table
+        holds (by requested time, and by completion time where the timeline
+        has it): what a writer that does not keep the metadata table did.
+        Older ones without their own delta commit came before the table was
+        built and are part of its first snapshot."""
+        synced = self.synced_data_instants()
+        completed = [i for i in self.data_table.timeline.completed() if i.action in _FILE_CHANGING]
+        held = [i for i in completed if i.requested_time in synced]
+        if not held:
+            return []
+        newest_requested = max(i.requested_time for i in held)
+        newest_completed = max((i.completion_time or "" for i in held), default="")
+        return [i for i in completed if i.requested_time not in synced
+                and (i.requested_time > newest_requested or (i.completion_time or "") > newest_completed > "")]
 
     def close(self) -> None:
         """Close the HFiles opened for reads; a later read opens them again."""

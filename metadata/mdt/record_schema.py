@@ -1,7 +1,8 @@
 """The HoodieMetadataRecord Avro schema this project writes, and encoding.
 
 Field names, record names and union order follow Hudi 1.1 (table v9) for the
-parts this project writes: the files and column/partition stats payloads.
+parts this project writes: the files, column/partition stats and record
+index payloads.
 Readers decode with the writer schema stored in each file, so a subset of
 Hudi's optional fields is enough.
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import uuid
 from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Any
@@ -24,6 +27,7 @@ from metadata.mdt.records import (
     TYPE_COLUMN_STATS,
     TYPE_FILES,
     TYPE_PARTITION_STATS,
+    TYPE_RECORD_INDEX,
     VALUE_TYPE_DATE,
     VALUE_TYPE_DECIMAL,
     VALUE_TYPE_LOCAL_TIMESTAMP_MICROS,
@@ -110,6 +114,28 @@ METADATA_RECORD_SCHEMA: dict[str, Any] = {
                             ],
                             "default": None,
                         },
+                    ],
+                },
+            ],
+            "default": None,
+        },
+        {
+            "name": "recordIndexMetadata",
+            "type": [
+                "null",
+                {
+                    "type": "record",
+                    "name": "HoodieRecordIndexInfo",
+                    "namespace": NS,
+                    "fields": [
+                        {"name": "partitionName", "type": ["null", "string"], "default": None},
+                        {"name": "fileIdHighBits", "type": ["null", "long"], "default": None},
+                        {"name": "fileIdLowBits", "type": ["null", "long"], "default": None},
+                        {"name": "fileIndex", "type": ["null", "int"], "default": None},
+                        {"name": "fileId", "type": ["null", "string"], "default": None},
+                        {"name": "instantTime", "type": ["null", "long"], "default": None},
+                        {"name": "fileIdEncoding", "type": "int", "default": 0},
+                        {"name": "position", "type": ["null", "long"], "default": None},
                     ],
                 },
             ],
@@ -244,6 +270,29 @@ def files_record(partition_id: str, files: dict[str, tuple[int, bool]], all_part
         "filesystemMetadata": {name: {"size": size, "isDeleted": deleted} for name, (size, deleted) in files.items()},
         "ColumnStatsMetadata": None,
     }
+
+
+_UUID_FILE_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(\d+)")
+
+
+def record_index_record(key: str, partition: str, file_id: str, instant_millis: int | None) -> dict[str, Any]:
+    """A record_index record: where one record key lives. A `<uuid>-<n>` file
+    id is stored as two longs and an index (fileIdEncoding 0), any other
+    file id as text (encoding 1), as Hudi's HoodieMetadataPayload does."""
+    match = _UUID_FILE_ID.fullmatch(file_id)
+    info: dict[str, Any] = {"partitionName": partition, "instantTime": instant_millis, "position": None}
+    if match:
+        bits = uuid.UUID(match.group(1)).int
+        info.update(fileIdHighBits=_signed64(bits >> 64), fileIdLowBits=_signed64(bits & (2**64 - 1)),
+                    fileIndex=int(match.group(2)), fileId="", fileIdEncoding=0)
+    else:
+        info.update(fileIdHighBits=None, fileIdLowBits=None, fileIndex=None, fileId=file_id, fileIdEncoding=1)
+    return {"key": key, "type": TYPE_RECORD_INDEX, "filesystemMetadata": None, "ColumnStatsMetadata": None,
+            "recordIndexMetadata": info}
+
+
+def _signed64(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def stat_type_of(*values: Any) -> pa.DataType:

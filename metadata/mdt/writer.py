@@ -20,23 +20,32 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from metadata.avro_schema import avro_to_arrow_schema, with_meta_fields
 from metadata.commit_metadata import WriteStat
-from metadata.errors import HudiError, IndexWriteError
+from metadata.errors import CleanedFilesError, HudiError, IndexWriteError
 from metadata.file_naming import BaseFileName, LogFileName, classify
-from metadata.instant import BEFORE_ALL_INSTANTS, Action, Instant
+from metadata.instant import BEFORE_ALL_INSTANTS, Action, Instant, instant_epoch_millis
 from metadata.instant_content import encode_avro_instant
 from metadata.listing import StorageListing
 from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records, read_log_blocks
 from metadata.mdt.cell_spill import DEFAULT_BUDGET_BYTES, CellSpill
-from metadata.mdt.file_groups import BUILD_ORDER, MdtPartition, file_group_id, file_group_index
-from metadata.mdt.file_stats import ColumnRange, columns_to_index, merge_ranges, roll_up
+from metadata.mdt.file_groups import (
+    BUILD_ORDER,
+    PARTITION_ORDER,
+    MdtPartition,
+    file_group_id,
+    file_group_index,
+    record_index_file_groups,
+)
+from metadata.mdt.file_stats import ColumnRange, blocks_counting, columns_to_index, merge_ranges, roll_up
 from metadata.mdt.hfile_writer import HFileWriter
 from metadata.mdt.keys import column_stats_key, partition_stats_key
-from metadata.mdt.reader import METADATA_FOLDER, KeyQuery, MetadataTableReader
-from metadata.mdt.record_schema import encode_record, files_record, range_record, record_schema_json
+from metadata.mdt.reader import BUILT_THROUGH, METADATA_FOLDER, PENDING_AT_BUILD, KeyQuery, MetadataTableReader, build_coverage
+from metadata.mdt.record_keys import FileKeys, keys_of_files
+from metadata.mdt.record_schema import encode_record, files_record, range_record, record_index_record, record_schema_json
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
 from metadata.mdt.validate import committed_files
@@ -57,8 +66,6 @@ from metadata.timeline_models import COMPACTION_PLAN, commit_metadata_schema
 
 log = logging.getLogger(__name__)
 
-BUILT_THROUGH = "hudi-bridge.builtThrough"  # extraMetadata of an initialising deltacommit
-PENDING_AT_BUILD = "hudi-bridge.pendingAtBuild"
 INDEXED_COLUMNS = "hudi-bridge.columns"
 DEFAULT_COMPACT_AFTER = 10  # hoodie.metadata.compact.max.delta.commits
 DEFAULT_BATCH_FILES = 2000
@@ -110,9 +117,16 @@ class MetadataTableWriter:
         report = IndexReport("build")
         with WriterLock(self.storage):
             self._reload()
-            wanted = [p for p in BUILD_ORDER if p in partitions or p is MdtPartition.FILES]
-            if rebuild:
-                self._drop([p for p in wanted if p.value in self.data.config.metadata_partitions], report)
+            wanted = [p for p in PARTITION_ORDER if p in partitions or p is MdtPartition.FILES]
+            existing = set(self.data.config.metadata_partitions)
+            if rebuild and any(p.value in existing for p in wanted):
+                # The metadata timeline names every file it ever wrote, so one
+                # partition cannot be swapped alone: rebuild them all.
+                wanted = [p for p in PARTITION_ORDER if p in wanted or p.value in existing]
+                lost = sorted(existing - {p.value for p in PARTITION_ORDER})
+                self._drop([MdtPartition.FILES], IndexReport("drop"))
+                report.notes.append("rebuilt the whole metadata table: " + ", ".join(p.value for p in wanted)
+                                    + (f"; not rebuilt (built by Hudi, no longer listed): {', '.join(lost)}" if lost else ""))
             built = set(self.data.config.metadata_partitions)
             if MdtPartition.FILES.value not in built:
                 self._reset_metadata_folder()
@@ -229,7 +243,7 @@ class MetadataTableWriter:
             return f"{n:017d}"
         latest = self.data.timeline.latest_completed()
         base = latest.requested_time if latest else BEFORE_ALL_INSTANTS
-        n = 10 + BUILD_ORDER.index(partition)
+        n = 10 + PARTITION_ORDER.index(partition)
         while f"{base}{n:03d}" in used:
             n += 1
         return f"{base}{n:03d}"
@@ -239,6 +253,8 @@ class MetadataTableWriter:
         ts = self._initialisation_time(mdt, partition)
         self.progress(f"building {partition.value} at metadata instant {ts}")
         groups = self._file_group_count(partition)
+        if partition is MdtPartition.RECORD_INDEX and not self._existing_groups(partition):
+            groups = record_index_file_groups(snapshot.key_count())
         written: list[tuple[str, str, int]] = []
         self._write_pending(mdt, ts, Action.DELTA_COMMIT)
         self.fault(f"{partition.value}: after requested")
@@ -263,7 +279,7 @@ class MetadataTableWriter:
                 report.records_written += spill.count
             self.fault(f"{partition.value}: after file group {index}")
         extra = {BUILT_THROUGH: snapshot.built_through, PENDING_AT_BUILD: ",".join(snapshot.pending)}
-        if partition is not MdtPartition.FILES:
+        if partition in (MdtPartition.COLUMN_STATS, MdtPartition.PARTITION_STATS):
             extra[INDEXED_COLUMNS] = ",".join(snapshot.columns)
         self._complete(mdt, ts, Action.DELTA_COMMIT, written, "BULK_INSERT", extra)
         report.files_indexed = max(report.files_indexed, snapshot.file_count)
@@ -361,14 +377,7 @@ class MetadataTableWriter:
         """Whether a completed data instant is already in the metadata table:
         it has its own delta commit, or the latest build's snapshot held it."""
         completed = {i.requested_time for i in mdt.timeline.completed()}
-        data_instants = {i.requested_time for i in self.data.timeline.instants}
-        built_through, pending_at_build = "", set()
-        for instant in mdt.timeline.completed():
-            if instant.action is Action.DELTA_COMMIT and instant.requested_time not in data_instants:
-                extra = mdt.timeline.commit_metadata(instant).extra_metadata
-                if extra.get(BUILT_THROUGH, "") >= built_through and BUILT_THROUGH in extra:
-                    built_through = extra[BUILT_THROUGH]
-                    pending_at_build = {p for p in extra.get(PENDING_AT_BUILD, "").split(",") if p}
+        built_through, pending_at_build = build_coverage(mdt)
 
         def is_synced(instant: Instant) -> bool:
             ts = instant.requested_time
@@ -423,8 +432,9 @@ class MetadataTableWriter:
             files[ALL_PARTITIONS_KEY] = files_record(ALL_PARTITIONS_KEY, listed, all_partitions=True)
         new_ranges: dict[str, list[ColumnRange]] = {}
         if MdtPartition.COLUMN_STATS in records or MdtPartition.PARTITION_STATS in records:
+            # A file a later clean already removed gets no statistics: its tombstone follows in that clean's sync.
             targets = [(join(p, name), ts if name.startswith(".") and self.version < 8 else None)
-                       for p, names in change.added.items() for name in names]
+                       for p, names in change.added.items() for name in names if self.storage.exists(join(p, name))]
             for r in self._file_ranges(targets, columns, schema):
                 new_ranges.setdefault(r.file_name, []).append(r)
             report.files_indexed += len(targets)
@@ -441,6 +451,8 @@ class MetadataTableWriter:
                         key = column_stats_key(column, partition, name)
                         dtype = schema.field(column).type if column in schema.names else pa.string()
                         stats[key] = range_record(key, ColumnRange(name, column, dtype, None, None, 0, 0), self.version, deleted=True)
+        if MdtPartition.RECORD_INDEX in records:
+            records[MdtPartition.RECORD_INDEX].update(self._record_locations(ts, change))
         if MdtPartition.PARTITION_STATS in records:
             touched = sorted((set(change.added) | set(change.deleted)) - change.dropped_partitions)
             records[MdtPartition.PARTITION_STATS].update(
@@ -468,6 +480,30 @@ class MetadataTableWriter:
         self._complete(mdt, ts, Action.DELTA_COMMIT, written, "UPSERT_PREPPED")
         if not written:
             log.debug("instant %s changed nothing the metadata table holds", ts)
+
+    def _record_locations(self, ts: str, change: _Change) -> dict[str, dict[str, Any]]:
+        """record_index records for what one instant did: the keys of the files
+        it wrote; after a rollback, the keys of the touched partitions' latest
+        slices (a rolled-back clustering may have moved keys back)."""
+        targets = []
+        if change.keyed:
+            for partition, names in change.added.items():
+                for name in names:
+                    parsed = classify(name, self.data.config.base_file_format.extension, join(partition, name))
+                    if isinstance(parsed, (BaseFileName, LogFileName)) and self.storage.exists(join(partition, name)):
+                        targets.append((join(partition, name), partition, parsed.file_id, ts))  # removed since: its keys are in newer files
+        if change.rekeyed_partitions:
+            table = HudiTable(self.storage, self.data.config, self.data.timeline, listing=StorageListing(self.storage))
+            try:
+                rekeyed = table.view(as_of=ts).latest_file_slices(sorted(change.rekeyed_partitions))
+            except CleanedFilesError:  # as for partition_stats: today's slices
+                rekeyed = table.view().latest_file_slices(sorted(change.rekeyed_partitions))
+            for s in rekeyed:
+                targets += [(path, s.partition, s.file_id, s.base_instant) for path in s.files]
+        completed = _completed(self.data)
+        found = keys_of_files(self.storage, targets,
+                              lambda instant: blocks_counting(ts if change.keyed else None, completed))
+        return dict(record_index_entries(found, timeline_is_utc(self.data.config)))
 
     def _log_name(self, mdt: TableParts, partition: MdtPartition, fg: str, ts: str) -> str:
         """v8+: one log file per writing instant. v6: a new log version in the
@@ -503,7 +539,12 @@ class MetadataTableWriter:
         if not partitions:
             return {}
         table = HudiTable(self.storage, self.data.config, self.data.timeline, listing=StorageListing(self.storage))
-        slices = table.view(as_of=ts).latest_file_slices(partitions)
+        try:
+            slices = table.view(as_of=ts).latest_file_slices(partitions)
+        except CleanedFilesError:
+            # A later clean (synced in this same run) removed files of that state:
+            # roll up today's slices; that clean's sync writes these partitions again.
+            slices = table.view().latest_file_slices(partitions)
         reader = MetadataTableReader(self.data)
         try:
             held = reader.read(MdtPartition.COLUMN_STATS.value, KeyQuery(prefixes=[
@@ -622,6 +663,26 @@ def _range_of(stats: Any, schema: pa.Schema) -> ColumnRange:
                        stats.null_count or 0, stats.value_count or 0, stats.total_size or 0, stats.total_uncompressed_size or 0)
 
 
+def timeline_is_utc(config: TableConfig) -> bool:
+    """Whether instant times are UTC (`hoodie.table.timeline.timezone`; LOCAL by default)."""
+    return config.raw.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC"
+
+
+def record_index_entries(found: Sequence[FileKeys], utc: bool) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(key, record_index record) of every key of these files, once each: a
+    key in several files (a base file and its logs) takes the last file's place."""
+    if not found:
+        return
+    keys = pa.chunked_array([f.keys for f in found], pa.string())
+    owner = pa.chunked_array([pa.array(np.full(len(f.keys), n, np.int32)) for n, f in enumerate(found)], pa.int32())
+    table = pa.table({"key": keys, "owner": owner}).drop_null()
+    last = table.group_by("key", use_threads=False).aggregate([("owner", "max")])
+    millis = [instant_epoch_millis(f.instant, utc) for f in found]
+    for key, n in zip(last.column("key").to_pylist(), last.column("owner_max").to_pylist()):
+        file = found[n]
+        yield key, record_index_record(key, file.partition, file.file_id, millis[n])
+
+
 def _is_dropped(record: MetadataRecord) -> bool:
     return bool(record.column_stats and record.column_stats.is_deleted)
 
@@ -648,6 +709,8 @@ class _Change:
     added: dict[str, dict[str, int]]
     deleted: dict[str, set[str]]
     dropped_partitions: set[str]
+    keyed: bool = False  # the added files' keys go to the record index (not for a compaction: keys stay put)
+    rekeyed_partitions: set[str] = field(default_factory=set)  # record-index locations to write again
 
     @classmethod
     def of(cls, data: TableParts, instant: Instant) -> _Change | None:
@@ -656,13 +719,14 @@ class _Change:
             added: dict[str, dict[str, int]] = {}
             for stat in timeline.commit_metadata(instant).write_stats():
                 added.setdefault(stat.partition_path, {})[stat.file_name] = stat.file_size_in_bytes or 0
-            return cls(added, {}, set())
+            return cls(added, {}, set(), keyed=not instant.is_compaction)
         if instant.action is Action.CLEAN:
             clean = timeline.clean_metadata(instant)
             return cls({}, clean.deleted_file_names(), clean.deleted_partitions())
         if instant.action is Action.ROLLBACK:
             rollback = timeline.rollback_metadata(instant)
-            return cls({}, {p: set(names) for p, names in rollback.deleted_files.items() if names}, set())
+            deleted = {p: set(names) for p, names in rollback.deleted_files.items() if names}
+            return cls({}, deleted, set(), rekeyed_partitions=set(deleted))
         if instant.action is Action.RESTORE:
             raise IndexWriteError(f"{timeline.instant_file(instant)}: a restore is not synced incrementally; "
                                   "rebuild the metadata table with `hudi-bridge index build --rebuild`")
@@ -685,6 +749,7 @@ class _Snapshot:
     progress: Callable[[str], None] = lambda message: None
     rollups_wanted: bool = True  # partition_stats is built from the same pass
     _rollups: dict[str, dict[str, ColumnRange]] | None = None  # partition -> column -> range over latest slices
+    _keys: list[FileKeys] | None = None  # record keys of the latest slices' files
 
     @classmethod
     def take(cls, data: TableParts, engine: StatsEngine, columns: Sequence[str] | None,
@@ -711,6 +776,22 @@ class _Snapshot:
     @property
     def file_count(self) -> int:
         return sum(len(f) for f in self.files.values())
+
+    def file_keys(self) -> list[FileKeys]:
+        """Record keys of every file of the latest slices, base file first, then logs in order."""
+        if self._keys is None:
+            targets = []
+            if self.built_through:
+                table = HudiTable(self.data.storage, self.data.config, self.data.timeline, listing=StorageListing(self.data.storage))
+                for s in table.view(as_of=self.built_through).latest_file_slices():
+                    targets += [(path, s.partition, s.file_id, s.base_instant) for path in s.files]
+            self.progress(f"reading the record keys of {len(targets)} files")
+            completed = _completed(self.data)
+            self._keys = keys_of_files(self.data.storage, targets, lambda instant: blocks_counting(None, completed))
+        return self._keys
+
+    def key_count(self) -> int:
+        return sum(len(f.keys) for f in self.file_keys())
 
     def _latest_slice_files(self) -> dict[str, str]:
         """File name -> partition of every file in a latest slice (what partition_stats covers)."""
@@ -751,6 +832,8 @@ class _Snapshot:
                 yield key, files_record(key, {n: (size, False) for n, size in names.items()})
             yield ALL_PARTITIONS_KEY, files_record(ALL_PARTITIONS_KEY, {to_metadata_partition(p): (0, False) for p in self.files},
                                                    all_partitions=True)
+        elif partition is MdtPartition.RECORD_INDEX:
+            yield from record_index_entries(self.file_keys(), timeline_is_utc(self.data.config))
         elif partition is MdtPartition.COLUMN_STATS:
             for p, found in self._range_batches():
                 for r in found:
