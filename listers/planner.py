@@ -21,6 +21,7 @@ from datetime import date, datetime
 from typing import Any, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from expressions import Expr, bind, may_match, parse_sql, to_sql
 from expressions.eval_partitions import map_to_path_values, prune_partitions
@@ -28,7 +29,7 @@ from expressions.tree import references, values_required
 from listers.directory_lister import DirectoryLister
 from metadata import FileSlice, HudiError, HudiFormatError, MetadataTable, MetadataTableUnavailable
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
-from metadata.file_naming import LogFileName
+from metadata.file_naming import LogFileName, file_id_of
 from metadata.mdt.indexes import (
     RECORD_INDEX,
     record_index_is_global,
@@ -141,6 +142,15 @@ def index_text(value: Any, days: bool) -> str | None:
     return None
 
 
+@dataclass
+class _Verdict:
+    """What column_stats rules out: file names whose statistics exclude the predicate."""
+
+    excluded: set[str]
+    indexed: list[str]
+    seconds: float
+
+
 class _Planner:
     def __init__(self, lister: DirectoryLister, expr: Expr, dialect: str, assume_unique_keys: bool = False) -> None:
         self.lister = lister
@@ -246,9 +256,19 @@ class _Planner:
         # its data values instead (no statistics for it keeps files).
         data_columns = [c for c in columns if c not in config.partition_fields or c in transformed]
         kept = self._partition_stats(mdt, kept, data_columns)
-        slices = [s for part in self.lister.list_files_batch(kept).values() for s in part]
+        verdict = self._column_stats_verdict(mdt, kept, data_columns)
+        if verdict is not None and self.lister.view.is_latest:
+            # Rule files out by name first and build only the file groups that
+            # keep a candidate: a group none of whose files may match has no
+            # slice that may. (A past view may need files a clean removed,
+            # which no listing names: it builds every group.)
+            slices, listed = self._candidate_slices(kept, verdict)
+        else:
+            slices = [s for part in self.lister.list_files_batch(kept).values() for s in part]
+            listed = None
         slices = self._record_index(mdt, slices)
-        slices = self._column_stats(mdt, kept, slices, data_columns)
+        if verdict is not None:
+            slices = self._apply_verdict(verdict, slices, listed)
         return Plan(
             predicate=text,
             files=tuple(sorted(slices, key=lambda s: (s.partition, s.file_id))),
@@ -375,32 +395,59 @@ class _Planner:
             return False  # v6 log names carry the base instant, not the writer's
         return all(LogFileName.parse(name).instant_time in covered for name in s.log_file_names)
 
-    def _column_stats(self, mdt: MetadataTable | None, partitions: list[str], slices: list[FileSlice], columns: list[str]) -> list[FileSlice]:
-        if mdt is None or not columns or not slices:
+    def _column_stats_verdict(self, mdt: MetadataTable | None, partitions: list[str], columns: list[str]) -> _Verdict | None:
+        """Per file name, whether its column statistics allow a matching row;
+        None when column_stats cannot be used (the explanation says why)."""
+        if mdt is None or not columns or not partitions:
             if not columns and mdt is not None:
                 self.not_used.append("column_stats: the predicate names no data column")
-            return slices
+            return None
         if "column_stats" not in self.table.config.metadata_partitions:
             self.not_used.append("column_stats: not built for this table")
-            return slices
+            return None
         start = time.perf_counter()
         try:
             stats = mdt.column_stats(columns, partitions)
         except MetadataTableUnavailable as exc:
-            return self._stage_unusable("column_stats", exc, slices)
+            self._stage_unusable("column_stats", exc, [])
+            return None
         indexed = [c for c in columns if stats.num_rows and stats.column(min_field(c)).null_count < stats.num_rows]
         if not indexed:
             self.not_used.append(f"column_stats: none of {', '.join(columns)} is indexed")
-            return slices
-        verdict = dict(zip(stats.column(FILE_NAME).to_pylist(), may_match(self.expr, stats).to_pylist()))
+            return None
+        names = stats.column(FILE_NAME).to_pylist()
+        keep = may_match(self.expr, stats)
+        excluded = set(itertools.compress(names, pc.invert(keep).to_pylist())) - set(itertools.compress(names, keep.to_pylist()))
+        return _Verdict(excluded, indexed, time.perf_counter() - start)
+
+    def _candidate_slices(self, partitions: list[str], verdict: _Verdict) -> tuple[list[FileSlice], int]:
+        """Latest slices of the file groups that have a file the statistics do
+        not exclude (a file without a stats row may hold anything), and how
+        many files the listing holds."""
+        start = time.perf_counter()
+        groups: dict[str, set[str]] = {}
+        listed = 0
+        for partition, names in self.lister.file_names(partitions).items():
+            listed += len(names)
+            groups[partition] = {file_id_of(name) for name in names if name not in verdict.excluded}
+        slices = self.lister.list_file_groups(groups)
+        verdict.seconds += time.perf_counter() - start
+        return slices, listed
+
+    def _apply_verdict(self, verdict: _Verdict, slices: list[FileSlice], listed: int | None) -> list[FileSlice]:
+        """Slices with at least one file the statistics do not exclude."""
+        start = time.perf_counter()
         kept = []
         for s in slices:
             names = ([s.base_file_name] if s.base_file_name else []) + s.log_file_names
             # A file without a stats row may hold anything; keep it.
-            if any(verdict.get(name, True) for name in names):
+            if any(name not in verdict.excluded for name in names):
                 kept.append(s)
             else:
                 log.debug("dropped %s/%s: statistics exclude the predicate for %s", s.partition, s.file_id, names)
-        self.stages.append(Stage("column_stats", len(kept), len(slices), time.perf_counter() - start,
-                                 f"columns with stats: {', '.join(indexed)}"))
+        note = f"columns with stats: {', '.join(verdict.indexed)}"
+        if listed is not None:
+            note += f"; {len(slices)} file group(s) with a candidate built, of {listed} files listed"
+        self.stages.append(Stage("column_stats", len(kept), listed if listed is not None else len(slices),
+                                 verdict.seconds + time.perf_counter() - start, note))
         return kept

@@ -79,6 +79,17 @@ def is_log_file_name(name: str) -> bool:
     return name.startswith(".") and (".log." in name or ".archive." in name) and not name.startswith(PARTITION_METADATA_PREFIX)
 
 
+def file_id_of(name: str) -> str:
+    """The file id `classify` would give a base or log file name, without
+    parsing the rest (cheap enough to run over every name of a listing):
+    a base name's text before its first '_'; a log name's text between the
+    dot and the last '_' before `.log.`/`.archive.`."""
+    if name.startswith("."):
+        end = max(name.rfind(".log."), name.rfind(".archive."))
+        return name[1:end].rpartition("_")[0] if end > 0 else ""
+    return name.partition("_")[0]
+
+
 def classify(name: str, base_extension: str, where: str = "") -> BaseFileName | LogFileName | None:
     """A base file, a log file, or None for anything else in a partition.
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from metadata.errors import CleanedFilesError, HudiError, HudiFormatError, MissingFileError
 from metadata.file_group import FileGroup, FileSlice
-from metadata.file_naming import BaseFileName, LogFileName, classify
+from metadata.file_naming import BaseFileName, LogFileName, classify, file_id_of
 from metadata.instant import Action, Instant, check_instant_time
 from metadata.listing import FileListing, ListingSource, StorageListing
 from metadata.storage import Storage, StoredFile
@@ -187,7 +187,9 @@ class FileSystemView:
         ghosts: dict[str, _Ghost],
         log_writers: dict[str, str] | None,
         pending_groups: dict[str, set[tuple[str, str]]],
+        only: set[str] | None = None,
     ) -> list[FileGroup]:
+        """The partition's visible file groups; with `only`, just those file ids."""
         extension = self.config.base_file_format.extension
         bases: dict[str, list[tuple[BaseFileName, int]]] = {}
         logs: dict[str, list[tuple[LogFileName, int]]] = {}
@@ -195,6 +197,8 @@ class FileSystemView:
         if ghosts:
             present = {name for name, _, _ in entries}
             entries += [(name, 0, name) for name in ghosts if name not in present]
+        if only is not None:
+            entries = [e for e in entries if file_id_of(e[0]) in only]
         for name, size, where in entries:
             parsed = classify(name, extension, where)
             if isinstance(parsed, BaseFileName):
@@ -235,15 +239,16 @@ class FileSystemView:
                     )
             groups.append(group)
         if isinstance(self.listing, StorageListing):
-            self._check_newest_bases(partition, bases, self.listing.storage)
+            self._check_newest_bases(partition, bases, self.listing.storage, only)
         return groups
 
-    def _check_newest_bases(self, partition: str, bases: dict[str, list[tuple[BaseFileName, int]]], storage: Storage) -> None:
+    def _check_newest_bases(self, partition: str, bases: dict[str, list[tuple[BaseFileName, int]]], storage: Storage,
+                            only: set[str] | None = None) -> None:
         """Storage must hold the newest base file each visible commit wrote: a
         missing one would make the view serve the version before it. (The
         metadata table lists what was committed, so it needs no such check.)"""
         for file_id, (instant, path) in self._written_bases().get(partition, {}).items():
-            if (partition, file_id) in self._replaced:
+            if (partition, file_id) in self._replaced or only is not None and file_id not in only:
                 continue
             stored = max((b.instant_time for b, _ in bases.get(file_id, [])), default=None)
             if stored is None or stored < instant.requested_time:
@@ -301,6 +306,55 @@ class FileSystemView:
             base = keys[position - 1] if position else name.instant_time
             group.add_log(base, name, size)
 
+    def _base_only_latest_slices(self, partitions: list[str]) -> dict[str, list[FileSlice]]:
+        """Latest slices of the partitions that hold base files only (no logs),
+        in a view of the latest state with no pending compaction: the newest
+        visible base file of each group that is not replaced, found without
+        building file groups (most partitions of most tables; the general
+        path below handles the rest, and any name that is not plainly
+        `<fileId>_<token>_<instant><ext>` sends its partition there)."""
+        if not partitions or not self.is_latest or self._pending_compactions:
+            return {}
+        extension = self.config.base_file_format.extension
+        out: dict[str, list[FileSlice]] = {}
+        with _paused_gc():
+            listed = self.listing.files_for(partitions)
+            for partition in partitions:
+                newest = self._newest_bases_by_name(partition, listed.get(partition, []), extension)
+                if newest is None:
+                    continue
+                if isinstance(self.listing, StorageListing):
+                    bases = {fid: [(BaseFileName.parse(f.relative_path.rpartition("/")[2]), f.size)] for fid, (_, f) in newest.items()}
+                    self._check_newest_bases(partition, bases, self.listing.storage)
+                out[partition] = [FileSlice(partition, fid, instant, f.relative_path, (), f.size, ())
+                                  for fid, (instant, f) in sorted(newest.items())
+                                  if (partition, fid) not in self._replaced]
+        return out
+
+    def _newest_bases_by_name(self, partition: str, files: list[StoredFile],
+                              extension: str) -> dict[str, tuple[str, StoredFile]] | None:
+        """File id -> (instant, file) of its newest visible base file, or None
+        when a name needs the full parser (a log, or anything unusual)."""
+        newest: dict[str, tuple[str, StoredFile]] = {}
+        visible = self._visible
+        for f in files:
+            name = f.relative_path.rpartition("/")[2]
+            if not name.endswith(extension) or name[0] in "._":
+                if classify(name, extension, f.relative_path) is not None:
+                    return None  # a log file: the general path
+                continue
+            file_id, _, rest = name.partition("_")
+            token, _, tail = rest.partition("_")
+            instant = tail[: len(tail) - len(extension)]
+            if not file_id or not token or "_" in tail or not instant.isdigit() or len(instant) < 14:
+                return None  # let the parser name what is wrong
+            if instant not in visible and not self._is_visible_instant(instant):
+                continue
+            held = newest.get(file_id)
+            if held is None or instant >= held[0]:  # a tie: the later name wins, as in the general path
+                newest[file_id] = (instant, f)
+        return newest
+
     # Extra reads for views of the past ---------------------------------------
     def _cleaned_files(self, partitions: list[str]) -> dict[str, dict[str, _Ghost]]:
         wanted = set(partitions)
@@ -351,6 +405,29 @@ class FileSystemView:
             log.warning("%s", message)
 
     # Public queries -----------------------------------------------------------
+    def latest_file_slices_of_groups(self, groups: dict[str, set[str]]) -> list[FileSlice]:
+        """Latest slices of only these file groups (partition -> file ids), by
+        partition then file id: a plan that has already ruled out most files
+        builds only what is left. Partitions built before are served whole
+        from their cache; these partial builds are not cached."""
+        out: list[FileSlice] = []
+        with self._lock, _paused_gc():
+            cached = {p: self._latest_slices[p] for p in groups if p in self._latest_slices}
+            todo = sorted(p for p in groups if p not in cached and groups[p])
+            listed = self.listing.files_for(todo) if todo else {}
+            ghosts = self._cleaned_files(todo) if todo and not self.is_latest else {}
+            attributed = self._log_writers() if todo and self.config.timeline_layout_version < 2 and self.config.is_mor else {}
+            pending_groups = self._pending_compaction_groups() if todo and self._pending_compactions else {}
+            pending = set(self._pending_compactions)
+            for partition in sorted(groups):
+                if partition in cached:
+                    out += [s for s in cached[partition] if s.file_id in groups[partition]]
+                elif partition in listed:
+                    built = self._build_groups(partition, listed[partition], ghosts.get(partition, {}), attributed,
+                                               pending_groups, only=groups[partition])
+                    out += sorted((s for s in (g.latest_slice(pending) for g in built) if s is not None), key=lambda s: s.file_id)
+        return out
+
     def latest_file_slices(self, partitions: list[str] | None = None) -> list[FileSlice]:
         """By partition, then file id; each partition's slices are built once
         per view (the view is one fixed state, slices are immutable)."""
@@ -359,7 +436,10 @@ class FileSystemView:
             missing = [p for p in names if p not in self._latest_slices]
         if missing:
             pending = set(self._pending_compactions)
-            for partition, groups in self._file_groups_for(missing).items():
+            with self._lock:
+                direct = self._base_only_latest_slices([p for p in missing if p not in self._groups_cache])
+                self._latest_slices.update(direct)
+            for partition, groups in self._file_groups_for([p for p in missing if p not in direct]).items():
                 built = [s for s in (g.latest_slice(pending) for g in groups) if s is not None]
                 built.sort(key=lambda s: s.file_id)
                 with self._lock:

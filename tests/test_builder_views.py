@@ -10,10 +10,12 @@ import pyarrow as pa
 import pytest
 
 from metadata import CleanedFilesError, HudiTable
+from metadata.fs_view import FileSystemView
 from metadata.testing.builder import TableBuilder
 
 SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("fare", pa.float64())])
 VERSIONS = [(6, "COPY_ON_WRITE"), (6, "MERGE_ON_READ"), (8, "COPY_ON_WRITE"), (8, "MERGE_ON_READ")]
+TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
 
 
 def rows(ids: range | list[int], city: str | None = None, fare: float = 1.0) -> list[dict]:
@@ -175,3 +177,43 @@ def test_non_partitioned_and_multi_field_partitions(tmp_path) -> None:
     multi.write([{"id": 1, "country": "nl", "day": "2024-01-01"}, {"id": 2, "country": "br", "day": None}])
     table = HudiTable.open(str(tmp_path / "multi"))
     assert table.partitions() == ["br/__HIVE_DEFAULT_PARTITION__", "nl/2024-01-01"]
+
+
+# The builder writes metadata tables for table version 8 only.
+@pytest.mark.parametrize("version,table_type,metadata_table", [(v, t, False) for v, t in VERSIONS] + [(8, t, True) for t in TABLE_TYPES])
+def test_base_only_partitions_skip_file_groups_and_agree(tmp_path, version: int, table_type: str, metadata_table: bool,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Latest slices of partitions holding base files only are found without
+    building file groups; after every kind of step they equal the general
+    path's (groups built first) and the builder's own expectation."""
+
+    direct: list[int] = []
+    original = FileSystemView._base_only_latest_slices
+
+    def spy(self: FileSystemView, partitions: list[str]) -> dict:
+        found = original(self, partitions)
+        direct.append(len(found))
+        return found
+
+    monkeypatch.setattr(FileSystemView, "_base_only_latest_slices", spy)
+    recorder, path = new_builder(tmp_path, version, table_type, max_rows_per_file=2, metadata_table=metadata_table)
+    steps: list[Callable[[TableBuilder], str]] = [
+        lambda b: b.write(rows(range(9))),
+        lambda b: b.write(rows([0, 3, 4], fare=5.0)),  # new base versions (COW) or logs (MOR)
+        lambda b: b.rollback(b.write(rows([1, 2]), complete=False)),
+        lambda b: b.insert_overwrite(rows([30, 33], city="la")),
+        lambda b: b.clean(),
+        lambda b: b.write(rows(range(40, 44), city="sf")),
+    ]
+    for step in steps:
+        recorder.step(step)
+        table = HudiTable.open(path)
+        fast = view_of(table)
+        general_view = table.view()
+        for partition in general_view.partitions():
+            general_view.file_groups(partition)  # groups built first: the general path serves every partition
+        general = {(s.partition, s.file_id): (s.base_file_name, tuple(s.log_file_names)) for s in general_view.latest_file_slices()}
+        assert fast == general == recorder.builder.expected_latest_files()
+        table.close()
+    if table_type == "COPY_ON_WRITE":
+        assert sum(direct) > 0  # the direct path served partitions
