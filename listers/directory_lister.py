@@ -65,10 +65,10 @@ class DirectoryLister:
         """Latest file slices (a base file, plus log files on MOR) of one partition."""
         return self.view.latest_file_slices([partition])
 
-    def file_names(self, partitions: list[str]) -> dict[str, list[str]]:
-        """Names of the files the listing holds per partition (committed and
-        not, every version): what a plan can rule out before building slices."""
-        return {p: [f.relative_path.rpartition("/")[2] for f in files] for p, files in self.view.listing.files_for(partitions).items()}
+    def file_names(self, partitions: list[str]) -> dict[str, dict[str, int]]:
+        """File name -> size of the files the listing holds per partition (every
+        version, committed or not): what a plan can rule out before building slices."""
+        return self.view.listing.file_names_for(partitions)
 
     def list_file_groups(self, groups: dict[str, set[str]]) -> list[FileSlice]:
         """Latest slices of only these file groups (partition -> file ids)."""

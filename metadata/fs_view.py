@@ -27,7 +27,7 @@ from metadata.file_group import FileGroup, FileSlice
 from metadata.file_naming import BaseFileName, LogFileName, classify, file_id_of
 from metadata.instant import Action, Instant, check_instant_time
 from metadata.listing import FileListing, ListingSource, StorageListing
-from metadata.storage import Storage, StoredFile
+from metadata.storage import Storage, StoredFile, join
 from metadata.table_config import TableConfig
 from metadata.timeline import Timeline
 
@@ -414,7 +414,9 @@ class FileSystemView:
         with self._lock, _paused_gc():
             cached = {p: self._latest_slices[p] for p in groups if p in self._latest_slices}
             todo = sorted(p for p in groups if p not in cached and groups[p])
-            listed = self.listing.files_for(todo) if todo else {}
+            # StoredFiles for the wanted groups' files only (a plan keeps ~1% of them)
+            listed = {p: [StoredFile(join(p, name), size) for name, size in sorted(names.items()) if file_id_of(name) in groups[p]]
+                      for p, names in (self.listing.file_names_for(todo) if todo else {}).items()}
             ghosts = self._cleaned_files(todo) if todo and not self.is_latest else {}
             attributed = self._log_writers() if todo and self.config.timeline_layout_version < 2 and self.config.is_mor else {}
             pending_groups = self._pending_compaction_groups() if todo and self._pending_compactions else {}

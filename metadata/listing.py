@@ -38,6 +38,10 @@ class FileListing(Protocol):
     def files_for(self, partitions: list[str]) -> dict[str, list[StoredFile]]:
         """Files of each named partition (paths relative to the table base)."""
 
+    def file_names_for(self, partitions: list[str]) -> dict[str, dict[str, int]]:
+        """File name -> size of each named partition: `files_for` without
+        building a StoredFile per file (what a plan filters before building)."""
+
 
 class StorageListing:
     """Lists partitions by walking storage for partition metadata files.
@@ -88,3 +92,6 @@ class StorageListing:
                     self._files[partition] = cached
             result[partition] = cached
         return result
+
+    def file_names_for(self, partitions: list[str]) -> dict[str, dict[str, int]]:
+        return {p: {f.name: f.size for f in files} for p, files in self.files_for(partitions).items()}

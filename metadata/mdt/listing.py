@@ -21,23 +21,32 @@ class MetadataListing:
 
     def __init__(self, mdt: MetadataTable) -> None:
         self.mdt = mdt
+        self._names: dict[str, dict[str, int]] = {}
         self._files: dict[str, list[StoredFile]] = {}
         self._lock = threading.Lock()
 
     def partitions(self) -> list[str]:
         return self.mdt.partitions()  # read once per metadata table
 
+    def file_names_for(self, partitions: list[str]) -> dict[str, dict[str, int]]:
+        with self._lock:
+            missing = [p for p in partitions if p not in self._names]
+        if missing:
+            found = self.mdt.files_for(missing)
+            with self._lock:
+                for partition in missing:
+                    self._names[partition] = found.get(partition, {})
+        with self._lock:
+            return {p: self._names[p] for p in partitions}
+
     def files_for(self, partitions: list[str]) -> dict[str, list[StoredFile]]:
         with self._lock:
             missing = [p for p in partitions if p not in self._files]
         if missing:
-            found = self.mdt.files_for(missing)
+            names = self.file_names_for(missing)
             with self._lock:
-                for partition, files in found.items():
-                    self._files[partition] = sorted(
-                        (StoredFile(join(partition, name), size) for name, size in files.items()),
-                        key=lambda f: f.relative_path,
-                    )
+                for partition in missing:
+                    self._files[partition] = [StoredFile(join(partition, name), size) for name, size in sorted(names[partition].items())]
         with self._lock:
             return {p: self._files[p] for p in partitions}
 
