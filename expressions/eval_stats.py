@@ -94,14 +94,15 @@ class _Column:
             pairs = files.group_by(["low", "high"], use_threads=False).aggregate([])
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # key types the hash join has no kernel for
             pairs = None
-        if pairs is None or pairs.num_rows * 2 > files.num_rows:  # mostly distinct: a join gains nothing
-            images = [_image(functions, low, high, source) for low, high in zip(files.column("low").to_pylist(), files.column("high").to_pylist())]
-            placed = files.select(["file"])
-        else:
-            images = [_image(functions, low, high, source) for low, high in zip(pairs.column("low").to_pylist(), pairs.column("high").to_pylist())]
-            placed = files.join(pairs.append_column("pair", pa.array(np.arange(pairs.num_rows, dtype=np.int64))),
+        shared = pairs is not None and pairs.num_rows * 2 <= files.num_rows  # mostly distinct: a join gains nothing
+        bounds = pairs if shared and pairs is not None else files
+        images = [_image(functions, low, high, source) for low, high in zip(bounds.column("low").to_pylist(), bounds.column("high").to_pylist())]
+        if shared:
+            placed = files.join(bounds.append_column("pair", pa.array(np.arange(bounds.num_rows, dtype=np.int64))),
                                 ["low", "high"], use_threads=False).select(["file", "pair"])
             images = [images[n] for n in placed.column("pair").to_pylist()]
+        else:
+            placed = files.select(["file"])
         lows = pa.array([None if b is None else b[0] for b in images], type=target)
         highs = pa.array([None if b is None else b[1] for b in images], type=target)
         where = placed.column("file").combine_chunks()

@@ -171,14 +171,27 @@ class FileSystemView:
         missing = [p for p in partitions if p not in self._groups_cache]
         if missing:
             listed = self.listing.files_for(missing)
-            ghosts = self._cleaned_files(missing) if not self.is_latest else {}
-            attributed = self._log_writers() if self.config.timeline_layout_version < 2 and self.config.is_mor else {}
-            pending_groups = self._pending_compaction_groups() if self._pending_compactions else {}
+            ghosts, attributed, pending_groups = self._build_inputs(missing)
             for partition in missing:
                 self._groups_cache[partition] = self._build_groups(
                     partition, listed.get(partition, []), ghosts.get(partition, {}), attributed, pending_groups
                 )
         return {p: self._groups_cache[p] for p in partitions}
+
+    def _build_inputs(self, partitions: list[str]) -> tuple[dict[str, dict[str, _Ghost]], dict[str, str] | None,
+                                                            dict[str, set[tuple[str, str]]]]:
+        """What building these partitions' groups needs beyond their files:
+        files cleans removed (past views), v6 MOR log writers, pending
+        compactions' file groups."""
+        ghosts = self._cleaned_files(partitions) if not self.is_latest else {}
+        attributed = self._log_writers() if self.config.timeline_layout_version < 2 and self.config.is_mor else {}
+        pending_groups = self._pending_compaction_groups() if self._pending_compactions else {}
+        return ghosts, attributed, pending_groups
+
+    def _latest_of(self, groups: list[FileGroup]) -> list[FileSlice]:
+        """The latest slice of each group, by file id."""
+        pending = set(self._pending_compactions)
+        return sorted((s for s in (g.latest_slice(pending) for g in groups) if s is not None), key=lambda s: s.file_id)
 
     def _build_groups(
         self,
@@ -239,19 +252,19 @@ class FileSystemView:
                     )
             groups.append(group)
         if isinstance(self.listing, StorageListing):
-            self._check_newest_bases(partition, bases, self.listing.storage, only)
+            newest = {file_id: max(b.instant_time for b, _ in found) for file_id, found in bases.items()}
+            self._check_newest_bases(partition, newest, self.listing.storage, only)
         return groups
 
-    def _check_newest_bases(self, partition: str, bases: dict[str, list[tuple[BaseFileName, int]]], storage: Storage,
-                            only: set[str] | None = None) -> None:
+    def _check_newest_bases(self, partition: str, stored: dict[str, str], storage: Storage, only: set[str] | None = None) -> None:
         """Storage must hold the newest base file each visible commit wrote: a
         missing one would make the view serve the version before it. (The
         metadata table lists what was committed, so it needs no such check.)"""
         for file_id, (instant, path) in self._written_bases().get(partition, {}).items():
             if (partition, file_id) in self._replaced or only is not None and file_id not in only:
                 continue
-            stored = max((b.instant_time for b, _ in bases.get(file_id, [])), default=None)
-            if stored is None or stored < instant.requested_time:
+            newest = stored.get(file_id)
+            if newest is None or newest < instant.requested_time:
                 raise MissingFileError(storage.full_path(path), instant.requested_time, instant.action.value)
 
     def _written_bases(self) -> dict[str, dict[str, tuple[Instant, str]]]:
@@ -324,8 +337,7 @@ class FileSystemView:
                 if newest is None:
                     continue
                 if isinstance(self.listing, StorageListing):
-                    bases = {fid: [(BaseFileName.parse(f.relative_path.rpartition("/")[2]), f.size)] for fid, (_, f) in newest.items()}
-                    self._check_newest_bases(partition, bases, self.listing.storage)
+                    self._check_newest_bases(partition, {fid: instant for fid, (instant, _) in newest.items()}, self.listing.storage)
                 out[partition] = [FileSlice(partition, fid, instant, f.relative_path, (), f.size, ())
                                   for fid, (instant, f) in sorted(newest.items())
                                   if (partition, fid) not in self._replaced]
@@ -336,7 +348,6 @@ class FileSystemView:
         """File id -> (instant, file) of its newest visible base file, or None
         when a name needs the full parser (a log, or anything unusual)."""
         newest: dict[str, tuple[str, StoredFile]] = {}
-        visible = self._visible
         for f in files:
             name = f.relative_path.rpartition("/")[2]
             if not name.endswith(extension) or name[0] in "._":
@@ -348,7 +359,7 @@ class FileSystemView:
             instant = tail[: len(tail) - len(extension)]
             if not file_id or not token or "_" in tail or not instant.isdigit() or len(instant) < 14:
                 return None  # let the parser name what is wrong
-            if instant not in visible and not self._is_visible_instant(instant):
+            if not self._is_visible_instant(instant):
                 continue
             held = newest.get(file_id)
             if held is None or instant >= held[0]:  # a tie: the later name wins, as in the general path
@@ -417,17 +428,13 @@ class FileSystemView:
             # StoredFiles for the wanted groups' files only (a plan keeps ~1% of them)
             listed = {p: [StoredFile(join(p, name), size) for name, size in sorted(names.items()) if file_id_of(name) in groups[p]]
                       for p, names in (self.listing.file_names_for(todo) if todo else {}).items()}
-            ghosts = self._cleaned_files(todo) if todo and not self.is_latest else {}
-            attributed = self._log_writers() if todo and self.config.timeline_layout_version < 2 and self.config.is_mor else {}
-            pending_groups = self._pending_compaction_groups() if todo and self._pending_compactions else {}
-            pending = set(self._pending_compactions)
+            ghosts, attributed, pending_groups = self._build_inputs(todo) if todo else ({}, {}, {})
             for partition in sorted(groups):
                 if partition in cached:
                     out += [s for s in cached[partition] if s.file_id in groups[partition]]
                 elif partition in listed:
-                    built = self._build_groups(partition, listed[partition], ghosts.get(partition, {}), attributed,
-                                               pending_groups, only=groups[partition])
-                    out += sorted((s for s in (g.latest_slice(pending) for g in built) if s is not None), key=lambda s: s.file_id)
+                    out += self._latest_of(self._build_groups(partition, listed[partition], ghosts.get(partition, {}), attributed,
+                                                              pending_groups, only=groups[partition]))
         return out
 
     def latest_file_slices(self, partitions: list[str] | None = None) -> list[FileSlice]:
@@ -437,13 +444,11 @@ class FileSystemView:
         with self._lock:
             missing = [p for p in names if p not in self._latest_slices]
         if missing:
-            pending = set(self._pending_compactions)
             with self._lock:
                 direct = self._base_only_latest_slices([p for p in missing if p not in self._groups_cache])
                 self._latest_slices.update(direct)
             for partition, groups in self._file_groups_for([p for p in missing if p not in direct]).items():
-                built = [s for s in (g.latest_slice(pending) for g in groups) if s is not None]
-                built.sort(key=lambda s: s.file_id)
+                built = self._latest_of(groups)
                 with self._lock:
                     self._latest_slices[partition] = built
         with self._lock:

@@ -181,13 +181,16 @@ def check_instant_time(text: str, what: str = "instant time") -> str:
     return text
 
 
+INSTANT_SECONDS_FORMAT = "%Y%m%d%H%M%S"  # an instant time's first 14 digits; milliseconds follow
+
+
 def instant_epoch_millis(instant_time: str, utc: bool) -> int | None:
     """Milliseconds since the epoch of an instant time, read in UTC or in this
     machine's zone (Hudi's `hoodie.table.timeline.timezone`: LOCAL or UTC).
     None for the initialising times that are not dates (`00000000000000000`)."""
     digits = instant_time[:17]
     try:
-        moment = datetime.strptime(digits[:14], "%Y%m%d%H%M%S")
+        moment = datetime.strptime(digits[:14], INSTANT_SECONDS_FORMAT)
     except ValueError:
         return None
     millis = int(digits[14:17] or 0) if digits[14:17].isdigit() else 0

@@ -95,18 +95,28 @@ class KeyQuery:
         return True
 
 
-def build_coverage(mdt: StoredTable) -> tuple[str, frozenset[str]]:
-    """(data instant a build of this project's writer took its snapshot at,
-    data instants pending then), from the newest initialising delta commit's
-    extra metadata; ("", {}) when no build recorded them (Hudi's own MDTs)."""
-    built_through, pending = "", frozenset[str]()
+@dataclass(frozen=True)
+class BuildCoverage:
+    """The data instants a build of this project's writer took into its
+    snapshot: completed ones up to `built_through`, except those pending then."""
+
+    built_through: str = ""
+    pending: frozenset[str] = frozenset()
+
+    def covers(self, data_instant: str) -> bool:
+        return bool(self.built_through) and data_instant <= self.built_through and data_instant not in self.pending
+
+
+def build_coverage(mdt: StoredTable) -> BuildCoverage:
+    """From the newest initialising delta commit's extra metadata; covering
+    nothing when no build recorded it (Hudi's own MDTs)."""
+    coverage = BuildCoverage()
     for instant in mdt.timeline.completed():
         if instant.action is Action.DELTA_COMMIT and MetadataTableReader._is_initialisation(instant.requested_time):
             extra = mdt.timeline.commit_metadata(instant).extra_metadata
-            if BUILT_THROUGH in extra and extra[BUILT_THROUGH] >= built_through:
-                built_through = extra[BUILT_THROUGH]
-                pending = frozenset(p for p in extra.get(PENDING_AT_BUILD, "").split(",") if p)
-    return built_through, pending
+            if BUILT_THROUGH in extra and extra[BUILT_THROUGH] >= coverage.built_through:
+                coverage = BuildCoverage(extra[BUILT_THROUGH], frozenset(p for p in extra.get(PENDING_AT_BUILD, "").split(",") if p))
+    return coverage
 
 
 class MetadataTableReader:
@@ -163,10 +173,9 @@ class MetadataTableReader:
     def synced_data_instants(self) -> frozenset[str]:
         """Completed data-table instants whose changes the metadata table holds:
         those with their own delta commit, and those a build's snapshot took in."""
-        built_through, pending_at_build = build_coverage(self.mdt)
+        coverage = build_coverage(self.mdt)
         return frozenset(i.requested_time for i in self.data_table.timeline.completed()
-                         if i.requested_time in self._valid
-                         or built_through and i.requested_time <= built_through and i.requested_time not in pending_at_build)
+                         if i.requested_time in self._valid or coverage.covers(i.requested_time))
 
     def unsynced_data_instants(self) -> list[Instant]:
         """Completed data instants newer than every one the metadata table

@@ -87,13 +87,13 @@ def file_keys(storage: Storage, relative: str, block_counts: Callable[[LogBlock]
 
 
 def keys_of_files(storage: Storage, files: Sequence[tuple[str, str, str, str]],
-                  block_counts: Callable[[str], Callable[[LogBlock], bool]], parallelism: int = 8) -> list[FileKeys]:
+                  block_counts: Callable[[LogBlock], bool], parallelism: int = 8) -> list[FileKeys]:
     """`files`: (relative path, partition, file id, instant); `block_counts`
-    gives, per instant, which blocks of a log count. Read on a thread pool."""
+    says which blocks of a log count. Read on a thread pool."""
 
     def one(item: tuple[str, str, str, str]) -> FileKeys:
         relative, partition, file_id, instant = item
-        return FileKeys(partition, file_id, instant, file_keys(storage, relative, block_counts(instant)))
+        return FileKeys(partition, file_id, instant, file_keys(storage, relative, block_counts))
 
     with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
         return list(pool.map(one, files))

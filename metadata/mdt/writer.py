@@ -26,6 +26,7 @@ import pyarrow as pa
 from metadata.avro_schema import avro_to_arrow_schema, with_meta_fields
 from metadata.commit_metadata import WriteStat
 from metadata.errors import CleanedFilesError, HudiError, IndexWriteError
+from metadata.file_group import FileSlice
 from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.instant import BEFORE_ALL_INSTANTS, Action, Instant, instant_epoch_millis
 from metadata.instant_content import encode_avro_instant
@@ -377,15 +378,8 @@ class MetadataTableWriter:
         """Whether a completed data instant is already in the metadata table:
         it has its own delta commit, or the latest build's snapshot held it."""
         completed = {i.requested_time for i in mdt.timeline.completed()}
-        built_through, pending_at_build = build_coverage(mdt)
-
-        def is_synced(instant: Instant) -> bool:
-            ts = instant.requested_time
-            if ts in completed:
-                return True
-            return bool(built_through) and ts <= built_through and ts not in pending_at_build
-
-        return is_synced
+        coverage = build_coverage(mdt)
+        return lambda instant: instant.requested_time in completed or coverage.covers(instant.requested_time)
 
     def _sync_locked(self, report: IndexReport) -> None:
         mdt = self._roll_back_failed(self._mdt(), report)
@@ -431,10 +425,13 @@ class MetadataTableWriter:
         if listed:
             files[ALL_PARTITIONS_KEY] = files_record(ALL_PARTITIONS_KEY, listed, all_partitions=True)
         new_ranges: dict[str, list[ColumnRange]] = {}
+        # A file a later clean (synced in this same run) already removed gets no
+        # statistics and gives no keys: that clean's sync writes its tombstone.
+        present = {p: [n for n in names if self.storage.exists(join(p, n))] for p, names in change.added.items()} \
+            if set(records) - {MdtPartition.FILES} else {}
         if MdtPartition.COLUMN_STATS in records or MdtPartition.PARTITION_STATS in records:
-            # A file a later clean already removed gets no statistics: its tombstone follows in that clean's sync.
             targets = [(join(p, name), ts if name.startswith(".") and self.version < 8 else None)
-                       for p, names in change.added.items() for name in names if self.storage.exists(join(p, name))]
+                       for p, names in present.items() for name in names]
             for r in self._file_ranges(targets, columns, schema):
                 new_ranges.setdefault(r.file_name, []).append(r)
             report.files_indexed += len(targets)
@@ -452,7 +449,7 @@ class MetadataTableWriter:
                         dtype = schema.field(column).type if column in schema.names else pa.string()
                         stats[key] = range_record(key, ColumnRange(name, column, dtype, None, None, 0, 0), self.version, deleted=True)
         if MdtPartition.RECORD_INDEX in records:
-            records[MdtPartition.RECORD_INDEX].update(self._record_locations(ts, change))
+            records[MdtPartition.RECORD_INDEX].update(self._record_locations(ts, change, present))
         if MdtPartition.PARTITION_STATS in records:
             touched = sorted((set(change.added) | set(change.deleted)) - change.dropped_partitions)
             records[MdtPartition.PARTITION_STATS].update(
@@ -481,28 +478,22 @@ class MetadataTableWriter:
         if not written:
             log.debug("instant %s changed nothing the metadata table holds", ts)
 
-    def _record_locations(self, ts: str, change: _Change) -> dict[str, dict[str, Any]]:
+    def _record_locations(self, ts: str, change: _Change, present: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
         """record_index records for what one instant did: the keys of the files
-        it wrote; after a rollback, the keys of the touched partitions' latest
+        it wrote that are still there (a removed one's keys are in newer
+        files); after a rollback, the keys of the touched partitions' latest
         slices (a rolled-back clustering may have moved keys back)."""
         targets = []
         if change.keyed:
-            for partition, names in change.added.items():
+            extension = self.data.config.base_file_format.extension
+            for partition, names in present.items():
                 for name in names:
-                    parsed = classify(name, self.data.config.base_file_format.extension, join(partition, name))
-                    if isinstance(parsed, (BaseFileName, LogFileName)) and self.storage.exists(join(partition, name)):
-                        targets.append((join(partition, name), partition, parsed.file_id, ts))  # removed since: its keys are in newer files
+                    parsed = classify(name, extension, join(partition, name))
+                    if isinstance(parsed, (BaseFileName, LogFileName)):
+                        targets.append((join(partition, name), partition, parsed.file_id, ts))
         if change.rekeyed_partitions:
-            table = HudiTable(self.storage, self.data.config, self.data.timeline, listing=StorageListing(self.storage))
-            try:
-                rekeyed = table.view(as_of=ts).latest_file_slices(sorted(change.rekeyed_partitions))
-            except CleanedFilesError:  # as for partition_stats: today's slices
-                rekeyed = table.view().latest_file_slices(sorted(change.rekeyed_partitions))
-            for s in rekeyed:
-                targets += [(path, s.partition, s.file_id, s.base_instant) for path in s.files]
-        completed = _completed(self.data)
-        found = keys_of_files(self.storage, targets,
-                              lambda instant: blocks_counting(ts if change.keyed else None, completed))
+            targets += _key_targets(latest_slices_from_storage(self.data, ts, sorted(change.rekeyed_partitions)))
+        found = keys_of_files(self.storage, targets, blocks_counting(ts if change.keyed else None, _completed(self.data)))
         return dict(record_index_entries(found, timeline_is_utc(self.data.config)))
 
     def _log_name(self, mdt: TableParts, partition: MdtPartition, fg: str, ts: str) -> str:
@@ -538,13 +529,7 @@ class MetadataTableWriter:
         slices as of `ts`, from the column stats already held plus the new ones."""
         if not partitions:
             return {}
-        table = HudiTable(self.storage, self.data.config, self.data.timeline, listing=StorageListing(self.storage))
-        try:
-            slices = table.view(as_of=ts).latest_file_slices(partitions)
-        except CleanedFilesError:
-            # A later clean (synced in this same run) removed files of that state:
-            # roll up today's slices; that clean's sync writes these partitions again.
-            slices = table.view().latest_file_slices(partitions)
+        slices = latest_slices_from_storage(self.data, ts, partitions)
         reader = MetadataTableReader(self.data)
         try:
             held = reader.read(MdtPartition.COLUMN_STATS.value, KeyQuery(prefixes=[
@@ -661,6 +646,22 @@ def _range_of(stats: Any, schema: pa.Schema) -> ColumnRange:
     dtype = schema.field(stats.column_name).type if stats.column_name in schema.names else pa.string()
     return ColumnRange(stats.file_name, stats.column_name, dtype, stats.min_value, stats.max_value,
                        stats.null_count or 0, stats.value_count or 0, stats.total_size or 0, stats.total_uncompressed_size or 0)
+
+
+def latest_slices_from_storage(data: TableParts, as_of: str, partitions: list[str] | None = None) -> list[FileSlice]:
+    """Latest slices as of a data instant, listed from storage. When a later
+    clean (synced in this same run) removed files of that state, today's
+    slices: that clean's sync writes these partitions again."""
+    table = HudiTable(data.storage, data.config, data.timeline, listing=StorageListing(data.storage))
+    try:
+        return table.view(as_of=as_of).latest_file_slices(partitions)
+    except CleanedFilesError:
+        return table.view().latest_file_slices(partitions)
+
+
+def _key_targets(slices: list[FileSlice]) -> list[tuple[str, str, str, str]]:
+    """(path, partition, file id, base instant) of every file of these slices, for `keys_of_files`."""
+    return [(path, s.partition, s.file_id, s.base_instant) for s in slices for path in s.files]
 
 
 def timeline_is_utc(config: TableConfig) -> bool:
@@ -780,14 +781,9 @@ class _Snapshot:
     def file_keys(self) -> list[FileKeys]:
         """Record keys of every file of the latest slices, base file first, then logs in order."""
         if self._keys is None:
-            targets = []
-            if self.built_through:
-                table = HudiTable(self.data.storage, self.data.config, self.data.timeline, listing=StorageListing(self.data.storage))
-                for s in table.view(as_of=self.built_through).latest_file_slices():
-                    targets += [(path, s.partition, s.file_id, s.base_instant) for path in s.files]
+            targets = _key_targets(latest_slices_from_storage(self.data, self.built_through)) if self.built_through else []
             self.progress(f"reading the record keys of {len(targets)} files")
-            completed = _completed(self.data)
-            self._keys = keys_of_files(self.data.storage, targets, lambda instant: blocks_counting(None, completed))
+            self._keys = keys_of_files(self.data.storage, targets, blocks_counting(None, _completed(self.data)))
         return self._keys
 
     def key_count(self) -> int:
@@ -797,9 +793,8 @@ class _Snapshot:
         """File name -> partition of every file in a latest slice (what partition_stats covers)."""
         if not self.built_through:
             return {}
-        table = HudiTable(self.data.storage, self.data.config, self.data.timeline, listing=StorageListing(self.data.storage))
         return {path.rsplit("/", 1)[-1]: s.partition
-                for s in table.view(as_of=self.built_through).latest_file_slices() for path in s.files}
+                for s in latest_slices_from_storage(self.data, self.built_through) for path in s.files}
 
     def _range_batches(self) -> Iterator[tuple[str, list[ColumnRange]]]:
         """(partition, ranges) per file, a batch of files at a time; folds the

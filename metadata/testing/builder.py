@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from metadata.avro_schema import META_FIELDS, arrow_to_avro_schema, with_meta_fields
 from metadata.commit_metadata import CommitMetadata, WriteStat
 from metadata.file_naming import BaseFileName, LogFileName
-from metadata.instant import Action
+from metadata.instant import INSTANT_SECONDS_FORMAT, Action
 from metadata.instant_content import encode_avro_instant
 from metadata.key_generator import TimestampPartitioning
 from metadata.log_format import (
@@ -48,8 +48,6 @@ from metadata.storage import Storage, join
 from metadata.table_config import TableConfig, TableType
 from metadata.testing.mdt_files import FilesPartitionWriter
 from metadata.timeline_models import CLEAN_METADATA, COMPACTION_PLAN, ROLLBACK_METADATA, commit_metadata_schema
-
-INSTANT_FORMAT = "%Y%m%d%H%M%S"
 
 
 @dataclass
@@ -143,7 +141,7 @@ class TableBuilder:
                 raise ValueError(f"field {f!r} is not in the schema ({', '.join(schema.names)})")
         self.full_schema = with_meta_fields(schema)
         self.avro_schema = arrow_to_avro_schema(self.full_schema, f"{name}_record", f"hoodie.{name}")
-        self._clock = datetime.strptime(start_time[:14], INSTANT_FORMAT)
+        self._clock = datetime.strptime(start_time[:14], INSTANT_SECONDS_FORMAT)
         self._groups: dict[tuple[str, str], _Group] = {}
         self._staged: dict[str, _Staged] = {}
         self._plans: dict[str, dict[tuple[str, str], pa.Table]] = {}
@@ -165,7 +163,7 @@ class TableBuilder:
 
     def next_instant_time(self) -> str:
         self._clock += timedelta(seconds=1)
-        return self._clock.strftime(INSTANT_FORMAT) + "000"
+        return self._clock.strftime(INSTANT_SECONDS_FORMAT) + "000"
 
     def _token(self) -> str:
         self._task += 1
