@@ -10,10 +10,15 @@ from __future__ import annotations
 import threading
 from types import TracebackType
 
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from metadata import FileSlice, HudiTable
 from metadata.listing import ListingSource
+from metadata.stats_table import FILE_NAME, PARTITION
 
 
 class DirectoryLister:
@@ -21,6 +26,7 @@ class DirectoryLister:
         self.table = table
         self.as_of = as_of
         self._lock = threading.Lock()
+        self._stats_rows: tuple[pa.Table, pa.Table, npt.NDArray[np.int64]] | None = None
         self.view = table.view(as_of)  # opens the MDT (or decides on storage) once
 
     @classmethod
@@ -70,6 +76,24 @@ class DirectoryLister:
         version, committed or not): what a plan can rule out before building slices."""
         return self.view.listing.file_names_for(partitions)
 
+    def file_table(self, partitions: list[str]) -> pa.Table:
+        """`file_names` as one table (partition, fileName, size), without a Python object per file."""
+        return self.view.listing.file_table(partitions)
+
+    def stats_rows(self, files: pa.Table, stats: pa.Table) -> npt.NDArray[np.int64]:
+        """For each row of a file table, the row of a stats table about the
+        same (partition, file), or -1. Kept while both tables are the ones
+        asked for last (a second plan on this lister matches nothing again)."""
+        with self._lock:
+            memo = self._stats_rows
+        if memo is not None and memo[0] is files and memo[1] is stats:
+            return memo[2]
+        found = pc.index_in(file_identities(files), value_set=file_identities(stats))
+        rows = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        with self._lock:
+            self._stats_rows = (files, stats, rows)
+        return rows
+
     def list_file_groups(self, groups: dict[str, set[str]]) -> list[FileSlice]:
         """Latest slices of only these file groups (partition -> file ids)."""
         return self.view.latest_file_slices_of_groups(groups)
@@ -81,3 +105,8 @@ class DirectoryLister:
         for s in slices:
             result[s.partition].append(s)
         return result
+
+
+def file_identities(table: pa.Table) -> pa.Array:
+    """The identity of each row's file: partition, a NUL, file name."""
+    return pc.binary_join_element_wise(table.column(PARTITION), table.column(FILE_NAME), "\x00").combine_chunks()

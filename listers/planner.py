@@ -20,13 +20,15 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from expressions import Expr, bind, may_match, parse_sql, to_sql
 from expressions.eval_partitions import map_to_path_values, prune_partitions
 from expressions.tree import references, values_required
-from listers.directory_lister import DirectoryLister
+from listers.directory_lister import DirectoryLister, file_identities
 from metadata import FileSlice, HudiError, HudiFormatError, MetadataTable, MetadataTableUnavailable
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.file_naming import LogFileName, file_id_of
@@ -144,11 +146,33 @@ def index_text(value: Any, days: bool) -> str | None:
 
 @dataclass
 class _Verdict:
-    """What column_stats rules out: file names whose statistics exclude the predicate."""
+    """What column_stats says: per stats row (partition, file) whether its
+    statistics allow a matching row. A file without a stats row may hold anything."""
 
-    excluded: set[str]
+    stats: pa.Table
+    keep: npt.NDArray[np.bool_]
     indexed: list[str]
     seconds: float
+    candidates: set[tuple[str, str]] | None = None  # (partition, name) of listed files that may match, once listed
+
+    def files_may_match(self, files: pa.Table, lister: DirectoryLister) -> npt.NDArray[np.bool_]:
+        """Per row of a listing table, whether the file may hold a matching row."""
+        rows = lister.stats_rows(files, self.stats)
+        may = np.ones(len(rows), dtype=bool)
+        has = rows >= 0
+        may[has] = self.keep[rows[has]]
+        return may
+
+    def slices_may_match(self, slices: list[FileSlice]) -> list[bool]:
+        """Per slice, whether any of its files may hold a matching row."""
+        names_of = [([s.base_file_name] if s.base_file_name else []) + s.log_file_names for s in slices]
+        if self.candidates is not None:  # every file of a built slice is listed
+            return [any((s.partition, n) in self.candidates for n in names) for s, names in zip(slices, names_of)]
+        wanted = pa.array([f"{s.partition}\x00{n}" for s, names in zip(slices, names_of) for n in names], pa.string())
+        rows = pc.fill_null(pc.index_in(wanted, value_set=file_identities(self.stats)), -1).to_numpy(zero_copy_only=False)
+        may = (rows < 0) | self.keep[np.maximum(rows, 0)]  # no stats row: may hold anything
+        bounds = np.cumsum([0] + [len(names) for names in names_of])
+        return [bool(may[a:b].any()) or a == b for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
 
 
 class _Planner:
@@ -296,7 +320,7 @@ class _Planner:
             return partitions
         start = time.perf_counter()
         try:
-            stats = mdt.partition_stats(columns, partitions)
+            stats = mdt.partition_stats(columns, partitions, ordered=False)
         except MetadataTableUnavailable as exc:
             return self._stage_unusable("partition_stats", exc, partitions)
         keep = may_match(self.expr, stats).to_pylist()
@@ -407,7 +431,7 @@ class _Planner:
             return None
         start = time.perf_counter()
         try:
-            stats = mdt.column_stats(columns, partitions)
+            stats = mdt.column_stats(columns, partitions, ordered=False)
         except MetadataTableUnavailable as exc:
             self._stage_unusable("column_stats", exc, [])
             return None
@@ -415,22 +439,22 @@ class _Planner:
         if not indexed:
             self.not_used.append(f"column_stats: none of {', '.join(columns)} is indexed")
             return None
-        names = stats.column(FILE_NAME).to_pylist()
-        keep = may_match(self.expr, stats)
-        excluded = set(itertools.compress(names, pc.invert(keep).to_pylist())) - set(itertools.compress(names, keep.to_pylist()))
-        return _Verdict(excluded, indexed, time.perf_counter() - start)
+        keep = np.asarray(may_match(self.expr, stats).to_numpy(zero_copy_only=False), dtype=bool)
+        return _Verdict(stats, keep, indexed, time.perf_counter() - start)
 
     def _candidate_slices(self, partitions: list[str], verdict: _Verdict) -> tuple[list[FileSlice], int]:
         """Latest slices of the file groups that have a file the statistics do
         not exclude (a file without a stats row may hold anything), and how
         many files the listing holds."""
         start = time.perf_counter()
-        groups: dict[str, set[str]] = {}
-        listed = 0
-        for partition, names in self.lister.file_names(partitions).items():
-            listed += len(names)
-            groups[partition] = {file_id_of(name) for name in names if name not in verdict.excluded}
+        files = self.lister.file_table(partitions)
+        candidates = files.filter(verdict.files_may_match(files, self.lister))
+        groups: dict[str, set[str]] = {p: set() for p in partitions}
+        verdict.candidates = set(zip(candidates.column(PARTITION).to_pylist(), candidates.column(FILE_NAME).to_pylist()))
+        for partition, name in verdict.candidates:
+            groups[partition].add(file_id_of(name))
         slices = self.lister.list_file_groups(groups)
+        listed = files.num_rows
         verdict.seconds += time.perf_counter() - start
         return slices, listed
 
@@ -438,13 +462,11 @@ class _Planner:
         """Slices with at least one file the statistics do not exclude."""
         start = time.perf_counter()
         kept = []
-        for s in slices:
-            names = ([s.base_file_name] if s.base_file_name else []) + s.log_file_names
-            # A file without a stats row may hold anything; keep it.
-            if any(name not in verdict.excluded for name in names):
+        for s, may in zip(slices, verdict.slices_may_match(slices)):
+            if may:
                 kept.append(s)
             else:
-                log.debug("dropped %s/%s: statistics exclude the predicate for %s", s.partition, s.file_id, names)
+                log.debug("dropped %s/%s: statistics exclude the predicate for every file", s.partition, s.file_id)
         note = f"columns with stats: {', '.join(verdict.indexed)}"
         if listed is not None:
             note += f"; {len(slices)} file group(s) with a candidate built, of {listed} files listed"

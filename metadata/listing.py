@@ -10,6 +10,8 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
+import pyarrow as pa
+
 from metadata.file_naming import PARTITION_METADATA_PREFIX
 from metadata.storage import Storage, StoredFile, join
 from metadata.text_enum import TextEnum
@@ -41,6 +43,10 @@ class FileListing(Protocol):
     def file_names_for(self, partitions: list[str]) -> dict[str, dict[str, int]]:
         """File name -> size of each named partition: `files_for` without
         building a StoredFile per file (what a plan filters before building)."""
+
+    def file_table(self, partitions: list[str]) -> pa.Table:
+        """The files of the named partitions as one table (FILE_TABLE_SCHEMA),
+        without a Python object per file: what a plan filters by statistics."""
 
 
 class StorageListing:
@@ -95,3 +101,16 @@ class StorageListing:
 
     def file_names_for(self, partitions: list[str]) -> dict[str, dict[str, int]]:
         return {p: {f.name: f.size for f in files} for p, files in self.files_for(partitions).items()}
+
+    def file_table(self, partitions: list[str]) -> pa.Table:
+        return file_table_of(self.file_names_for(partitions))
+
+
+FILE_TABLE_SCHEMA = pa.schema([("partition", pa.string()), ("fileName", pa.string()), ("size", pa.int64())])
+
+
+def file_table_of(names: dict[str, dict[str, int]]) -> pa.Table:
+    """A FILE_TABLE_SCHEMA table of per-partition file names and sizes."""
+    return pa.table([pa.array([p for p, files in names.items() for _ in files], pa.string()),
+                     pa.array([n for files in names.values() for n in files], pa.string()),
+                     pa.array([s for files in names.values() for s in files.values()], pa.int64())], schema=FILE_TABLE_SCHEMA)

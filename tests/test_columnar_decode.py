@@ -15,12 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from metadata import HudiTable
-from metadata.mdt.columnar import Unsupported, decode_many
+from metadata.mdt.columnar import LOCKSTEP_ENTRIES, Unsupported, decode_many
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.keys import column_stats_key
 from metadata.mdt.record_schema import encode_record, files_record, range_record, record_schema_json
 from metadata.mdt.records import decode_record, parse_schema_cached
-from metadata.mdt.stats_columns import FlatStats
+from metadata.mdt.stats_columns import FlatStats, in_file_order, pivot
+from metadata.stats_table import max_field, min_field
 from tests.conftest import requires_fixtures, table_path
 from tests.test_metadata_table import MDT_FIXTURES
 
@@ -55,44 +56,71 @@ def stats_records(draw: st.DrawFn) -> tuple[int, list[tuple[str, dict[str, Any]]
     return version, records
 
 
-def _both(version: int, records: list[tuple[str, dict[str, Any]]]) -> tuple[FlatStats, FlatStats]:
+COLUMN_TYPES = {f"c_{kind}": dtype for kind, (dtype, _) in TYPES.items()}
+PARTITIONS = ["p=0", "p=1", "p=2"]
+
+
+def _both(version: int, records: list[tuple[str, dict[str, Any]]], types: dict[str, pa.DataType] = COLUMN_TYPES,
+          partitions: list[str] = PARTITIONS) -> tuple[pa.Table, pa.Table]:
+    """The stats tables the columnar path and the per-record reference make of the records."""
     schema_json = record_schema_json(version)
     keys = [k for k, _ in records]
     values = [encode_record(r, schema_json) for _, r in records]
-    columnar, reference = FlatStats(), FlatStats()
+    columnar, reference = FlatStats(types), FlatStats(types)
     try:
-        columnar.add_decoded(keys, decode_many(values, parse_schema_cached(schema_json)))
+        columnar.add_decoded(pa.array(keys, pa.string()), decode_many(values, parse_schema_cached(schema_json)))
     except Unsupported:
         for key, value in zip(keys, values):
             columnar.add_record(key, decode_record(key, value, schema_json, "test"))
     for key, value in zip(keys, values):
         reference.add_record(key, decode_record(key, value, schema_json, "test"))
-    return columnar, reference
+    columns = sorted(types)
+    tables = [pivot(flat, columns, partitions, True, types) for flat in (columnar, reference)]
+    assert tables[0] is not None and tables[1] is not None
+    return in_file_order(tables[0]), in_file_order(tables[1])
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(stats_records())
 def test_columnar_equals_reference_on_random_stats_records(case: tuple[int, list[tuple[str, dict[str, Any]]]]) -> None:
     columnar, reference = _both(*case)
-    assert columnar == reference
+    assert columnar.equals(reference), (columnar.to_pylist(), reference.to_pylist())
 
 
 def test_every_statistic_type_is_decoded_to_its_value() -> None:
     samples = {"decimal": Decimal("-12.345"), "time": time(1, 2, 3, 4), "date": date(2024, 2, 29),
-               "timestamp": datetime(2024, 1, 1, 5, tzinfo=timezone.utc), "float32": 1.5, "binary": b"\x00\xff"}
+               "timestamp": datetime(2024, 1, 1, 5, tzinfo=timezone.utc), "float32": 1.5, "binary": b"\x00\xff",
+               "int64": -(2**40), "string": "é", "bool": True}
+    types = {kind: TYPES[kind][0] for kind in samples}
     for version in (6, 8, 9):
         records = []
         for kind, value in samples.items():
             stats = ColumnRange("f.parquet", kind, TYPES[kind][0], value, value, 0, 1)
-            records.append((f"k-{kind}", range_record(f"k-{kind}", stats, version)))
-        columnar, reference = _both(version, records)
-        assert columnar == reference
-        assert dict(zip(columnar.columns, columnar.mins)) == samples, version
+            key = column_stats_key(kind, "p=0", "f.parquet")
+            records.append((key, range_record(key, stats, version)))
+        columnar, reference = _both(version, records, types)
+        assert columnar.equals(reference)
+        row = columnar.to_pylist()[0]
+        assert {kind: row[min_field(kind)] for kind in samples} == samples, version
 
 
-def test_records_with_map_entries_are_left_to_the_reference() -> None:
+def test_bounds_that_do_not_fit_the_column_type_are_missing_both_ways() -> None:
+    """An int64 bound in an int32 column: the reference nulls it (no statistics), so must the columnar path."""
+    types = {"c": pa.int32()}
+    records = []
+    for n, (low, high) in enumerate([(1, 2), (-(2**40), 5), (3, 2**35)]):
+        stats = ColumnRange(f"f{n}.parquet", "c", pa.int64(), low, high, 0, 1)
+        key = column_stats_key("c", "p=0", stats.file_name)
+        records.append((key, range_record(key, stats, 9)))
+    columnar, reference = _both(9, records, types)
+    assert columnar.equals(reference)
+    assert columnar.column(min_field("c")).to_pylist() == [1, None, 3]
+    assert columnar.column(max_field("c")).to_pylist() == [2, 5, None]
+
+
+def test_records_with_long_maps_are_left_to_the_reference() -> None:
     schema_json = record_schema_json(9)
-    values = [encode_record(files_record("p", {"a.parquet": (10, False)}), schema_json)]
+    values = [encode_record(files_record("p", {f"{n}.parquet": (10, False) for n in range(LOCKSTEP_ENTRIES + 1)}), schema_json)]
     with pytest.raises(Unsupported):
         decode_many(values, parse_schema_cached(schema_json))
     stats = ColumnRange("f.parquet", "c", pa.string(), "abc", "abd", 0, 1)

@@ -2,14 +2,21 @@
 
 The per-record decoder (`records.decode_record`, fastavro) costs about 9 µs
 a record plus the objects it builds; a column_stats read of a million files
-and two columns is two million records. Here the values of all records are
-laid end to end in one numpy buffer and decoded a schema field at a time for
-every record together: varints, strings, floats and union branches become
-arrays. Records whose shape this does not handle (a map or array with
-entries) are reported, and callers decode those with the reference decoder.
+and two columns is two million records. Here the records stay where the
+HFile blocks hold them (one buffer, a start and an end per record) and are
+decoded a schema field at a time for every record together: varints,
+strings, floats and union branches become arrays, strings become Arrow
+arrays copied by Arrow.
+
+Maps and arrays are decoded in lock step: entry j of every record that has
+one, for j = 0, 1, ...; each entry becomes a row of its own space (path +
+"{}"), whose `owners` are the rows of the enclosing record. Records with
+more entries than LOCKSTEP_ENTRIES are left to the reference decoder
+(Unsupported), as one long map is what fastavro decodes fastest.
 
 Results are keyed by path: record fields join with ".", a union's branch
-index is at `path + "|"` and its branch values below `path + "|" + name`.
+index is at `path + "|"` and its branch values below `path + "|" + name`,
+a map's keys at `path + "{}.key"` and values below `path + "{}.value"`.
 """
 
 from __future__ import annotations
@@ -19,10 +26,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
+
+from metadata.mdt.hfile_cells import PADDING, as_utf8, spans_to_binary
 
 IntArray = npt.NDArray[np.int64]
-_WINDOW = np.arange(10, dtype=np.int64)
-_SHIFTS = (7 * np.arange(10)).astype(np.uint64)
+LOCKSTEP_ENTRIES = 1024  # entries of one map above which fastavro decodes the records instead
 
 
 class Unsupported(Exception):
@@ -31,33 +40,54 @@ class Unsupported(Exception):
 
 @dataclass
 class Decoded:
-    """Per path: values for the records in `present[path]` (record indexes)."""
+    """Per path: values for the rows in `present[path]`. Rows of top-level
+    fields are record indexes; rows below a map or array are entry rows."""
 
     count: int
+    buffer: npt.NDArray[np.uint8]
     present: dict[str, IntArray] = field(default_factory=dict)
     ints: dict[str, IntArray] = field(default_factory=dict)
     floats: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
     bools: dict[str, npt.NDArray[np.bool_]] = field(default_factory=dict)
     spans: dict[str, tuple[IntArray, IntArray]] = field(default_factory=dict)  # (start, length) into the buffer
-    buffer: bytes = b""
+    entries: dict[str, int] = field(default_factory=dict)  # path + "{}" -> how many entry rows
+    owners: dict[str, IntArray] = field(default_factory=dict)  # path + "{}" -> the enclosing row of each entry
+
+    def size_of(self, path: str) -> int:
+        """How many rows the space a path belongs to has."""
+        space = path.rfind("{}")
+        return self.count if space < 0 else self.entries[path[: space + 2]]
+
+    def binary_array(self, path: str) -> pa.BinaryArray:
+        """The bytes of a path's spans, one per row of its space (null where absent)."""
+        if path not in self.spans:
+            return pa.nulls(self.size_of(path), pa.binary())
+        return self.scatter(path, self.present_bytes(path))
+
+    def present_bytes(self, path: str) -> pa.BinaryArray:
+        """The bytes of a path's spans, one per present row, in `present` order."""
+        starts, lengths = self.spans[path]
+        return spans_to_binary(self.buffer, starts, lengths)
+
+    def string_array(self, path: str) -> pa.StringArray:
+        """Like binary_array, as UTF-8 text (ArrowInvalid when it is not)."""
+        return as_utf8(self.binary_array(path))
+
+    def scatter(self, path: str, values: pa.Array) -> pa.Array:
+        """Values of a path's present rows spread over all rows of its space."""
+        size = self.size_of(path)
+        present = self.present[path]
+        if len(present) == size:
+            return values
+        where = np.full(size, -1, dtype=np.int64)
+        where[present] = np.arange(len(present))
+        return values.take(pa.array(where, mask=where < 0))
 
     def strings(self, path: str) -> list[str | None]:
-        """The decoded strings of a path, aligned to all records (None where absent)."""
-        out: list[str | None] = [None] * self.count
-        if path in self.spans:
-            starts, lengths = self.spans[path]
-            data = self.buffer
-            for index, start, length in zip(self.present[path].tolist(), starts.tolist(), lengths.tolist()):
-                out[index] = data[start : start + length].decode("utf-8")
-        return out
+        return self.string_array(path).to_pylist()
 
     def raw_bytes(self, path: str) -> list[bytes | None]:
-        out: list[bytes | None] = [None] * self.count
-        if path in self.spans:
-            starts, lengths = self.spans[path]
-            for index, start, length in zip(self.present[path].tolist(), starts.tolist(), lengths.tolist()):
-                out[index] = self.buffer[start : start + length]
-        return out
+        return self.binary_array(path).to_pylist()
 
 
 def short_name(name: str) -> str:
@@ -65,114 +95,179 @@ def short_name(name: str) -> str:
 
 
 class _Decoder:
-    def __init__(self, values: list[bytes]) -> None:
-        lengths = np.fromiter((len(v) for v in values), dtype=np.int64, count=len(values))
-        self.ends = np.cumsum(lengths)
-        self.pos = self.ends - lengths
-        self.data = b"".join(values)
-        self.buf = np.frombuffer(self.data + b"\x00" * 16, dtype=np.uint8)
-        self.out = Decoded(len(values), buffer=self.data)
+    def __init__(self, buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntArray) -> None:
+        if len(starts) and int((starts + lengths).max()) > len(buffer) - PADDING:
+            raise ValueError("records run past their buffer")
+        self.buf = buffer
+        self.pos = starts.astype(np.int64, copy=True)
+        self.ends = starts + lengths
+        self.count = len(starts)
+        self.every = np.arange(self.count, dtype=np.int64)  # `idx is self.every`: all records, positions used as they are
+        self.parts: dict[str, list[tuple[str, IntArray, Any]]] = {}
+        self.entries: dict[str, int] = {}
         self.named: dict[str, Any] = {}
 
     def run(self, schema: Any) -> Decoded:
-        self.decode(schema, np.arange(self.out.count, dtype=np.int64), "")
+        self.decode(schema, self.every, self.every, "")
         if not np.array_equal(self.pos, self.ends):
             bad = int(np.flatnonzero(self.pos != self.ends)[0])
             raise ValueError(f"record {bad} does not end where its value ends ({int(self.pos[bad])} vs {int(self.ends[bad])})")
-        return self.out
+        out = Decoded(self.count, self.buf, entries=dict(self.entries))
+        for path, parts in self.parts.items():
+            kind = parts[0][0]
+            out.present[path] = np.concatenate([rows for _, rows, _ in parts])
+            if kind == "span":
+                out.spans[path] = (np.concatenate([v[0] for _, _, v in parts]), np.concatenate([v[1] for _, _, v in parts]))
+            elif kind == "owner":
+                out.owners[path] = np.concatenate([v for _, _, v in parts])
+            else:
+                getattr(out, kind)[path] = np.concatenate([v for _, _, v in parts])
+        return out
+
+    def _add(self, path: str, kind: str, rows: IntArray, values: Any) -> None:
+        self.parts.setdefault(path, []).append((kind, rows, values))
+
+    # Positions of the records being decoded (all of them, mostly: no gathers then) -----------
+    def _at(self, idx: IntArray) -> IntArray:
+        return self.pos.copy() if idx is self.every else self.pos[idx]
+
+    def _end(self, idx: IntArray) -> IntArray:
+        return self.ends if idx is self.every else self.ends[idx]
+
+    def _move(self, idx: IntArray, new: IntArray) -> None:
+        if idx is self.every:
+            self.pos = new
+        else:
+            self.pos[idx] = new
 
     # Primitives --------------------------------------------------------------------------
     def _varint(self, idx: IntArray) -> IntArray:
-        p = self.pos[idx]
-        window = self.buf[p[:, None] + _WINDOW]
-        more = window >= 0x80
-        length = np.argmin(more, axis=1) + 1
-        if more[np.arange(len(idx)), length - 1].any() or (p + length > self.ends[idx]).any():
+        """Zigzag varints at the records' positions: one byte for all, then
+        another only for those whose last byte said more."""
+        p = self._at(idx)
+        byte = self.buf[p]
+        raw = (byte & 0x7F).astype(np.uint64)
+        length = np.ones(len(idx), dtype=np.int64)
+        more = np.flatnonzero(byte >= 0x80)
+        shift = 7
+        while more.size:
+            if shift > 63:
+                raise ValueError("a varint is longer than 10 bytes")
+            byte = self.buf[p[more] + length[more]]
+            raw[more] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
+            length[more] += 1
+            more = more[byte >= 0x80]
+            shift += 7
+        end = p + length
+        if (end > self._end(idx)).any():
             raise ValueError("a varint runs past its record")
-        payload = (window & 0x7F).astype(np.uint64) << _SHIFTS
-        payload[_WINDOW[None, :] >= length[:, None]] = 0
-        raw = np.bitwise_or.reduce(payload, axis=1)
-        self.pos[idx] = p + length
+        self._move(idx, end)
         return (raw >> np.uint64(1)).astype(np.int64) ^ -(raw & np.uint64(1)).astype(np.int64)
 
     def _fixed_bytes(self, idx: IntArray, size: int) -> npt.NDArray[np.uint8]:
-        p = self.pos[idx]
-        if (p + size > self.ends[idx]).any():
+        p = self._at(idx)
+        if (p + size > self._end(idx)).any():
             raise ValueError("a fixed-size value runs past its record")
-        self.pos[idx] = p + size
+        self._move(idx, p + size)
+        if size == 1:
+            return self.buf[p][:, None]
         return np.ascontiguousarray(self.buf[p[:, None] + np.arange(size)])
 
-    def _span(self, idx: IntArray, path: str) -> None:
+    def _span(self, idx: IntArray, rows: IntArray, path: str) -> None:
         lengths = self._varint(idx)
-        starts = self.pos[idx]
-        if (lengths < 0).any() or (starts + lengths > self.ends[idx]).any():
+        starts = self._at(idx)
+        if (lengths < 0).any() or (starts + lengths > self._end(idx)).any():
             raise ValueError("a string or bytes value runs past its record")
-        self.pos[idx] = starts + lengths
-        self.out.present[path] = idx
-        self.out.spans[path] = (starts, lengths)
+        self._move(idx, starts + lengths)
+        self._add(path, "span", rows, (starts, lengths))
 
     # Schema walk ---------------------------------------------------------------------------
-    def decode(self, schema: Any, idx: IntArray, path: str) -> None:
+    def decode(self, schema: Any, idx: IntArray, rows: IntArray, path: str) -> None:
+        """Decode `schema` at the positions of records `idx`; results go to `rows`."""
         if isinstance(schema, str):
             if schema in self.named:
-                return self.decode(self.named[schema], idx, path)
-            return self._primitive(schema, idx, path)
+                return self.decode(self.named[schema], idx, rows, path)
+            return self._primitive(schema, idx, rows, path)
         if isinstance(schema, list):
-            return self._union(schema, idx, path)
+            return self._union(schema, idx, rows, path)
         kind = schema["type"]
         if kind == "record":
             self.named[schema["name"]] = schema
             for f in schema["fields"]:
-                self.decode(f["type"], idx, f"{path}.{f['name']}" if path else f["name"])
+                self.decode(f["type"], idx, rows, f"{path}.{f['name']}" if path else f["name"])
             return None
         if kind in ("map", "array"):
-            if len(idx):
-                counts = self._varint(idx)
-                if (counts != 0).any():
-                    raise Unsupported(f"{path}: a {kind} with entries")
-            return None
+            return self._entries(schema["values"] if kind == "map" else schema["items"], kind == "map", idx, rows, path)
         if kind == "enum":
             self.named[schema["name"]] = schema
-            self.out.present[path] = idx
-            self.out.ints[path] = self._varint(idx)
+            self._add(path, "ints", rows, self._varint(idx))
             return None
         if kind == "fixed":
             self.named[schema["name"]] = schema
-            p = self.pos[idx]
+            p = self._at(idx)
             self._fixed_bytes(idx, schema["size"])
-            self.out.present[path] = idx
-            self.out.spans[path] = (p, np.full(len(idx), schema["size"], dtype=np.int64))
+            self._add(path, "span", rows, (p, np.full(len(idx), schema["size"], dtype=np.int64)))
             return None
-        return self.decode(kind, idx, path)  # {"type": "long", "logicalType": ...}
+        return self.decode(kind, idx, rows, path)  # {"type": "long", "logicalType": ...}
 
-    def _primitive(self, kind: str, idx: IntArray, path: str) -> None:
+    def _entries(self, item: Any, keyed: bool, idx: IntArray, rows: IntArray, path: str) -> None:
+        """A map's or array's blocks, each entry decoded in lock step across records."""
+        space = path + "{}"
+        self.entries.setdefault(space, 0)
+        while len(idx):
+            counts = self._varint(idx)
+            negative = counts < 0
+            if negative.any():  # a negative count is followed by the block's byte size
+                self._varint(idx[negative])
+                counts = np.abs(counts)
+            going = counts > 0
+            idx, rows, counts = idx[going], rows[going], counts[going]
+            if not len(idx):
+                return
+            if int(counts.max()) > LOCKSTEP_ENTRIES:
+                raise Unsupported(f"{path}: a {'map' if keyed else 'array'} of {int(counts.max())} entries")
+            for j in range(int(counts.max())):
+                step = counts > j
+                at = idx[step]
+                first = self.entries[space]
+                entry_rows = np.arange(first, first + len(at), dtype=np.int64)
+                self.entries[space] = first + len(at)
+                self._add(space, "owner", entry_rows, rows[step])
+                if keyed:
+                    self._span(at, entry_rows, space + ".key")
+                self.decode(item, at, entry_rows, space + ".value")
+
+    def _primitive(self, kind: str, idx: IntArray, rows: IntArray, path: str) -> None:
         if kind == "null":
             return
-        self.out.present[path] = idx
         if kind in ("int", "long"):
-            self.out.ints[path] = self._varint(idx)
+            self._add(path, "ints", rows, self._varint(idx))
         elif kind == "boolean":
-            self.out.bools[path] = self._fixed_bytes(idx, 1)[:, 0] != 0
+            self._add(path, "bools", rows, self._fixed_bytes(idx, 1)[:, 0] != 0)
         elif kind == "float":
-            self.out.floats[path] = self._fixed_bytes(idx, 4).view("<f4")[:, 0].astype(np.float64)
+            self._add(path, "floats", rows, self._fixed_bytes(idx, 4).view("<f4")[:, 0].astype(np.float64))
         elif kind == "double":
-            self.out.floats[path] = self._fixed_bytes(idx, 8).view("<f8")[:, 0].copy()
+            self._add(path, "floats", rows, self._fixed_bytes(idx, 8).view("<f8")[:, 0].copy())
         elif kind in ("string", "bytes"):
-            self._span(idx, path)
+            self._span(idx, rows, path)
         else:
             raise Unsupported(f"{path}: Avro type {kind!r}")
 
-    def _union(self, branches: list[Any], idx: IntArray, path: str) -> None:
+    def _union(self, branches: list[Any], idx: IntArray, rows: IntArray, path: str) -> None:
         if not len(idx):
             return
         chosen = self._varint(idx)
         if (chosen < 0).any() or (chosen >= len(branches)).any():
             raise ValueError(f"{path}: union branch out of range")
-        self.out.present[path + "|"] = idx
-        self.out.ints[path + "|"] = chosen
-        for k in np.unique(chosen).tolist():
+        self._add(path + "|", "ints", rows, chosen)
+        taken = np.flatnonzero(np.bincount(chosen, minlength=len(branches))).tolist()
+        for k in taken:
             branch = branches[k]
-            self.decode(branch, idx[chosen == k], f"{path}|{branch_name(branch)}")
+            if len(taken) == 1:  # every record took this branch: the same records go on (often all of them)
+                self.decode(branch, idx, rows, f"{path}|{branch_name(branch)}")
+            else:
+                picked = chosen == k
+                self.decode(branch, idx[picked], rows[picked], f"{path}|{branch_name(branch)}")
 
 
 def branch_name(branch: Any) -> str:
@@ -185,8 +280,17 @@ def branch_name(branch: Any) -> str:
     return "union"
 
 
-def decode_many(values: list[bytes], parsed_schema: Any) -> Decoded:
-    """Decode every value with the (fastavro-parsed) writer schema.
+def decode_spans(buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntArray, parsed_schema: Any) -> Decoded:
+    """Decode the records at buffer[start : start + length] with the
+    (fastavro-parsed) writer schema; `buffer` ends with PADDING zero bytes.
     Raises Unsupported for shapes left to the reference decoder and
     ValueError for bytes that do not decode."""
-    return _Decoder(values).run(parsed_schema)
+    return _Decoder(buffer, starts, lengths).run(parsed_schema)
+
+
+def decode_many(values: list[bytes], parsed_schema: Any) -> Decoded:
+    """`decode_spans` of values given one by one."""
+    lengths = np.fromiter((len(v) for v in values), dtype=np.int64, count=len(values))
+    starts = np.cumsum(lengths) - lengths
+    buffer = np.frombuffer(b"".join(values) + b"\x00" * PADDING, dtype=np.uint8)
+    return decode_spans(buffer, starts, lengths, parsed_schema)

@@ -8,15 +8,20 @@ on row bytes (unsigned), as Hudi's HoodieHBaseKVComparator orders them.
 from __future__ import annotations
 
 import gzip
+import os
 import struct
 import threading
 import zlib
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numpy as np
+
 from metadata.errors import HudiFormatError
+from metadata.mdt.hfile_cells import CellChunk, cell_starts
 from metadata.mdt.hfile_format import (
     CHECKSUM_CRC32,
     CHECKSUM_CRC32C,
@@ -46,6 +51,29 @@ ReadAt = Callable[[int, int], bytes]
 MAX_TAGS_KEY = b"hfile.MAX_TAGS_LEN"
 KEY_VALUE_VERSION_KEY = b"KEY_VALUE_VERSION"
 BLOCK_CACHE_SIZE = 64
+CHUNK_BYTES = 32 * 1024 * 1024  # uncompressed block bytes per CellChunk of a columnar scan
+_DECOMPRESS_WORKERS = min(4, os.cpu_count() or 1)
+INFLATE_GROUP = 16  # data blocks (about 1 MiB) a worker reads and inflates per task
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _decompress_pool() -> ThreadPoolExecutor:
+    """Shared threads that read and inflate blocks ahead of a columnar scan (zlib releases the GIL)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_DECOMPRESS_WORKERS, thread_name_prefix="hfile-inflate")
+        return _pool
+
+
+def covering_prefixes(prefixes: list[bytes]) -> list[bytes]:
+    """Sorted distinct prefixes without those a shorter one covers."""
+    kept: list[bytes] = []
+    for prefix in sorted(set(prefixes)):
+        if not (kept and prefix.startswith(kept[-1])):
+            kept.append(prefix)
+    return kept
 
 
 @dataclass(frozen=True)
@@ -63,6 +91,7 @@ class HFileReader:
         self.path = path
         self.blocks_read = 0
         self._lock = threading.Lock()
+        self._count_lock = threading.Lock()
         self._block_cache: OrderedDict[int, tuple[list[bytes], list[bytes]]] = OrderedDict()
         self.trailer = self._read_trailer()
         codec = self.trailer.compression_codec
@@ -139,7 +168,8 @@ class HFileReader:
         raw = self._read(offset + HEADER_SIZE, header.on_disk_size_without_header, f"{header.magic.decode()} block")
         self._verify_checksums(header, header_bytes, raw, offset)
         raw = raw[:payload_size]
-        self.blocks_read += 1
+        with self._count_lock:
+            self.blocks_read += 1
         payload = self._decompress(raw, header, offset)
         return header, payload, offset + HEADER_SIZE + header.on_disk_size_without_header
 
@@ -242,9 +272,15 @@ class HFileReader:
         return rows, values
 
     def _cells(self, payload: bytes, offset: int) -> Iterator[tuple[bytes, bytes]]:
+        for _start, row, value in self._cell_positions(payload, offset):
+            yield row, value
+
+    def _cell_positions(self, payload: bytes, offset: int) -> Iterator[tuple[int, bytes, bytes]]:
+        """(start, row, value) of each cell, walking tags and MVCC versions exactly."""
         pos = 0
         end = len(payload)
         while pos < end:
+            start = pos
             if pos + 8 > end:
                 raise HudiFormatError(self.path, "data block ends inside a cell header", offset=offset)
             key_length, value_length = struct.unpack_from(">ii", payload, pos)
@@ -261,7 +297,7 @@ class HFileReader:
             if self.includes_mvcc:
                 _, pos = decode_writable_vint(payload, pos)
             (row_length,) = struct.unpack_from(">h", key, 0)
-            yield key[2 : 2 + row_length], value
+            yield start, key[2 : 2 + row_length], value
 
     # Queries -------------------------------------------------------------------------------------
     @property
@@ -294,12 +330,111 @@ class HFileReader:
 
     def scan_prefixes(self, prefixes: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
         """Cells matching any prefix, in key order; each block is read at most once."""
-        kept: list[bytes] = []
-        for prefix in sorted(set(prefixes)):
-            if not (kept and prefix.startswith(kept[-1])):  # covered by a shorter prefix
-                kept.append(prefix)
-        for prefix in kept:
+        for prefix in covering_prefixes(prefixes):
             yield from self.scan_prefix(prefix)
+
+    # Columnar scans ------------------------------------------------------------------------
+    def blocks_for(self, prefixes: list[bytes] | None) -> list[tuple[int, list[bytes] | None]]:
+        """Data blocks that can hold rows starting with one of the prefixes
+        (every block when None), in order, each with the prefixes its rows
+        must be checked against; None when every row of it matches: its index
+        row and the next block's both start with a prefix, and its rows lie
+        between the two."""
+        index = self.data_index
+        count = len(index)
+        if prefixes is None:
+            return [(i, None) for i in range(count)]
+        rows = self._index_rows
+        checks: dict[int, list[bytes] | None] = {}
+        for prefix in covering_prefixes(prefixes):
+            i = self._start_block(prefix)
+            while i < count:
+                following = rows[i + 1] if i + 1 < count else None
+                if rows[i].startswith(prefix) and following is not None and following.startswith(prefix):
+                    checks[i] = None
+                else:
+                    block_checks = checks.setdefault(i, [])
+                    if block_checks is not None:
+                        block_checks.append(prefix)
+                if following is None or not following.startswith(prefix):
+                    break  # later blocks start past every row with the prefix
+                i += 1
+        return sorted(checks.items())
+
+    def scan_chunks(self, prefixes: list[bytes] | None, chunk_bytes: int = CHUNK_BYTES) -> Iterator[CellChunk]:
+        """The cells whose rows start with one of the prefixes (all when None),
+        in key order, as CellChunks of about `chunk_bytes` of blocks each.
+        Blocks are read and inflated ahead by worker threads."""
+        index = self.data_index
+        blocks = self.blocks_for(prefixes)
+        payloads: list[bytes] = []
+        starts: list[np.ndarray] = []
+        partial: list[tuple[int, int, list[bytes]]] = []  # cells [from, to) to check against prefixes
+        size = cells = 0
+        for (i, checks), payload in zip(blocks, self._inflated([index[i].offset for i, _ in blocks])):
+            found = self._cell_starts(payload, index[i].offset)
+            starts.append(np.asarray(found, dtype=np.int64) + size)
+            if checks is not None:
+                partial.append((cells, cells + len(found), checks))
+            payloads.append(payload)
+            size += len(payload)
+            cells += len(found)
+            if size >= chunk_bytes:
+                yield self._chunk(payloads, starts, partial)
+                payloads, starts, partial, size, cells = [], [], [], 0, 0
+        if payloads:
+            yield self._chunk(payloads, starts, partial)
+
+    def _chunk(self, payloads: list[bytes], starts: list[np.ndarray], partial: list[tuple[int, int, list[bytes]]]) -> CellChunk:
+        chunk = CellChunk.from_cells(b"".join(payloads), np.concatenate(starts), self.path)
+        if not partial:
+            return chunk
+        keep = np.ones(len(chunk), dtype=bool)
+        for first, end, checks in partial:
+            part = chunk.take(np.arange(first, end))
+            matched = np.zeros(end - first, dtype=bool)
+            for prefix in checks:
+                matched |= part.rows_with_prefix(prefix)
+            keep[first:end] = matched
+        return chunk.take(np.flatnonzero(keep))
+
+    def _inflated(self, offsets: list[int]) -> Iterator[bytes]:
+        """Payloads of the data blocks at `offsets`, in order; worker threads
+        read and inflate groups of blocks ahead (a group per task keeps the
+        hand-offs, each waiting for the GIL, few)."""
+        if len(offsets) <= INFLATE_GROUP:
+            for offset in offsets:
+                yield self._block(offset, (DATA_MAGIC,))[1]
+            return
+        pool = _decompress_pool()
+        groups = iter([offsets[i : i + INFLATE_GROUP] for i in range(0, len(offsets), INFLATE_GROUP)])
+        ahead: deque[Future[list[bytes]]] = deque()
+        try:
+            for group in groups:
+                ahead.append(pool.submit(self._payloads, group))
+                if len(ahead) > _DECOMPRESS_WORKERS:
+                    break
+            while ahead:
+                payloads = ahead.popleft().result()
+                following = next(groups, None)
+                if following is not None:
+                    ahead.append(pool.submit(self._payloads, following))
+                yield from payloads
+        finally:
+            for future in ahead:
+                future.cancel()
+
+    def _payloads(self, offsets: list[int]) -> list[bytes]:
+        return [self._block(offset, (DATA_MAGIC,))[1] for offset in offsets]
+
+    def _cell_starts(self, payload: bytes, offset: int) -> list[int]:
+        """Where the cells of a data block start: the quick walk when cells end
+        in a one-byte MVCC vint (or nothing) and no tags, checked; else the exact walk."""
+        if not self.includes_tags:
+            found = cell_starts(payload, 1 if self.includes_mvcc else 0)
+            if found is not None and (not self.includes_mvcc or _single_byte_vints(payload, found)):
+                return found
+        return [start for start, _row, _value in self._cell_positions(payload, offset)]
 
     def get(self, row: bytes) -> bytes | None:
         for found, value in self.scan_prefix(row):
@@ -308,3 +443,13 @@ class HFileReader:
             if found > row:
                 break
         return None
+
+
+def _single_byte_vints(payload: bytes, starts: list[int]) -> bool:
+    """Whether the byte ending each cell is a whole writable vint (-112..127)."""
+    if not starts:
+        return not payload
+    data = np.frombuffer(payload, dtype=np.uint8)
+    ends = np.asarray(starts[1:] + [len(payload)], dtype=np.int64) - 1
+    last = data[ends]
+    return bool(((last < 0x80) | (last >= 0x90)).all())

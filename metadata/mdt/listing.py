@@ -6,8 +6,11 @@ from __future__ import annotations
 import logging
 import threading
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from metadata.errors import HudiError, MetadataTableBehind, MetadataTableDamaged, MetadataTableUnavailable
-from metadata.listing import FileListing, ListingSource, StorageListing
+from metadata.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.storage import StoredFile, join
 from metadata.stored_table import StoredTable
@@ -23,6 +26,8 @@ class MetadataListing:
         self.mdt = mdt
         self._names: dict[str, dict[str, int]] = {}
         self._files: dict[str, list[StoredFile]] = {}
+        self._table = FILE_TABLE_SCHEMA.empty_table()  # files of the partitions in _tabled, read columnar
+        self._tabled: set[str] = set()
         self._lock = threading.Lock()
 
     def partitions(self) -> list[str]:
@@ -38,6 +43,24 @@ class MetadataListing:
                     self._names[partition] = found.get(partition, {})
         with self._lock:
             return {p: self._names[p] for p in partitions}
+
+    def file_table(self, partitions: list[str]) -> pa.Table:
+        """Read once per partition and kept as one table (a later plan filters it)."""
+        with self._lock:
+            missing = sorted(set(partitions) - self._tabled)
+        if missing:
+            found = self.mdt.file_table(missing)
+            with self._lock:
+                new = sorted(set(missing) - self._tabled)  # another thread may have read some meanwhile
+                if len(new) < len(missing):
+                    found = found.filter(pc.is_in(found.column(0), value_set=pa.array(new, pa.string())))
+                self._table = pa.concat_tables([self._table, found]).combine_chunks()
+                self._tabled.update(new)
+        with self._lock:
+            table, tabled = self._table, set(self._tabled)
+        if tabled == set(partitions):
+            return table
+        return table.filter(pc.is_in(table.column(0), value_set=pa.array(sorted(set(partitions)), pa.string())))
 
     def files_for(self, partitions: list[str]) -> dict[str, list[StoredFile]]:
         with self._lock:

@@ -15,12 +15,14 @@ import pyarrow.compute as pc
 
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.errors import HudiError, HudiFormatError, MetadataTableUnavailable
+from metadata.listing import FILE_TABLE_SCHEMA
 from metadata.mdt import keys
-from metadata.mdt.columnar import Unsupported, decode_many
+from metadata.mdt.columnar import Unsupported, decode_spans
+from metadata.mdt.files_columns import KEY, NAME, SIZE, entries_of_records, first_path_like, live_entries
 from metadata.mdt.reader import KeyQuery, MetadataTableReader
-from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, live_files, parse_schema_cached
+from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, decode_record, live_files, parse_schema_cached
 from metadata.mdt.stats_cache import PersistentStatsCache, StatsCache
-from metadata.mdt.stats_columns import FlatStats, pivot
+from metadata.mdt.stats_columns import FlatStats, in_file_order, pivot
 from metadata.partition_path import check_partition_path, from_metadata_partition, to_metadata_partition
 from metadata.stats_table import (
     FILE_NAME,
@@ -97,29 +99,61 @@ class MetadataTable:
 
     def files_for(self, partitions: list[str]) -> dict[str, dict[str, int]]:
         """File name -> size for each partition, in one pass over the MDT."""
-        wanted = {to_metadata_partition(p): p for p in partitions}
-        records = self.reader.read(FILES, KeyQuery(keys=list(wanted)))
-        result = {name: live_files(records.get(key)) for key, name in wanted.items()}
-        for partition, files in result.items():
-            for file_name in files:
-                if "/" in file_name or "\\" in file_name or file_name in (".", ".."):
-                    raise HudiFormatError(self._files_where(partition), f"file name {file_name!r} is a path, not a name in the partition")
+        table = self.file_table(partitions)
+        result: dict[str, dict[str, int]] = {p: {} for p in partitions}
+        for partition, name, size in zip(*(column.to_pylist() for column in table.columns)):
+            result[partition][name] = size
         return result
+
+    def file_table(self, partitions: list[str]) -> pa.Table:
+        """The live files of the partitions: partition, file name, size (one
+        row per file), decoded columnar; keys a log block changed are merged
+        by the reference rules."""
+        wanted = {to_metadata_partition(p): p for p in partitions}
+        query = KeyQuery(keys=list(wanted))
+        raw, merged = self.reader.read_split(FILES, query)
+        if len(raw) > 1:  # a key may be in two file groups: the reference merge decides
+            return self._file_table_of(entries_of_records(self.reader.read(FILES, query)), wanted)
+        pieces = []
+        for cells in raw:
+            parsed = parse_schema_cached(cells.schema_json)
+            for chunk in cells.chunks():
+                try:
+                    pieces.append(live_entries(chunk.keys(), decode_spans(chunk.data, chunk.value_start, chunk.value_length, parsed)))
+                except Unsupported:
+                    records = {k: decode_record(k, v, cells.schema_json, cells.where) for k, v in zip(chunk.key_list(), chunk.value_list())}
+                    pieces.append(entries_of_records(records))
+                except (ValueError, IndexError, pa.ArrowInvalid) as exc:
+                    raise HudiFormatError(cells.where, f"metadata records do not decode ({exc})") from None
+        return self._file_table_of(pa.concat_tables([*pieces, entries_of_records(merged)]).combine_chunks(), wanted)
+
+    def _file_table_of(self, entries: pa.Table, wanted: dict[str, str]) -> pa.Table:
+        """Entries (key, name, size) as partition, file name, size; a name that is a path is an error."""
+        bad = first_path_like(entries.column(NAME))
+        if bad is not None:
+            key = entries.filter(pc.equal(entries.column(NAME), bad)).column(KEY)[0].as_py()
+            raise HudiFormatError(self._files_where(key), f"file name {bad!r} is a path, not a name in the partition")
+        partition = pc.take(pa.array(list(wanted.values()), pa.string()),
+                            pc.index_in(entries.column(KEY), value_set=pa.array(list(wanted), pa.string())))
+        return pa.table([partition, entries.column(NAME), entries.column(SIZE)], schema=FILE_TABLE_SCHEMA)
 
     def _files_where(self, key: str) -> str:
         return f"{self.reader.mdt.storage.uri}/{FILES} (record {key!r})"
 
     # Statistics ------------------------------------------------------------------------------
-    def column_stats(self, columns: list[str], partitions: list[str] | None = None) -> pa.Table:
+    def column_stats(self, columns: list[str], partitions: list[str] | None = None, ordered: bool = True) -> pa.Table:
         """One row per file, as `metadata.stats_table` lays it out (bounds
-        typed by the table schema)."""
+        typed by the table schema); by partition and file name unless not
+        `ordered` (a plan needs no order, and sorting a million names costs)."""
         self._require(COLUMN_STATS)
-        return self._stats(COLUMN_STATS, columns, partitions, per_file=True)
+        table = self._stats(COLUMN_STATS, columns, partitions, per_file=True)
+        return in_file_order(table) if ordered else table
 
-    def partition_stats(self, columns: list[str], partitions: list[str] | None = None) -> pa.Table:
+    def partition_stats(self, columns: list[str], partitions: list[str] | None = None, ordered: bool = True) -> pa.Table:
         """One row per partition, same columns as column_stats."""
         self._require(PARTITION_STATS)
-        return self._stats(PARTITION_STATS, columns, partitions, per_file=False)
+        table = self._stats(PARTITION_STATS, columns, partitions, per_file=False)
+        return in_file_order(table) if ordered else table
 
     def _stats(self, mdt_partition: str, columns: list[str], partitions: list[str] | None, per_file: bool) -> pa.Table:
         """Few partitions: one prefix seek per column and partition. Many (or
@@ -143,8 +177,8 @@ class MetadataTable:
             return self.persistent_cache.get_or_build(self._state_digest(mdt_partition, columns), whole)
 
         table = self.stats_cache.get_or_build((mdt_partition, tuple(columns)), persisted)
-        if partitions is None:
-            return table
+        if partitions is None or set(partitions).issuperset(self.partitions()):
+            return table  # the cached object itself: what a plan matched its listing to is reused
         return table.filter(pc.is_in(table.column(PARTITION), value_set=pa.array(partitions, pa.string())))
 
     def _state_digest(self, mdt_partition: str, columns: list[str]) -> str:
@@ -181,20 +215,23 @@ class MetadataTable:
         if not self.columnar:
             return self._transpose(self.reader.read(mdt_partition, query), columns, partitions, per_file)
         raw, merged = self.reader.read_split(mdt_partition, query)
-        flat = FlatStats()
+        flat = FlatStats(self.column_types())
         for cells in raw:
-            try:
-                flat.add_decoded(cells.keys, decode_many(cells.values, parse_schema_cached(cells.schema_json)))
-            except Unsupported:
-                for key, record in cells.records_of().items():
-                    flat.add_record(key, record)
-            except (ValueError, IndexError) as exc:
-                raise HudiFormatError(cells.where, f"metadata records do not decode ({exc})") from None
+            parsed = parse_schema_cached(cells.schema_json)
+            for chunk in cells.chunks():
+                try:
+                    flat.add_decoded(chunk.keys(), decode_spans(chunk.data, chunk.value_start, chunk.value_length, parsed))
+                except Unsupported:
+                    for key, value in zip(chunk.key_list(), chunk.value_list()):
+                        flat.add_record(key, decode_record(key, value, cells.schema_json, cells.where))
+                except (ValueError, IndexError, pa.ArrowInvalid) as exc:
+                    raise HudiFormatError(cells.where, f"metadata records do not decode ({exc})") from None
         for key, record in merged.items():
             flat.add_record(key, record)
-        if flat.has_duplicate_keys():  # a key in two file groups: let the reference merge decide
+        table = pivot(flat, columns, partitions if partitions is not None else self.partitions(), per_file, self.column_types())
+        if table is None:  # a key in two file groups: let the reference merge decide
             return self._transpose(self.reader.read(mdt_partition, query), columns, partitions, per_file)
-        return pivot(flat, columns, partitions if partitions is not None else self.partitions(), per_file, self.column_types())
+        return table
 
     def _transpose(self, records: dict[str, MetadataRecord], columns: list[str], partitions: list[str] | None, per_file: bool) -> pa.Table:
         known = partitions if partitions is not None else self.partitions()

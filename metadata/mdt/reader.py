@@ -14,8 +14,12 @@ from __future__ import annotations
 import logging
 import posixpath
 import threading
-from collections.abc import Container, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from metadata.errors import HudiError, HudiFormatError, MetadataTableDamaged, MetadataTableUnavailable
 from metadata.file_group import FileSlice
@@ -24,6 +28,7 @@ from metadata.fs_view import FileSystemView
 from metadata.instant import Action, Instant
 from metadata.listing import StorageListing
 from metadata.log_format import BlockType, LogBlock, decode_avro_records, decode_delete_keys, scan_log_blocks
+from metadata.mdt.hfile_cells import CellChunk
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.records import MetadataRecord, decode_record, merge_records, record_from_dict
 from metadata.stored_table import StoredTable, TableParts
@@ -31,6 +36,7 @@ from metadata.stored_table import StoredTable, TableParts
 log = logging.getLogger(__name__)
 
 METADATA_FOLDER = ".hoodie/metadata"
+FEW_KEYS = 16  # exact-key reads up to this many look keys up one by one
 BUILT_THROUGH = "hudi-bridge.builtThrough"  # extraMetadata of an initialising deltacommit
 PENDING_AT_BUILD = "hudi-bridge.pendingAtBuild"
 # Data-table actions that change which files exist (and so the metadata table).
@@ -39,20 +45,53 @@ _FILE_CHANGING = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_C
 
 @dataclass
 class RawCells:
-    """Undecoded records of one HFile: keys, Avro values, the writer schema."""
+    """Undecoded records of one base HFile that a query selects, read as
+    CellChunks when asked (keys in `dropped` left out), with the writer schema."""
 
-    keys: list[str]
-    values: list[bytes]
+    reader: HFileReader
+    query: KeyQuery
     schema_json: str
-    where: str
+    dropped: frozenset[str] = frozenset()
 
-    def records_of(self, wanted: Container[str] | None = None) -> dict[str, MetadataRecord]:
-        """The decoded records of the wanted keys this file holds (all when None)."""
-        return {k: decode_record(k, v, self.schema_json, self.where) for k, v in zip(self.keys, self.values) if wanted is None or k in wanted}
+    @property
+    def where(self) -> str:
+        return self.reader.path
 
-    def without(self, dropped: set[str]) -> RawCells:
-        kept = [i for i, k in enumerate(self.keys) if k not in dropped]
-        return RawCells([self.keys[i] for i in kept], [self.values[i] for i in kept], self.schema_json, self.where)
+    def chunks(self) -> Iterator[CellChunk]:
+        """The selected cells, in key order, a few MiB of blocks at a time."""
+        exact = None if self.query.keys is None else pa.array(sorted(k.encode("utf-8") for k in self.query.keys), pa.binary())
+        dropped = pa.array(sorted(k.encode("utf-8") for k in self.dropped), pa.binary()) if self.dropped else None
+        for chunk in self.reader.scan_chunks(self.query.scan_prefixes()):
+            if exact is not None or dropped is not None:
+                rows = chunk.rows()
+                keep = np.ones(len(chunk), dtype=bool)
+                if exact is not None:
+                    keep &= pc.is_in(rows, value_set=exact).to_numpy(zero_copy_only=False)
+                if dropped is not None:
+                    keep &= ~pc.is_in(rows, value_set=dropped).to_numpy(zero_copy_only=False)
+                chunk = chunk.take(np.flatnonzero(keep))
+            if len(chunk):
+                yield chunk
+
+    def records_of(self, wanted: Iterable[str] | None = None) -> dict[str, MetadataRecord]:
+        """Decoded records of the wanted keys this file holds (all selected when None)."""
+        if wanted is None and self.query.keys is not None and len(self.query.keys) <= FEW_KEYS:
+            wanted = sorted(self.query.keys)  # a few seeks beat a columnar scan
+        if wanted is not None:
+            found = {}
+            for key in wanted:
+                value = self.reader.get(key.encode("utf-8"))
+                if value is not None and key not in self.dropped:
+                    found[key] = decode_record(key, value, self.schema_json, self.where)
+            return found
+        records = {}
+        for chunk in self.chunks():
+            for key, value in zip(chunk.key_list(), chunk.value_list()):
+                records[key] = decode_record(key, value, self.schema_json, self.where)
+        return records
+
+    def without(self, dropped: Iterable[str]) -> RawCells:
+        return replace(self, dropped=self.dropped | frozenset(dropped))
 
 
 def _apply_changes(current: MetadataRecord | None, changes: list[MetadataRecord | None]) -> MetadataRecord | None:
@@ -75,6 +114,15 @@ class KeyQuery:
     def __init__(self, keys: Iterable[str] | None = None, prefixes: Iterable[str] | None = None) -> None:
         self.keys = None if keys is None else set(keys)
         self.prefixes = None if prefixes is None else sorted(set(prefixes))
+
+    def scan_prefixes(self) -> list[bytes] | None:
+        """Row prefixes covering the query (None: every row); exact keys are
+        their own prefixes and need an exact check after."""
+        if self.keys is not None:
+            return sorted(k.encode("utf-8") for k in self.keys)
+        if self.prefixes is not None:
+            return [p.encode("utf-8") for p in self.prefixes]
+        return None
 
     def scan(self, reader: HFileReader) -> Iterator[tuple[bytes, bytes]]:
         if self.keys is not None:
@@ -312,15 +360,13 @@ class MetadataTableReader:
         merged: dict[str, MetadataRecord] = {}
         for file_slice in self.file_slices(mdt_partition):
             base, changes = self._slice_contents(file_slice, query)
-            older = base.records_of(changes) if base is not None and changes else {}
+            older = base.records_of(list(changes)) if base is not None and changes else {}
             for key, changed in changes.items():
                 current = _apply_changes(older.get(key), changed)
                 if current is not None:
                     merged[key] = merge_records(merged.get(key), current)
-            if base is not None and changes:
-                base = base.without(set(changes))
-            if base is not None and base.keys:
-                raw.append(base)
+            if base is not None:
+                raw.append(base.without(changes) if changes else base)
         return raw, merged
 
     def _slice_contents(self, file_slice: FileSlice, query: KeyQuery) -> tuple[RawCells | None, dict[str, list[MetadataRecord | None]]]:
@@ -332,10 +378,7 @@ class MetadataTableReader:
             schema = reader.schema_json()
             if schema is None:
                 raise HudiFormatError(reader.path, "HFile file info has no 'schema'")
-            base = RawCells([], [], schema, reader.path)
-            for row, value in query.scan(reader):
-                base.keys.append(row.decode("utf-8"))
-                base.values.append(value)
+            base = RawCells(reader, query, schema)
         changes: dict[str, list[MetadataRecord | None]] = {}
         for relative, block in self._valid_blocks(file_slice):
             for key, record in self._block_records(block, self.mdt.storage.full_path(relative), query):

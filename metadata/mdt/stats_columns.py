@@ -1,164 +1,322 @@
-"""Column statistics records to the stats table, a column at a time.
+"""Column statistics records to the stats table, a column at a time, in Arrow.
 
 The columnar counterpart of `MetadataTable._transpose` (kept as the
-reference): records decoded by `columnar.decode_many` (or, for keys that log
-blocks changed, merged `MetadataRecord`s) become flat per-record lists, and
-the stats table is a join of one small table per column, built by Arrow.
-Wrapped bounds of plain types are taken as decoded; dates, times, timestamps
-and decimals go through `records.stat_value`, the reference rule.
+reference): records decoded by `columnar.decode_spans` become one Arrow
+table per column (key, file, bounds typed by the table schema, counts,
+deleted flag) without a Python object per record; keys that log blocks
+changed arrive as merged `MetadataRecord`s and join as Python values. Bounds
+of plain wrappers whose Arrow type matches the column's are cast as
+decoded; dates, times, timestamps, decimals and anything that does not fit
+go through `records.stat_value` and `stats_table.typed_array`, the
+reference rules. The pivot aligns the columns on (partition, file) with
+Arrow hash lookups, not a join.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded
+from metadata.mdt.hfile_cells import as_utf8
 from metadata.mdt.records import LOGICAL_VALUE_TYPES, MetadataRecord, stat_value
 from metadata.stats_table import FILE_NAME, PARTITION, VALUE_COUNT, build_stats_table, max_field, min_field, null_count_field, typed_array
 
 STATS = "ColumnStatsMetadata|HoodieMetadataColumnStats"
 PLAIN_WRAPPERS = frozenset({"BooleanWrapper", "IntWrapper", "LongWrapper", "FloatWrapper", "DoubleWrapper", "StringWrapper", "BytesWrapper"})
+_INTEGER_TYPES = (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64())
+# Wrapper -> column types its decoded values are cast to as they are (the reference gives the same).
+_AS_DECODED: dict[str, tuple[pa.DataType, ...]] = {
+    "IntWrapper": _INTEGER_TYPES,
+    "LongWrapper": _INTEGER_TYPES,
+    "FloatWrapper": (pa.float32(), pa.float64()),
+    "DoubleWrapper": (pa.float64(),),
+    "StringWrapper": (pa.string(),),
+    "BytesWrapper": (pa.binary(),),
+    "BooleanWrapper": (pa.bool_(),),
+}
 
 
 @dataclass
-class FlatStats:
-    """One entry per column-stats record."""
+class _PythonPiece:
+    """Records of one column held as Python values (merged records, or bounds the reference rules type)."""
 
     keys: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
-    columns: list[str] = field(default_factory=list)
     mins: list[Any] = field(default_factory=list)
     maxs: list[Any] = field(default_factory=list)
     value_counts: list[int | None] = field(default_factory=list)
     null_counts: list[int | None] = field(default_factory=list)
     deleted: list[bool] = field(default_factory=list)
 
+    def table(self, dtype: pa.DataType | None, column: str) -> pa.Table:
+        return pa.table({"key": pa.array(self.keys, pa.string()), "file": pa.array(self.files, pa.string()),
+                         "value_count": pa.array(self.value_counts, pa.int64()), "null_count": pa.array(self.null_counts, pa.int64()),
+                         "deleted": pa.array(self.deleted, pa.bool_()),
+                         "min": typed_array(self.mins, dtype, column), "max": typed_array(self.maxs, dtype, column)})
+
+
+class FlatStats:
+    """Column-stats records gathered per column; `pivot` makes the stats table."""
+
+    def __init__(self, types: Mapping[str, pa.DataType]) -> None:
+        self.types = types
+        self.pieces: dict[str, list[pa.Table]] = {}
+        self.python: dict[str, _PythonPiece] = {}
+
     def add_record(self, key: str, record: MetadataRecord) -> None:
         stats = record.column_stats
         if stats is None:
             return
-        self.keys.append(key)
-        self.files.append(stats.file_name)
-        self.columns.append(stats.column_name)
-        self.mins.append(stats.min_value)
-        self.maxs.append(stats.max_value)
-        self.value_counts.append(stats.value_count)
-        self.null_counts.append(stats.null_count)
-        self.deleted.append(stats.is_deleted)
+        piece = self.python.setdefault(stats.column_name, _PythonPiece())
+        piece.keys.append(key)
+        piece.files.append(stats.file_name)
+        piece.mins.append(stats.min_value)
+        piece.maxs.append(stats.max_value)
+        piece.value_counts.append(stats.value_count)
+        piece.null_counts.append(stats.null_count)
+        piece.deleted.append(stats.is_deleted)
 
-    def add_decoded(self, record_keys: list[str], decoded: Decoded) -> None:
+    def add_decoded(self, record_keys: pa.StringArray, decoded: Decoded) -> None:
         deleted_path = f"{STATS}.isDeleted"  # a plain field: present exactly in the records with column stats
         if deleted_path not in decoded.present:
             return
         rows = decoded.present[deleted_path]
-        n = decoded.count
-        ordinals: list[int | None] = _aligned(decoded, f"{STATS}.valueType|HoodieValueTypeInfo.typeOrdinal", n)
-        infos = decoded.strings(f"{STATS}.valueType|HoodieValueTypeInfo.additionalInfo|string")
-        files = decoded.strings(f"{STATS}.fileName|string")
-        columns = decoded.strings(f"{STATS}.columnName|string")
-        mins = _bounds(decoded, f"{STATS}.minValue", ordinals, infos)
-        maxs = _bounds(decoded, f"{STATS}.maxValue", ordinals, infos)
-        value_counts = _aligned(decoded, f"{STATS}.valueCount|long", n)
-        null_counts = _aligned(decoded, f"{STATS}.nullCount|long", n)
-        deleted = _aligned(decoded, deleted_path, n)
-        for i in rows.tolist():
-            self.keys.append(record_keys[i])
-            self.files.append(files[i] or "")
-            self.columns.append(columns[i] or "")
-            self.mins.append(mins[i])
-            self.maxs.append(maxs[i])
-            self.value_counts.append(value_counts[i])
-            self.null_counts.append(null_counts[i])
-            self.deleted.append(bool(deleted[i]))
+        column_names = pc.fill_null(decoded.string_array(f"{STATS}.columnName|string"), "").take(pa.array(rows))
+        files = pc.fill_null(decoded.string_array(f"{STATS}.fileName|string"), "")
+        value_counts = _ints(decoded, f"{STATS}.valueCount|long")
+        null_counts = _ints(decoded, f"{STATS}.nullCount|long")
+        deleted = decoded.scatter(deleted_path, pa.array(decoded.bools[deleted_path]))
+        bounds = _Bounds(decoded)
+        for column in pc.unique(column_names).to_pylist():
+            chosen = rows[np.flatnonzero(pc.equal(column_names, column).to_numpy(zero_copy_only=False))]
+            take = pa.array(chosen)
+            dtype = self.types.get(column)
+            mins, maxs = bounds.typed("minValue", chosen, dtype, column), bounds.typed("maxValue", chosen, dtype, column)
+            if mins is None or maxs is None:  # typed by the reference rules, with the merged records
+                piece = self.python.setdefault(column, _PythonPiece())
+                piece.keys += record_keys.take(take).to_pylist()
+                piece.files += files.take(take).to_pylist()
+                piece.mins += bounds.python("minValue", chosen)
+                piece.maxs += bounds.python("maxValue", chosen)
+                piece.value_counts += value_counts.take(take).to_pylist()
+                piece.null_counts += null_counts.take(take).to_pylist()
+                piece.deleted += deleted.take(take).to_pylist()
+                continue
+            self.pieces.setdefault(column, []).append(pa.table({
+                "key": record_keys.take(take), "file": files.take(take), "value_count": value_counts.take(take),
+                "null_count": null_counts.take(take), "deleted": deleted.take(take), "min": mins, "max": maxs}))
 
-    def has_duplicate_keys(self) -> bool:
-        return len(set(self.keys)) != len(self.keys)
+    def table_of(self, column: str) -> pa.Table | None:
+        """Every record of a column (key, file, min, max, counts, deleted)."""
+        tables = list(self.pieces.get(column, []))
+        if column in self.python:
+            tables.append(self.python[column].table(self.types.get(column), column))
+        if not tables:
+            return None
+        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
-def _numbers(decoded: Decoded, path: str, count: int) -> list[Any]:
+def _ints(decoded: Decoded, path: str) -> pa.Array:
+    if path not in decoded.present:
+        return pa.nulls(decoded.count, pa.int64())
+    return decoded.scatter(path, pa.array(decoded.ints[path], pa.int64()))
+
+
+class _Bounds:
+    """min/max values of chosen records: as decoded where the wrapper and the
+    column type allow, else as the reference rules give them."""
+
+    def __init__(self, decoded: Decoded) -> None:
+        self.decoded = decoded
+        ordinal_path = f"{STATS}.valueType|HoodieValueTypeInfo.typeOrdinal"
+        self.ordinals = np.full(decoded.count, -1, dtype=np.int64)  # -1: no valueType (before v9)
+        if ordinal_path in decoded.present:
+            self.ordinals[decoded.present[ordinal_path]] = decoded.ints[ordinal_path]
+
+    def _leaves(self, which: str) -> list[str]:
+        prefix = f"{STATS}.{which}|"
+        return [k for k in self.decoded.present if k.startswith(prefix) and k.endswith(".value")]
+
+    def typed(self, which: str, chosen: npt.NDArray[np.int64], dtype: pa.DataType | None, column: str) -> pa.Array | None:
+        """The bounds as an array of `dtype`, or None when the reference rules must type them."""
+        if dtype is None:
+            return None
+        if np.isin(self.ordinals[chosen], list(LOGICAL_VALUE_TYPES)).any():
+            return None
+        leaves = [leaf for leaf in self._leaves(which) if np.isin(self.decoded.present[leaf], chosen).any()]
+        if not leaves:
+            return pa.nulls(len(chosen), dtype)
+        if len(leaves) > 1:
+            return None
+        leaf = leaves[0]
+        wrapper = leaf[len(f"{STATS}.{which}|") : -len(".value")]
+        if dtype not in _AS_DECODED.get(wrapper, ()):
+            return None
+        values = self._leaf_array(leaf, wrapper)
+        try:
+            return self.decoded.scatter(leaf, values).take(pa.array(chosen)).cast(dtype, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None  # a value that does not fit: the reference rules null it alone
+
+    def _leaf_array(self, leaf: str, wrapper: str) -> pa.Array:
+        decoded = self.decoded
+        if leaf in decoded.spans:
+            values = decoded.present_bytes(leaf)
+            return as_utf8(values) if wrapper == "StringWrapper" else values
+        for table in (decoded.ints, decoded.floats, decoded.bools):
+            if leaf in table:
+                return pa.array(table[leaf])
+        raise KeyError(leaf)
+
+    def python(self, which: str, chosen: npt.NDArray[np.int64]) -> list[Any]:
+        """The bounds of chosen records as the reference decoder gives them."""
+        decoded = self.decoded
+        position = {int(r): i for i, r in enumerate(chosen.tolist())}
+        out: list[Any] = [None] * len(chosen)
+        infos: list[str | None] | None = None
+        for leaf in self._leaves(which):
+            wrapper = leaf[len(f"{STATS}.{which}|") : -len(".value")]
+            rows = decoded.present[leaf].tolist()
+            values: list[Any] = (decoded.string_array(leaf) if wrapper == "StringWrapper" else decoded.binary_array(leaf)).to_pylist() \
+                if leaf in decoded.spans else _numbers(decoded, leaf)
+            plain = wrapper in PLAIN_WRAPPERS
+            for k, row in enumerate(rows):
+                at = position.get(row)
+                if at is None:
+                    continue
+                value = values[row] if leaf in decoded.spans else values[k]
+                ordinal = None if self.ordinals[row] < 0 else int(self.ordinals[row])
+                if plain and ordinal not in LOGICAL_VALUE_TYPES:
+                    out[at] = value
+                else:
+                    if infos is None:
+                        infos = decoded.strings(f"{STATS}.valueType|HoodieValueTypeInfo.additionalInfo|string")
+                    value_type = None if ordinal is None else {"typeOrdinal": ordinal, "additionalInfo": infos[row]}
+                    out[at] = stat_value((wrapper, {"value": value}), value_type)
+        return out
+
+
+def _numbers(decoded: Decoded, path: str) -> list[Any]:
     """The decoded ints, floats or booleans of a path, in `present` order."""
     for table in (decoded.ints, decoded.floats, decoded.bools):
         if path in table:
             return list(table[path].tolist())
-    return [None] * count
-
-
-def _aligned(decoded: Decoded, path: str, n: int) -> list[Any]:
-    out: list[Any] = [None] * n
-    if path in decoded.present:
-        present = decoded.present[path].tolist()
-        for i, v in zip(present, _numbers(decoded, path, len(present))):
-            out[i] = v
-    return out
-
-
-def _bounds(decoded: Decoded, path: str, ordinals: list[int | None], infos: list[str | None]) -> list[Any]:
-    out: list[Any] = [None] * decoded.count
-    prefix = path + "|"
-    for leaf in [k for k in decoded.present if k.startswith(prefix) and k.endswith(".value")]:
-        wrapper = leaf[len(prefix) : -len(".value")]
-        if leaf in decoded.spans:
-            values: list[Any] = decoded.strings(leaf) if wrapper == "StringWrapper" else decoded.raw_bytes(leaf)
-            indexes = decoded.present[leaf].tolist()
-            picked = [values[i] for i in indexes]
-        else:
-            indexes = decoded.present[leaf].tolist()
-            picked = _numbers(decoded, leaf, len(indexes))
-        plain = wrapper in PLAIN_WRAPPERS
-        for i, value in zip(indexes, picked):
-            ordinal = ordinals[i]
-            if plain and ordinal not in LOGICAL_VALUE_TYPES:
-                out[i] = value
-            else:
-                value_type = None if ordinal is None else {"typeOrdinal": ordinal, "additionalInfo": infos[i]}
-                out[i] = stat_value((wrapper, {"value": value}), value_type)
-    return out
+    raise KeyError(path)
 
 
 def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_file: bool,
-          types: dict[str, pa.DataType]) -> pa.Table:
+          types: dict[str, pa.DataType]) -> pa.Table | None:
     """The stats table (layout of `metadata.stats_table`) of the live records
-    of `columns` in `known_partitions`, one row per file (or partition)."""
-    if not flat.keys:
+    of `columns` in `known_partitions`, one row per file (or partition), in
+    key order; None when a key came twice (from two file groups), which the
+    reference merge must decide.
+
+    A record's identity is its key without the column id (partition id and
+    file id). When every column has the same identities in the same order
+    (each file has stats for each column) the columns line up as they are;
+    otherwise each is spread over the distinct identities."""
+    tables = {c: t for c in columns if (t := flat.table_of(c)) is not None}
+    if not tables:
         return build_stats_table([], columns, types)
-    ids = pa.array([keys.partition_index_id(p) for p in known_partitions], pa.string())
-    record_ids = pc.utf8_slice_codeunits(pa.array(flat.keys, pa.string()), keys.ID_LENGTH, 2 * keys.ID_LENGTH)
-    where = pc.index_in(record_ids, value_set=ids)
-    live = pc.and_(pc.is_valid(where), pc.invert(pa.array(flat.deleted, pa.bool_())))
+    identity = {c: pc.utf8_slice_codeunits(t.column("key").combine_chunks(), keys.ID_LENGTH, 1 << 30) for c, t in tables.items()}
+    first = identity[next(iter(tables))]
+    if all(ident.equals(first) for ident in identity.values()):
+        if not all_distinct(first):
+            return None
+        rows = len(first)
+        spread: dict[str, pa.Array | None] = dict.fromkeys(tables)  # None: the rows as they are
+        ids = first
+    else:
+        every = pa.concat_arrays(list(identity.values()))
+        codes = pc.dictionary_encode(every).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        rows = int(codes.max()) + 1 if len(codes) else 0
+        spread, offset = {}, 0
+        representative = np.empty(rows, dtype=np.int64)
+        representative[codes[::-1]] = np.arange(len(codes) - 1, -1, -1, dtype=np.int64)  # the last write is the first occurrence
+        for c, t in tables.items():
+            at = codes[offset : offset + t.num_rows]
+            offset += t.num_rows
+            if len(at) and np.bincount(at).max() > 1:
+                return None
+            source = np.full(rows, -1, dtype=np.int64)
+            source[at] = np.arange(len(at))
+            spread[c] = pa.array(source, mask=source < 0)
+        ids = every.take(pa.array(representative))
+    partition_ids = pa.array([keys.partition_index_id(p) for p in known_partitions], pa.string())
+    where = pc.index_in(pc.utf8_slice_codeunits(ids, 0, keys.ID_LENGTH), value_set=partition_ids)
     partition = pc.take(pa.array(known_partitions, pa.string()), where)
-    name = pa.array(flat.files, pa.string()) if per_file else partition
-    column_of = pa.array(flat.columns, pa.string())
-    value_counts = pa.array(flat.value_counts, pa.int64())
-    null_counts = pa.array(flat.null_counts, pa.int64())
-    joined: pa.Table | None = None
-    count_fields = []
+    known = pc.is_valid(where)
+    arrays: dict[str, Any] = {}
+    lives, counts, files = [], [], []
     for c in columns:
-        chosen = np.flatnonzero(pc.and_(live, pc.equal(column_of, c)).to_numpy(zero_copy_only=False))
-        take = pa.array(chosen, pa.int64())
-        part = pa.table({
-            PARTITION: pc.take(partition, take),
-            FILE_NAME: pc.take(name, take),
-            f"{VALUE_COUNT}:{c}": pc.take(value_counts, take),
-            min_field(c): typed_array([flat.mins[i] for i in chosen.tolist()], types.get(c), c),
-            max_field(c): typed_array([flat.maxs[i] for i in chosen.tolist()], types.get(c), c),
-            null_count_field(c): pc.take(null_counts, take),
-        })
-        count_fields.append(f"{VALUE_COUNT}:{c}")
-        joined = part if joined is None else joined.join(part, keys=[PARTITION, FILE_NAME], join_type="full outer", coalesce_keys=True)
-    assert joined is not None
-    if not joined.num_rows:
-        return build_stats_table([], columns, types)
-    counts = [joined.column(f) for f in count_fields]
+        if c not in tables:
+            arrays[min_field(c)] = arrays[max_field(c)] = typed_array([None] * rows, types.get(c), c)
+            arrays[null_count_field(c)] = pa.nulls(rows, pa.int64())
+            continue
+        t = tables[c] if spread[c] is None else tables[c].take(spread[c])
+        live = pc.and_(known, pc.invert(pc.fill_null(t.column("deleted"), True)))
+        lives.append(live)
+        for field_name, column in ((min_field(c), "min"), (max_field(c), "max"), (null_count_field(c), "null_count")):
+            arrays[field_name] = _where(live, t.column(column))
+        counts.append(_where(live, t.column("value_count")))
+        files.append(_where(live, t.column("file")))
+    any_live = lives[0]
+    for live in lives[1:]:
+        any_live = pc.or_(any_live, live)
     value_count = counts[0] if len(counts) == 1 else pc.max_element_wise(*counts, skip_nulls=True)
-    ordered = {PARTITION: joined.column(PARTITION), FILE_NAME: joined.column(FILE_NAME), VALUE_COUNT: value_count}
+    name = (files[0] if len(files) == 1 else pc.coalesce(*files)) if per_file else partition
+    ordered = {PARTITION: partition, FILE_NAME: name, VALUE_COUNT: value_count}
     for c in columns:
         for f in (min_field(c), max_field(c), null_count_field(c)):
-            ordered[f] = joined.column(f)
-    table = pa.table(ordered)
-    return table.sort_by([(PARTITION, "ascending"), (FILE_NAME, "ascending")]).combine_chunks()
+            ordered[f] = arrays[f]
+    return pa.table(ordered).filter(any_live).combine_chunks()
+
+
+_FNV_PRIME = np.uint64(0x100000001B3)
+
+
+def all_distinct(values: pa.StringArray) -> bool:
+    """Whether no value repeats. Values of one width (as keys are) are told
+    apart by sorted 64-bit fingerprints: equal values always share one, so a
+    repeat is never missed, and only a shared fingerprint costs an exact
+    Arrow count; other values are counted by Arrow directly."""
+    count = len(values)
+    if count < 2:
+        return True
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32, count=count + 1, offset=values.offset * 4)
+    width = int(offsets[1] - offsets[0])
+    if values.null_count or width == 0 or not (np.diff(offsets) == width).all():
+        return bool(pc.count_distinct(values).as_py() == count)
+    data = values.buffers()[2]
+    fingerprint = np.zeros(count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for start in range(0, width, 8):
+            size = 8 if start + 8 <= width else 1
+            for byte in range(start, start + 8 if size == 8 else width):
+                word = np.ndarray((count,), dtype="<u8" if size == 8 else np.uint8, buffer=data,
+                                  offset=int(offsets[0]) + byte, strides=(width,))
+                fingerprint = (fingerprint ^ word.astype(np.uint64)) * _FNV_PRIME
+                if size == 8:
+                    break
+    ordered = np.sort(fingerprint)
+    if not (ordered[1:] == ordered[:-1]).any():
+        return True
+    return bool(pc.count_distinct(values).as_py() == count)
+
+
+def _where(mask: pa.Array, values: pa.Array) -> pa.Array:
+    """Values where mask holds, null elsewhere."""
+    return pc.if_else(mask, values, pa.scalar(None, values.type))
+
+
+def in_file_order(table: pa.Table) -> pa.Table:
+    """A stats table by partition, then file name."""
+    return table.sort_by([(PARTITION, "ascending"), (FILE_NAME, "ascending")])

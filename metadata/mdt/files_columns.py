@@ -1,0 +1,71 @@
+"""Files-partition records to a table of live files, in Arrow.
+
+The columnar counterpart of `records.live_files` over decoded records (kept
+as the reference): each entry of a record's `filesystemMetadata` map becomes
+a row (record key, file name, size), tombstones left out, without a Python
+object per file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from metadata.mdt.columnar import Decoded
+from metadata.mdt.records import TYPE_ALL_PARTITIONS, TYPE_FILES, MetadataRecord, live_files
+
+KEY = "key"
+NAME = "name"
+SIZE = "size"
+ENTRIES_SCHEMA = pa.schema([(KEY, pa.string()), (NAME, pa.string()), (SIZE, pa.int64())])
+_MAP = "filesystemMetadata|map{}"
+
+
+def live_entries(record_keys: pa.StringArray, decoded: Decoded) -> pa.Table:
+    """(key, name, size) of every live file entry of decoded files records,
+    record by record in map order."""
+    if not decoded.entries.get(_MAP):
+        return ENTRIES_SCHEMA.empty_table()
+    owners = decoded.owners[_MAP]
+    order = np.argsort(owners, kind="stable")  # entries come step by step; records keep their map order
+    owners = owners[order]
+    types = np.full(decoded.count, -1, dtype=np.int64)
+    types[decoded.present["type"]] = decoded.ints["type"]
+    deleted = np.zeros(decoded.entries[_MAP], dtype=bool)
+    deleted_path = f"{_MAP}.value.isDeleted"
+    if deleted_path in decoded.present:
+        deleted[decoded.present[deleted_path]] = decoded.bools[deleted_path]
+    sizes = np.zeros(decoded.entries[_MAP], dtype=np.int64)  # Hudi's size is a plain long; the reference reads a missing one as 0
+    size_path = f"{_MAP}.value.size"
+    if size_path in decoded.present:
+        sizes[decoded.present[size_path]] = decoded.ints[size_path]
+    live = ~deleted[order] & np.isin(types[owners], [TYPE_ALL_PARTITIONS, TYPE_FILES])
+    take = pa.array(order[live])
+    return pa.table({KEY: record_keys.take(pa.array(owners[live])), NAME: decoded.string_array(f"{_MAP}.key").take(take),
+                     SIZE: pa.array(sizes).take(take)}, schema=ENTRIES_SCHEMA)
+
+
+def entries_of_records(records: Mapping[str, MetadataRecord]) -> pa.Table:
+    """The same table from records the reference decoded or merged."""
+    keys_: list[str] = []
+    names: list[str] = []
+    sizes: list[int] = []
+    for key, record in records.items():
+        for name, size in live_files(record).items():
+            keys_.append(key)
+            names.append(name)
+            sizes.append(size)
+    return pa.table({KEY: pa.array(keys_, pa.string()), NAME: pa.array(names, pa.string()), SIZE: pa.array(sizes, pa.int64())},
+                    schema=ENTRIES_SCHEMA)
+
+
+def first_path_like(names: pa.Array) -> str | None:
+    """The first name that is a path rather than a name in its partition."""
+    bad = pc.or_(pc.or_(pc.match_substring(names, "/"), pc.match_substring(names, "\\")),
+                 pc.is_in(names, value_set=pa.array([".", ".."], pa.string())))
+    if not pc.any(bad).as_py():
+        return None
+    return str(names.filter(bad)[0].as_py())
