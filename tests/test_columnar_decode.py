@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from metadata import HudiTable
 from metadata.mdt.columnar import LOCKSTEP_ENTRIES, Unsupported, decode_many
 from metadata.mdt.file_stats import ColumnRange
-from metadata.mdt.keys import column_stats_key
+from metadata.mdt.keys import ID_LENGTH, column_stats_key
 from metadata.mdt.record_schema import encode_record, files_record, range_record, record_schema_json
 from metadata.mdt.records import decode_record, parse_schema_cached
 from metadata.mdt.stats_columns import FlatStats, in_file_order, pivot
@@ -68,7 +68,7 @@ def _both(version: int, records: list[tuple[str, dict[str, Any]]], types: dict[s
     values = [encode_record(r, schema_json) for _, r in records]
     columnar, reference = FlatStats(types), FlatStats(types)
     try:
-        columnar.add_decoded(pa.array(keys, pa.string()), decode_many(values, parse_schema_cached(schema_json)))
+        columnar.add_decoded(pa.array([k[ID_LENGTH:] for k in keys], pa.string()), decode_many(values, parse_schema_cached(schema_json)))
     except Unsupported:
         for key, value in zip(keys, values):
             columnar.add_record(key, decode_record(key, value, schema_json, "test"))

@@ -292,5 +292,5 @@ def decode_many(values: list[bytes], parsed_schema: Any) -> Decoded:
     """`decode_spans` of values given one by one."""
     lengths = np.fromiter((len(v) for v in values), dtype=np.int64, count=len(values))
     starts = np.cumsum(lengths) - lengths
-    buffer = np.frombuffer(b"".join(values) + b"\x00" * PADDING, dtype=np.uint8)
+    buffer = np.frombuffer(b"".join([*values, bytes(PADDING)]), dtype=np.uint8)
     return decode_spans(buffer, starts, lengths, parsed_schema)

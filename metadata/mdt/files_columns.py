@@ -64,6 +64,14 @@ def entries_of_records(records: Mapping[str, MetadataRecord]) -> pa.Table:
 
 def first_path_like(names: pa.Array) -> str | None:
     """The first name that is a path rather than a name in its partition."""
+    names = names.combine_chunks() if isinstance(names, pa.ChunkedArray) else names
+    if not len(names):
+        return None
+    offsets = np.frombuffer(names.buffers()[1], dtype=np.int32, count=len(names) + 1, offset=names.offset * 4)
+    data = names.buffers()[2]
+    text = data.to_pybytes() if data is not None else b""  # a search of the whole buffer (memchr) beats one per name
+    if b"/" not in text and b"\\" not in text and (np.diff(offsets) > 2).all():
+        return None  # no separator anywhere and no name short enough to be "." or ".."
     bad = pc.or_(pc.or_(pc.match_substring(names, "/"), pc.match_substring(names, "\\")),
                  pc.is_in(names, value_set=pa.array([".", ".."], pa.string())))
     if not pc.any(bad).as_py():

@@ -16,7 +16,6 @@ a Hadoop writable vint when the file has one.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,16 +27,21 @@ from metadata.errors import HudiFormatError
 
 IntArray = npt.NDArray[np.int64]
 PADDING = 16  # zero bytes after the last block, so fixed-width gathers never index past the buffer
+ZEROS = bytes(PADDING)
 _LENGTHS = struct.Struct(">ii")
 
 
-def cell_starts(payload: bytes, fixed_tail: int) -> list[int] | None:
-    """Where each cell of a data block starts, assuming every cell ends with
-    `fixed_tail` bytes after its value (a one-byte MVCC vint, no tags); None
-    when the block does not walk that way (the caller then walks it exactly)."""
+def walk_cells(payload: bytes, fixed_tail: int) -> tuple[list[int], list[int]] | None:
+    """Where each cell of a data block starts and where its value starts,
+    assuming every cell ends with `fixed_tail` bytes after its value (a
+    one-byte MVCC vint, no tags); None when the block does not walk that way
+    (the caller then walks it exactly). Values end `fixed_tail` bytes before
+    the next cell (or the block's end): the caller checks those bytes."""
     unpack = _LENGTHS.unpack_from
     starts: list[int] = []
+    values: list[int] = []
     append = starts.append
+    append_value = values.append
     pos = 0
     end = len(payload) - 8
     step = 8 + fixed_tail
@@ -47,10 +51,11 @@ def cell_starts(payload: bytes, fixed_tail: int) -> list[int] | None:
             if key_length < 2 or value_length < 0:
                 return None
             append(pos)
+            append_value(pos + 8 + key_length)
             pos += key_length + value_length + step
     except struct.error:
         return None
-    return starts if pos == len(payload) else None
+    return (starts, values) if pos == len(payload) else None
 
 
 @dataclass
@@ -69,29 +74,32 @@ class CellChunk:
         return len(self.row_start)
 
     @classmethod
-    def from_cells(cls, payload: bytes, starts: Sequence[int] | IntArray, where: str) -> CellChunk:
-        """From where each cell of a payload starts (lengths are read here)."""
-        data = np.frombuffer(payload + b"\x00" * PADDING, dtype=np.uint8)
-        start = np.asarray(starts, dtype=np.int64)
-        key_length = _int32_at(data, start)
-        value_length = _int32_at(data, start + 4)
-        row_length = _int16_at(data, start + 8)
+    def from_layout(cls, padded: bytes, starts: IntArray, value_starts: IntArray, value_lengths: IntArray, where: str) -> CellChunk:
+        """From where each cell and its value start in blocks laid end to end
+        and followed by PADDING zero bytes, and the value lengths."""
+        data = np.frombuffer(padded, dtype=np.uint8)
+        key_length = value_starts - starts - 8
+        row_length = (data[starts + 8].astype(np.int64) << 8) | data[starts + 9]
+        row_length = np.where(row_length >= 2**15, row_length - 2**16, row_length)
         if (row_length < 0).any() or (row_length + 2 > key_length).any():
             bad = int(np.flatnonzero((row_length < 0) | (row_length + 2 > key_length))[0])
             raise HudiFormatError(where, f"cell row of {int(row_length[bad])} bytes does not fit its key of {int(key_length[bad])}",
-                                  offset=int(start[bad]))
-        return cls(data, start + 10, row_length, start + 8 + key_length, value_length, where)
+                                  offset=int(starts[bad]))
+        return cls(data, starts + 10, row_length, value_starts, value_lengths, where)
 
     def take(self, index: IntArray) -> CellChunk:
         return CellChunk(self.data, self.row_start[index], self.row_length[index], self.value_start[index], self.value_length[index], self.where)
 
-    def rows(self) -> pa.BinaryArray:
-        return spans_to_binary(self.data, self.row_start, self.row_length)
+    def rows(self, skip: int = 0) -> pa.BinaryArray:
+        """The rows, without their first `skip` bytes."""
+        if skip and (self.row_length < skip).any():
+            raise HudiFormatError(self.where, f"a metadata-table key is shorter than {skip} bytes")
+        return spans_to_binary(self.data, self.row_start + skip, self.row_length - skip)
 
-    def keys(self) -> pa.StringArray:
-        """Rows as text (metadata-table keys are UTF-8)."""
+    def keys(self, skip: int = 0) -> pa.StringArray:
+        """Rows as text (metadata-table keys are UTF-8), without their first `skip` characters (ASCII ids)."""
         try:
-            return as_utf8(self.rows())
+            return as_utf8(self.rows(skip))
         except pa.ArrowInvalid as exc:
             raise HudiFormatError(self.where, f"a metadata-table key is not UTF-8 ({exc})") from None
 
@@ -110,33 +118,6 @@ class CellChunk:
         long_enough = self.row_length >= len(prefix)
         heads = self.data[np.minimum(self.row_start, len(self.data) - len(prefix))[:, None] + np.arange(len(prefix))]
         return long_enough & (heads == np.frombuffer(prefix, dtype=np.uint8)).all(axis=1)
-
-
-def concat_chunks(chunks: Sequence[CellChunk], where: str) -> CellChunk:
-    """One chunk of several (their buffers end to end)."""
-    if len(chunks) == 1:
-        return chunks[0]
-    shifts = np.cumsum([0] + [len(c.data) for c in chunks[:-1]])
-    return CellChunk(
-        np.concatenate([c.data for c in chunks]) if chunks else np.zeros(PADDING, dtype=np.uint8),
-        np.concatenate([c.row_start + s for c, s in zip(chunks, shifts)]) if chunks else np.zeros(0, np.int64),
-        np.concatenate([c.row_length for c in chunks]) if chunks else np.zeros(0, np.int64),
-        np.concatenate([c.value_start + s for c, s in zip(chunks, shifts)]) if chunks else np.zeros(0, np.int64),
-        np.concatenate([c.value_length for c in chunks]) if chunks else np.zeros(0, np.int64),
-        where,
-    )
-
-
-def _int32_at(data: npt.NDArray[np.uint8], at: IntArray) -> IntArray:
-    b = data[at[:, None] + np.arange(4)].astype(np.int64)
-    value = (b[:, 0] << 24) | (b[:, 1] << 16) | (b[:, 2] << 8) | b[:, 3]
-    return np.where(value >= 2**31, value - 2**32, value)
-
-
-def _int16_at(data: npt.NDArray[np.uint8], at: IntArray) -> IntArray:
-    b = data[at[:, None] + np.arange(2)].astype(np.int64)
-    value = (b[:, 0] << 8) | b[:, 1]
-    return np.where(value >= 2**15, value - 2**16, value)
 
 
 def spans_to_binary(data: npt.NDArray[np.uint8], starts: IntArray, lengths: IntArray) -> pa.BinaryArray:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from metadata.errors import HudiFormatError
-from metadata.mdt.hfile_cells import CellChunk, cell_starts
+from metadata.mdt.hfile_cells import ZEROS, CellChunk, walk_cells
 from metadata.mdt.hfile_format import (
     CHECKSUM_CRC32,
     CHECKSUM_CRC32C,
@@ -51,7 +51,7 @@ ReadAt = Callable[[int, int], bytes]
 MAX_TAGS_KEY = b"hfile.MAX_TAGS_LEN"
 KEY_VALUE_VERSION_KEY = b"KEY_VALUE_VERSION"
 BLOCK_CACHE_SIZE = 64
-CHUNK_BYTES = 32 * 1024 * 1024  # uncompressed block bytes per CellChunk of a columnar scan
+CHUNK_BYTES = 16 * 1024 * 1024  # uncompressed block bytes per CellChunk of a columnar scan
 _DECOMPRESS_WORKERS = min(4, os.cpu_count() or 1)
 INFLATE_GROUP = 16  # data blocks (about 1 MiB) a worker reads and inflates per task
 _pool: ThreadPoolExecutor | None = None
@@ -272,11 +272,12 @@ class HFileReader:
         return rows, values
 
     def _cells(self, payload: bytes, offset: int) -> Iterator[tuple[bytes, bytes]]:
-        for _start, row, value in self._cell_positions(payload, offset):
-            yield row, value
+        for start, value_start, value_length in self._cell_positions(payload, offset):
+            (row_length,) = struct.unpack_from(">h", payload, start + 8)
+            yield payload[start + 10 : start + 10 + row_length], payload[value_start : value_start + value_length]
 
-    def _cell_positions(self, payload: bytes, offset: int) -> Iterator[tuple[int, bytes, bytes]]:
-        """(start, row, value) of each cell, walking tags and MVCC versions exactly."""
+    def _cell_positions(self, payload: bytes, offset: int) -> Iterator[tuple[int, int, int]]:
+        """(start, value start, value length) of each cell, walking tags and MVCC versions exactly."""
         pos = 0
         end = len(payload)
         while pos < end:
@@ -287,17 +288,16 @@ class HFileReader:
             pos += 8
             if key_length < 2 or value_length < 0 or pos + key_length + value_length > end:
                 raise HudiFormatError(self.path, f"cell of key {key_length} and value {value_length} bytes runs past its block", offset=offset)
-            key = payload[pos : pos + key_length]
-            pos += key_length
-            value = payload[pos : pos + value_length]
-            pos += value_length
+            (row_length,) = struct.unpack_from(">h", payload, pos)
+            if row_length < 0 or row_length + 2 > key_length:
+                raise HudiFormatError(self.path, f"cell row of {row_length} bytes does not fit its key of {key_length}", offset=offset)
+            pos += key_length + value_length
             if self.includes_tags:
                 (tags_length,) = struct.unpack_from(">h", payload, pos)
                 pos += 2 + tags_length
             if self.includes_mvcc:
                 _, pos = decode_writable_vint(payload, pos)
-            (row_length,) = struct.unpack_from(">h", key, 0)
-            yield start, key[2 : 2 + row_length], value
+            yield start, start + 8 + key_length, value_length
 
     # Queries -------------------------------------------------------------------------------------
     @property
@@ -361,41 +361,76 @@ class HFileReader:
                 i += 1
         return sorted(checks.items())
 
-    def scan_chunks(self, prefixes: list[bytes] | None, chunk_bytes: int = CHUNK_BYTES) -> Iterator[CellChunk]:
+    def scan_chunks(self, prefixes: list[bytes] | None, chunk_bytes: int = CHUNK_BYTES, check: bool = True) -> Iterator[CellChunk]:
         """The cells whose rows start with one of the prefixes (all when None),
         in key order, as CellChunks of about `chunk_bytes` of blocks each.
-        Blocks are read and inflated ahead by worker threads."""
+        Without `check`, every cell of the blocks that can hold such rows
+        (for a caller that filters rows itself). Blocks are read and
+        inflated ahead by worker threads."""
         index = self.data_index
-        blocks = self.blocks_for(prefixes)
-        payloads: list[bytes] = []
-        starts: list[np.ndarray] = []
-        partial: list[tuple[int, int, list[bytes]]] = []  # cells [from, to) to check against prefixes
-        size = cells = 0
+        blocks = self.blocks_for(prefixes) if check else [(i, None) for i, _ in self.blocks_for(prefixes)]
+        pending: list[tuple[int, bytes, list[bytes] | None]] = []
+        size = 0
         for (i, checks), payload in zip(blocks, self._inflated([index[i].offset for i, _ in blocks])):
-            found = self._cell_starts(payload, index[i].offset)
-            starts.append(np.asarray(found, dtype=np.int64) + size)
-            if checks is not None:
-                partial.append((cells, cells + len(found), checks))
-            payloads.append(payload)
+            pending.append((index[i].offset, payload, checks))
             size += len(payload)
-            cells += len(found)
             if size >= chunk_bytes:
-                yield self._chunk(payloads, starts, partial)
-                payloads, starts, partial, size, cells = [], [], [], 0, 0
-        if payloads:
-            yield self._chunk(payloads, starts, partial)
+                yield self._chunk(pending)
+                pending, size = [], 0
+        if pending:
+            yield self._chunk(pending)
 
-    def _chunk(self, payloads: list[bytes], starts: list[np.ndarray], partial: list[tuple[int, int, list[bytes]]]) -> CellChunk:
-        chunk = CellChunk.from_cells(b"".join(payloads), np.concatenate(starts), self.path)
-        if not partial:
+    def _chunk(self, blocks: list[tuple[int, bytes, list[bytes] | None]]) -> CellChunk:
+        """The cells of inflated blocks (offset, payload, prefixes to check)
+        as one chunk: walked quickly, then checked together; walked exactly
+        when the quick walk does not fit them."""
+        tail = 1 if self.includes_mvcc else 0
+        walks = None if self.includes_tags else [walk_cells(payload, tail) for _, payload, _ in blocks]
+        if walks is not None and all(w is not None for w in walks):
+            shifts = np.cumsum([0] + [len(p) for _, p, _ in blocks[:-1]])
+            starts = np.concatenate([np.asarray(w[0], dtype=np.int64) + s for w, s in zip(walks, shifts) if w is not None])
+            value_starts = np.concatenate([np.asarray(w[1], dtype=np.int64) + s for w, s in zip(walks, shifts) if w is not None])
+            padded = b"".join([*(p for _, p, _ in blocks), ZEROS])  # one copy: the blocks end to end, then the padding
+            # blocks lie end to end: a block's end is the next one's first cell
+            cell_ends = np.append(starts[1:], len(padded) - len(ZEROS)) if len(starts) else starts
+            if not tail or _single_byte_vints(padded, cell_ends - 1):
+                chunk = CellChunk.from_layout(padded, starts, value_starts, cell_ends - tail - value_starts, self.path)
+                return self._select(chunk, [len(w[0]) for w in walks if w is not None], [c for _, _, c in blocks])
+        return self._exact_chunk(blocks)
+
+    def _exact_chunk(self, blocks: list[tuple[int, bytes, list[bytes] | None]]) -> CellChunk:
+        starts: list[int] = []
+        value_starts: list[int] = []
+        value_lengths: list[int] = []
+        counts = []
+        shift = 0
+        for offset, payload, _ in blocks:
+            cells = list(self._cell_positions(payload, offset))
+            for start, value_start, value_length in cells:
+                starts.append(start + shift)
+                value_starts.append(value_start + shift)
+                value_lengths.append(value_length)
+            counts.append(len(cells))
+            shift += len(payload)
+        chunk = CellChunk.from_layout(b"".join([*(p for _, p, _ in blocks), ZEROS]), np.asarray(starts, dtype=np.int64),
+                                      np.asarray(value_starts, dtype=np.int64), np.asarray(value_lengths, dtype=np.int64), self.path)
+        return self._select(chunk, counts, [c for _, _, c in blocks])
+
+    @staticmethod
+    def _select(chunk: CellChunk, counts: list[int], checks: list[list[bytes] | None]) -> CellChunk:
+        """The chunk's cells whose rows match their block's prefixes."""
+        if all(c is None for c in checks):
             return chunk
         keep = np.ones(len(chunk), dtype=bool)
-        for first, end, checks in partial:
-            part = chunk.take(np.arange(first, end))
-            matched = np.zeros(end - first, dtype=bool)
-            for prefix in checks:
-                matched |= part.rows_with_prefix(prefix)
-            keep[first:end] = matched
+        first = 0
+        for count, prefixes in zip(counts, checks):
+            if prefixes is not None:
+                part = chunk.take(np.arange(first, first + count))
+                matched = np.zeros(count, dtype=bool)
+                for prefix in prefixes:
+                    matched |= part.rows_with_prefix(prefix)
+                keep[first : first + count] = matched
+            first += count
         return chunk.take(np.flatnonzero(keep))
 
     def _inflated(self, offsets: list[int]) -> Iterator[bytes]:
@@ -427,15 +462,6 @@ class HFileReader:
     def _payloads(self, offsets: list[int]) -> list[bytes]:
         return [self._block(offset, (DATA_MAGIC,))[1] for offset in offsets]
 
-    def _cell_starts(self, payload: bytes, offset: int) -> list[int]:
-        """Where the cells of a data block start: the quick walk when cells end
-        in a one-byte MVCC vint (or nothing) and no tags, checked; else the exact walk."""
-        if not self.includes_tags:
-            found = cell_starts(payload, 1 if self.includes_mvcc else 0)
-            if found is not None and (not self.includes_mvcc or _single_byte_vints(payload, found)):
-                return found
-        return [start for start, _row, _value in self._cell_positions(payload, offset)]
-
     def get(self, row: bytes) -> bytes | None:
         for found, value in self.scan_prefix(row):
             if found == row:
@@ -445,11 +471,7 @@ class HFileReader:
         return None
 
 
-def _single_byte_vints(payload: bytes, starts: list[int]) -> bool:
-    """Whether the byte ending each cell is a whole writable vint (-112..127)."""
-    if not starts:
-        return not payload
-    data = np.frombuffer(payload, dtype=np.uint8)
-    ends = np.asarray(starts[1:] + [len(payload)], dtype=np.int64) - 1
-    last = data[ends]
+def _single_byte_vints(payload: bytes, at: np.ndarray) -> bool:
+    """Whether the bytes at these places are whole writable vints (-112..127)."""
+    last = np.frombuffer(payload, dtype=np.uint8)[at]
     return bool(((last < 0x80) | (last >= 0x90)).all())

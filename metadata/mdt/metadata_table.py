@@ -220,7 +220,7 @@ class MetadataTable:
             parsed = parse_schema_cached(cells.schema_json)
             for chunk in cells.chunks():
                 try:
-                    flat.add_decoded(chunk.keys(), decode_spans(chunk.data, chunk.value_start, chunk.value_length, parsed))
+                    flat.add_decoded(chunk.keys(skip=keys.ID_LENGTH), decode_spans(chunk.data, chunk.value_start, chunk.value_length, parsed))
                 except Unsupported:
                     for key, value in zip(chunk.key_list(), chunk.value_list()):
                         flat.add_record(key, decode_record(key, value, cells.schema_json, cells.where))

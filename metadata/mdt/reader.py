@@ -61,7 +61,8 @@ class RawCells:
         """The selected cells, in key order, a few MiB of blocks at a time."""
         exact = None if self.query.keys is None else pa.array(sorted(k.encode("utf-8") for k in self.query.keys), pa.binary())
         dropped = pa.array(sorted(k.encode("utf-8") for k in self.dropped), pa.binary()) if self.dropped else None
-        for chunk in self.reader.scan_chunks(self.query.scan_prefixes()):
+        # exact keys are filtered below: their blocks' cells need no prefix check
+        for chunk in self.reader.scan_chunks(self.query.scan_prefixes(), check=exact is None):
             if exact is not None or dropped is not None:
                 rows = chunk.rows()
                 keep = np.ones(len(chunk), dtype=bool)

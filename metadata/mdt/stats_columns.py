@@ -48,7 +48,7 @@ _AS_DECODED: dict[str, tuple[pa.DataType, ...]] = {
 class _PythonPiece:
     """Records of one column held as Python values (merged records, or bounds the reference rules type)."""
 
-    keys: list[str] = field(default_factory=list)
+    identities: list[str] = field(default_factory=list)  # keys without the column id
     files: list[str] = field(default_factory=list)
     mins: list[Any] = field(default_factory=list)
     maxs: list[Any] = field(default_factory=list)
@@ -57,7 +57,7 @@ class _PythonPiece:
     deleted: list[bool] = field(default_factory=list)
 
     def table(self, dtype: pa.DataType | None, column: str) -> pa.Table:
-        return pa.table({"key": pa.array(self.keys, pa.string()), "file": pa.array(self.files, pa.string()),
+        return pa.table({"identity": pa.array(self.identities, pa.string()), "file": pa.array(self.files, pa.string()),
                          "value_count": pa.array(self.value_counts, pa.int64()), "null_count": pa.array(self.null_counts, pa.int64()),
                          "deleted": pa.array(self.deleted, pa.bool_()),
                          "min": typed_array(self.mins, dtype, column), "max": typed_array(self.maxs, dtype, column)})
@@ -76,7 +76,7 @@ class FlatStats:
         if stats is None:
             return
         piece = self.python.setdefault(stats.column_name, _PythonPiece())
-        piece.keys.append(key)
+        piece.identities.append(key[keys.ID_LENGTH :])
         piece.files.append(stats.file_name)
         piece.mins.append(stats.min_value)
         piece.maxs.append(stats.max_value)
@@ -84,7 +84,9 @@ class FlatStats:
         piece.null_counts.append(stats.null_count)
         piece.deleted.append(stats.is_deleted)
 
-    def add_decoded(self, record_keys: pa.StringArray, decoded: Decoded) -> None:
+    def add_decoded(self, identities: pa.StringArray, decoded: Decoded) -> None:
+        """Records decoded columnar; `identities` are their keys without the
+        column id (partition id and file id: the same file in every column)."""
         deleted_path = f"{STATS}.isDeleted"  # a plain field: present exactly in the records with column stats
         if deleted_path not in decoded.present:
             return
@@ -97,25 +99,29 @@ class FlatStats:
         bounds = _Bounds(decoded)
         for column in pc.unique(column_names).to_pylist():
             chosen = rows[np.flatnonzero(pc.equal(column_names, column).to_numpy(zero_copy_only=False))]
-            take = pa.array(chosen)
+            every = len(chosen) == decoded.count  # one column, all with stats: nothing to pick
+
+            def pick(values: pa.Array, chosen: npt.NDArray[np.int64] = chosen, every: bool = every) -> pa.Array:
+                return values if every else values.take(pa.array(chosen))
+
             dtype = self.types.get(column)
             mins, maxs = bounds.typed("minValue", chosen, dtype, column), bounds.typed("maxValue", chosen, dtype, column)
             if mins is None or maxs is None:  # typed by the reference rules, with the merged records
                 piece = self.python.setdefault(column, _PythonPiece())
-                piece.keys += record_keys.take(take).to_pylist()
-                piece.files += files.take(take).to_pylist()
+                piece.identities += pick(identities).to_pylist()
+                piece.files += pick(files).to_pylist()
                 piece.mins += bounds.python("minValue", chosen)
                 piece.maxs += bounds.python("maxValue", chosen)
-                piece.value_counts += value_counts.take(take).to_pylist()
-                piece.null_counts += null_counts.take(take).to_pylist()
-                piece.deleted += deleted.take(take).to_pylist()
+                piece.value_counts += pick(value_counts).to_pylist()
+                piece.null_counts += pick(null_counts).to_pylist()
+                piece.deleted += pick(deleted).to_pylist()
                 continue
             self.pieces.setdefault(column, []).append(pa.table({
-                "key": record_keys.take(take), "file": files.take(take), "value_count": value_counts.take(take),
-                "null_count": null_counts.take(take), "deleted": deleted.take(take), "min": mins, "max": maxs}))
+                "identity": pick(identities), "file": pick(files), "value_count": pick(value_counts),
+                "null_count": pick(null_counts), "deleted": pick(deleted), "min": mins, "max": maxs}))
 
     def table_of(self, column: str) -> pa.Table | None:
-        """Every record of a column (key, file, min, max, counts, deleted)."""
+        """Every record of a column (identity, file, min, max, counts, deleted)."""
         tables = list(self.pieces.get(column, []))
         if column in self.python:
             tables.append(self.python[column].table(self.types.get(column), column))
@@ -162,7 +168,8 @@ class _Bounds:
             return None
         values = self._leaf_array(leaf, wrapper)
         try:
-            return self.decoded.scatter(leaf, values).take(pa.array(chosen)).cast(dtype, safe=True)
+            spread = self.decoded.scatter(leaf, values)
+            return (spread if len(chosen) == self.decoded.count else spread.take(pa.array(chosen))).cast(dtype, safe=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None  # a value that does not fit: the reference rules null it alone
 
@@ -226,16 +233,16 @@ def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_
     tables = {c: t for c in columns if (t := flat.table_of(c)) is not None}
     if not tables:
         return build_stats_table([], columns, types)
-    identity = {c: pc.utf8_slice_codeunits(t.column("key").combine_chunks(), keys.ID_LENGTH, 1 << 30) for c, t in tables.items()}
-    first = identity[next(iter(tables))]
-    if all(ident.equals(first) for ident in identity.values()):
+    identity = {c: t.column("identity") for c, t in tables.items()}
+    first = identity[next(iter(tables))].combine_chunks()
+    if all(ident.equals(identity[next(iter(tables))]) for ident in identity.values()):
         if not all_distinct(first):
             return None
         rows = len(first)
         spread: dict[str, pa.Array | None] = dict.fromkeys(tables)  # None: the rows as they are
         ids = first
     else:
-        every = pa.concat_arrays(list(identity.values()))
+        every = pa.concat_arrays([ident.combine_chunks() for ident in identity.values()])
         codes = pc.dictionary_encode(every).indices.to_numpy(zero_copy_only=False).astype(np.int64)
         rows = int(codes.max()) + 1 if len(codes) else 0
         spread, offset = {}, 0
@@ -250,8 +257,7 @@ def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_
             source[at] = np.arange(len(at))
             spread[c] = pa.array(source, mask=source < 0)
         ids = every.take(pa.array(representative))
-    partition_ids = pa.array([keys.partition_index_id(p) for p in known_partitions], pa.string())
-    where = pc.index_in(pc.utf8_slice_codeunits(ids, 0, keys.ID_LENGTH), value_set=partition_ids)
+    where = _partition_rows(ids, known_partitions)
     partition = pc.take(pa.array(known_partitions, pa.string()), where)
     known = pc.is_valid(where)
     arrays: dict[str, Any] = {}
@@ -277,7 +283,37 @@ def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_
     for c in columns:
         for f in (min_field(c), max_field(c), null_count_field(c)):
             ordered[f] = arrays[f]
-    return pa.table(ordered).filter(any_live).combine_chunks()
+    table = pa.table(ordered)
+    return table if pc.all(any_live).as_py() else table.filter(any_live)
+
+
+def _partition_rows(ids: pa.StringArray, known_partitions: list[str]) -> pa.Array:
+    """Per identity, the index of its partition among the known ones (null:
+    not a live partition). Identities come in key order, so runs share a
+    partition id: of one width, only each run's first is looked up."""
+    partition_ids = pa.array([keys.partition_index_id(p) for p in known_partitions], pa.string())
+    matrix = fixed_width(ids)
+    if matrix is None or matrix.shape[1] < keys.ID_LENGTH:
+        return pc.index_in(pc.utf8_slice_codeunits(ids, 0, keys.ID_LENGTH), value_set=partition_ids)
+    heads = matrix[:, : keys.ID_LENGTH]
+    starts = np.flatnonzero(np.concatenate([[True], (heads[1:] != heads[:-1]).any(axis=1)])) if len(heads) else np.zeros(0, np.int64)
+    run_ids = pa.array([bytes(row).decode("ascii", "replace") for row in heads[starts]], pa.string())
+    found = pc.index_in(run_ids, value_set=partition_ids)
+    lengths = np.diff(np.append(starts, len(heads)))
+    return found.take(pa.array(np.repeat(np.arange(len(starts)), lengths)))
+
+
+def fixed_width(values: pa.StringArray) -> npt.NDArray[np.uint8] | None:
+    """The values as rows of a byte matrix when all have one width (no nulls), else None."""
+    count = len(values)
+    if count == 0 or values.null_count:
+        return None
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32, count=count + 1, offset=values.offset * 4)
+    width = int(offsets[1] - offsets[0])
+    if width == 0 or not (np.diff(offsets) == width).all():
+        return None
+    data = np.frombuffer(values.buffers()[2], dtype=np.uint8)
+    return data[int(offsets[0]) : int(offsets[-1])].reshape(count, width)
 
 
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -291,21 +327,19 @@ def all_distinct(values: pa.StringArray) -> bool:
     count = len(values)
     if count < 2:
         return True
-    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32, count=count + 1, offset=values.offset * 4)
-    width = int(offsets[1] - offsets[0])
-    if values.null_count or width == 0 or not (np.diff(offsets) == width).all():
+    matrix = fixed_width(values)
+    if matrix is None:
         return bool(pc.count_distinct(values).as_py() == count)
-    data = values.buffers()[2]
+    width = matrix.shape[1]
     fingerprint = np.zeros(count, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        for start in range(0, width, 8):
-            size = 8 if start + 8 <= width else 1
-            for byte in range(start, start + 8 if size == 8 else width):
-                word = np.ndarray((count,), dtype="<u8" if size == 8 else np.uint8, buffer=data,
-                                  offset=int(offsets[0]) + byte, strides=(width,))
-                fingerprint = (fingerprint ^ word.astype(np.uint64)) * _FNV_PRIME
-                if size == 8:
-                    break
+        whole = width // 8
+        if whole:
+            words = np.ascontiguousarray(matrix[:, : whole * 8]).view("<u8")
+            for i in range(whole):
+                fingerprint = (fingerprint ^ words[:, i]) * _FNV_PRIME
+        for i in range(whole * 8, width):
+            fingerprint = (fingerprint ^ matrix[:, i].astype(np.uint64)) * _FNV_PRIME
     ordered = np.sort(fingerprint)
     if not (ordered[1:] == ordered[:-1]).any():
         return True
@@ -314,6 +348,8 @@ def all_distinct(values: pa.StringArray) -> bool:
 
 def _where(mask: pa.Array, values: pa.Array) -> pa.Array:
     """Values where mask holds, null elsewhere."""
+    if pc.all(mask).as_py():
+        return values
     return pc.if_else(mask, values, pa.scalar(None, values.type))
 
 

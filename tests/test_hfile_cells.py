@@ -1,0 +1,64 @@
+"""Columnar HFile scans (`HFileReader.scan_chunks`) against the per-cell
+reference (`scan_prefixes`): random rows and prefixes, small blocks so that
+prefixes start, span and end inside blocks, both the quick cell walk and
+the exact one, and damaged blocks named by file."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metadata.errors import HudiFormatError
+from metadata.mdt import hfile_reader
+from metadata.mdt.hfile_reader import HFileReader
+from metadata.mdt.hfile_writer import HFileWriter
+
+ALPHABET = "ab/=é"
+
+
+def _reader(cells: list[tuple[bytes, bytes]], block_size: int) -> HFileReader:
+    writer = HFileWriter(block_size=block_size, max_root_entries=8)
+    writer.add_all(cells)
+    return HFileReader.from_bytes(writer.finish({b"schema": b"{}"}), "memory.hfile")
+
+
+def _columnar(reader: HFileReader, prefixes: list[bytes] | None, chunk_bytes: int) -> list[tuple[bytes, bytes]]:
+    out = []
+    for chunk in reader.scan_chunks(prefixes, chunk_bytes):
+        out += list(zip(chunk.rows().to_pylist(), chunk.value_list()))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.sets(st.text(ALPHABET, min_size=1, max_size=6), min_size=1, max_size=300),
+       prefixes=st.lists(st.text(ALPHABET, max_size=3), min_size=1, max_size=4),
+       block_size=st.sampled_from([64, 256, 4096]), chunk_bytes=st.sampled_from([1, 700, 1 << 20]),
+       exact=st.booleans(), seed=st.integers(0, 2**16))
+def test_columnar_scan_equals_per_cell_scan(rows: set[str], prefixes: list[str], block_size: int, chunk_bytes: int, exact: bool,
+                                            seed: int) -> None:
+    rng = random.Random(seed)
+    cells = sorted((r.encode(), rng.randbytes(rng.randint(0, 40))) for r in rows)
+    reader = _reader(cells, block_size)
+    wanted = [p.encode() for p in prefixes]
+    with pytest.MonkeyPatch.context() as patch:
+        if exact:  # the exact walk, as for files with tags or long MVCC versions
+            patch.setattr(hfile_reader, "walk_cells", lambda payload, tail: None)
+        assert _columnar(reader, wanted, chunk_bytes) == list(reader.scan_prefixes(wanted))
+        assert _columnar(reader, None, chunk_bytes) == cells
+
+
+def test_a_value_length_past_its_block_is_named() -> None:
+    cells = [(f"k{i:03d}".encode(), b"v" * 10) for i in range(50)]
+    writer = HFileWriter(block_size=4096)
+    writer.add_all(cells)
+    data = bytearray(writer.finish({b"schema": b"{}"}))
+    reader = HFileReader.from_bytes(bytes(data), "memory.hfile")
+    payload = reader._block(reader.data_index[0].offset, (b"DATABLK*",))[1]
+    damaged = bytearray(payload)
+    damaged[4:8] = (10_000).to_bytes(4, "big")  # the first cell's value length
+    with pytest.raises(HudiFormatError, match="runs past its block") as caught:
+        reader._chunk([(reader.data_index[0].offset, bytes(damaged), None)])
+    assert "memory.hfile" in str(caught.value)
