@@ -18,6 +18,7 @@ import pyarrow.fs as pafs
 
 from metadata import FileSlice, HudiTable
 from metadata.listing import ListingSource
+from metadata.mdt.stats_cache import PersistentStatsCache, state_of
 from metadata.stats_table import FILE_NAME, PARTITION
 
 
@@ -88,8 +89,15 @@ class DirectoryLister:
             memo = self._stats_rows
         if memo is not None and memo[0] is files and memo[1] is stats:
             return memo[2]
-        found = pc.index_in(file_identities(files), value_set=file_identities(stats))
-        rows = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        mdt = self.table.metadata_table
+        cache = mdt.persistent_cache if mdt is not None else None
+        states = (state_of(files), state_of(stats))
+        if cache is not None and None not in states:  # both whole tables of known states: the match is kept too
+            digest = PersistentStatsCache.digest(["stats rows", *(s or "" for s in states)])
+            kept = cache.get_or_build(digest, lambda: pa.table({"row": _match(files, stats)}), "match")
+            rows = kept.column("row").to_numpy()
+        else:
+            rows = _match(files, stats)
         with self._lock:
             self._stats_rows = (files, stats, rows)
         return rows
@@ -105,6 +113,11 @@ class DirectoryLister:
         for s in slices:
             result[s.partition].append(s)
         return result
+
+
+def _match(files: pa.Table, stats: pa.Table) -> npt.NDArray[np.int64]:
+    found = pc.index_in(file_identities(files), value_set=file_identities(stats))
+    return pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def file_identities(table: pa.Table) -> pa.Array:

@@ -636,10 +636,18 @@ def test_persistent_stats_cache_is_reused_and_never_stale(tmp_path: Path) -> Non
         assert (len(first), read) == (1, 1)  # one read of fare's stats
         assert len(list(cache.glob("stats-*.arrow"))) == 1
         assert planned() == (first, 0)  # a new lister (as a new process would) takes the cached file
+        planned_before = {f.name for f in path.rglob("*.parquet")}
         builder.write(_rows(50, 3, "sf"))  # fares 50.5 to 52.5 in a new file
         MetadataTableWriter(str(path)).sync()
         assert planned() == (first, 1)  # the MDT changed: read again, never the stale table; the new file excluded
         assert len(list(cache.glob("stats-*.arrow"))) == 2
+        # The cached listing and its match to the stats follow the MDT too: the new file is listed and kept.
+        fresh = [s.base_file_name for s in plan(str(path), "fare > 50").files]
+        written = {f.name for f in path.rglob("*.parquet")} - set(planned_before)
+        assert written and written <= set(fresh)
+        for _ in range(2):
+            assert [s.base_file_name for s in plan(str(path), "fare > 50", cache_dir=str(cache)).files] == fresh
+        assert len(list(cache.glob("files-*.arrow"))) == 2 and len(list(cache.glob("match-*.arrow"))) == 2
         newest = max(cache.glob("stats-*.arrow"), key=lambda p: p.stat().st_mtime_ns)
         newest.write_bytes(b"damaged")
         assert planned() == (first, 1)  # a damaged cache file is read around, not trusted

@@ -4,15 +4,18 @@ base path; the sample-table writer refuses to write such values."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from listers import incremental
 from metadata import HudiFormatError, HudiTable
-from metadata.errors import UnsafePathError
-from metadata.partition_path import check_partition_path
+from metadata.errors import HudiError, UnsafePathError
+from metadata.partition_path import check_partition_path, check_partition_paths
 from metadata.storage import Storage
 from metadata.testing.builder import TableBuilder
 
@@ -78,3 +81,18 @@ def test_commit_metadata_naming_a_partition_outside_the_table_is_an_error(tmp_pa
     with pytest.raises(HudiFormatError, match=r"partition path '\.\./outside' has a '\.\.' segment") as caught:
         incremental(str(path), first)
     assert caught.value.path.endswith(commit.name)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "/", ".", "\\", "b=1", "\n"]), max_size=5).map("".join), min_size=1, max_size=4))
+def test_many_paths_are_refused_exactly_when_one_is(paths: list[str]) -> None:
+    """check_partition_paths (one scan when all look plain) refuses exactly what the path-by-path check refuses."""
+    def refused(check: Callable[[], object]) -> bool:
+        try:
+            check()
+        except HudiError:
+            return True
+        return False
+
+    one_by_one = refused(lambda: [check_partition_path(p, "where") for p in paths])
+    assert refused(lambda: check_partition_paths(paths, "where")) == one_by_one

@@ -1,7 +1,7 @@
 """Files-partition records to a table of live files, in Arrow.
 
 The columnar counterpart of `records.live_files` over decoded records (kept
-as the reference): each entry of a record's `filesystemMetadata` map becomes
+as the reference, with `records.live_sizes` for a few records): each entry of a record's `filesystemMetadata` map becomes
 a row (record key, file name, size), tombstones left out, without a Python
 object per file.
 """
@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from metadata.mdt.columnar import Decoded
-from metadata.mdt.records import TYPE_ALL_PARTITIONS, TYPE_FILES, MetadataRecord, live_files
+from metadata.mdt.records import TYPE_ALL_PARTITIONS, TYPE_FILES
 
 KEY = "key"
 NAME = "name"
@@ -48,18 +48,11 @@ def live_entries(record_keys: pa.StringArray, decoded: Decoded) -> pa.Table:
                      SIZE: pa.array(sizes).take(take)}, schema=ENTRIES_SCHEMA)
 
 
-def entries_of_records(records: Mapping[str, MetadataRecord]) -> pa.Table:
-    """The same table from records the reference decoded or merged."""
-    keys_: list[str] = []
-    names: list[str] = []
-    sizes: list[int] = []
-    for key, record in records.items():
-        for name, size in live_files(record).items():
-            keys_.append(key)
-            names.append(name)
-            sizes.append(size)
-    return pa.table({KEY: pa.array(keys_, pa.string()), NAME: pa.array(names, pa.string()), SIZE: pa.array(sizes, pa.int64())},
-                    schema=ENTRIES_SCHEMA)
+def entries_of_sizes(sizes: Mapping[str, Mapping[str, int]]) -> pa.Table:
+    """The same table from record key -> live file name -> size."""
+    return pa.table({KEY: pa.array([key for key, files in sizes.items() for _ in files], pa.string()),
+                     NAME: pa.array([name for files in sizes.values() for name in files], pa.string()),
+                     SIZE: pa.array([size for files in sizes.values() for size in files.values()], pa.int64())}, schema=ENTRIES_SCHEMA)
 
 
 def first_path_like(names: pa.Array) -> str | None:

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from metadata.errors import HudiError, MetadataTableBehind, MetadataTableDamaged, MetadataTableUnavailable
 from metadata.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing
 from metadata.mdt.metadata_table import MetadataTable
+from metadata.mdt.stats_cache import with_state
 from metadata.storage import StoredFile, join
 from metadata.stored_table import StoredTable
 
@@ -53,14 +54,17 @@ class MetadataListing:
             with self._lock:
                 new = sorted(set(missing) - self._tabled)  # another thread may have read some meanwhile
                 if len(new) < len(missing):
-                    found = found.filter(pc.is_in(found.column(0), value_set=pa.array(new, pa.string())))
-                self._table = pa.concat_tables([self._table, found]).combine_chunks()
+                    found = with_state(found.filter(pc.is_in(found.column(0), value_set=pa.array(new, pa.string()))), None)
+                if self._tabled:
+                    self._table = with_state(pa.concat_tables([self._table, found]).combine_chunks(), None)
+                else:
+                    self._table = found  # as read (a whole table keeps saying its state)
                 self._tabled.update(new)
         with self._lock:
             table, tabled = self._table, set(self._tabled)
         if tabled == set(partitions):
             return table
-        return table.filter(pc.is_in(table.column(0), value_set=pa.array(sorted(set(partitions)), pa.string())))
+        return with_state(table.filter(pc.is_in(table.column(0), value_set=pa.array(sorted(set(partitions)), pa.string()))), None)
 
     def files_for(self, partitions: list[str]) -> dict[str, list[StoredFile]]:
         with self._lock:
@@ -93,8 +97,9 @@ def choose_listing(table: StoredTable, use_metadata: bool | None, strict: bool =
                 f"metadata table is behind the timeline: {len(behind)} completed instant(s) not in it "
                 f"({behind[0].requested_time} {behind[0].action} first); run `hudi-bridge index sync`"))
         listing = MetadataListing(mdt)
-        # Read the files partition now: damage shows here, before a view relies on it.
-        listing.partitions()
+        # Read the files partition's partition list now (its bytes; entries are
+        # decoded when asked for): damage shows here, before a view relies on it.
+        mdt.check_partitions_record()
         return listing
     except HudiError as exc:
         if mdt is not None:

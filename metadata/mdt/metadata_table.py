@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -18,12 +19,12 @@ from metadata.errors import HudiError, HudiFormatError, MetadataTableUnavailable
 from metadata.listing import FILE_TABLE_SCHEMA
 from metadata.mdt import keys
 from metadata.mdt.columnar import Unsupported, decode_spans
-from metadata.mdt.files_columns import KEY, NAME, SIZE, entries_of_records, first_path_like, live_entries
+from metadata.mdt.files_columns import KEY, NAME, SIZE, entries_of_sizes, first_path_like, live_entries
 from metadata.mdt.reader import KeyQuery, MetadataTableReader
-from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, decode_record, live_files, parse_schema_cached
-from metadata.mdt.stats_cache import PersistentStatsCache, StatsCache
+from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, decode_record, live_files, live_sizes, parse_schema_cached
+from metadata.mdt.stats_cache import PersistentStatsCache, StatsCache, with_state
 from metadata.mdt.stats_columns import FlatStats, in_file_order, pivot
-from metadata.partition_path import check_partition_path, from_metadata_partition, to_metadata_partition
+from metadata.partition_path import check_partition_paths, from_metadata_partition, to_metadata_partition
 from metadata.stats_table import (
     FILE_NAME,
     PARTITION,
@@ -40,7 +41,8 @@ log = logging.getLogger(__name__)
 FILES = "files"
 COLUMN_STATS = "column_stats"
 PARTITION_STATS = "partition_stats"
-PER_PARTITION_SEEKS = 256  # partitions up to which stats are read by column+partition prefix
+PER_PARTITION_SEEKS = 256
+COLUMNAR_RECORDS = 64  # files records decoded columnar from this many in a chunk (fewer: one by one with fastavro)  # partitions up to which stats are read by column+partition prefix
 
 
 class MetadataTable:
@@ -49,6 +51,7 @@ class MetadataTable:
         self.reader = reader
         self._column_types: dict[str, pa.DataType] | None = None
         self._partitions: list[str] | None = None  # the reader reads one fixed state of the MDT
+        self._partitions_source: Callable[[], list[str]] | None = None
         self._partitions_lock = threading.Lock()
         self.stats_cache = StatsCache()
         self.columnar = True  # False: the per-record reference decoder (tests compare the two)
@@ -88,11 +91,34 @@ class MetadataTable:
     def partitions(self) -> list[str]:
         with self._partitions_lock:  # planner threads share one metadata table: read the record once
             if self._partitions is None:
-                records = self.reader.read(FILES, KeyQuery(keys=[ALL_PARTITIONS_KEY]))
-                where = self._files_where(ALL_PARTITIONS_KEY)
-                self._partitions = sorted(check_partition_path(from_metadata_partition(p), where)
-                                          for p in live_files(records.get(ALL_PARTITIONS_KEY)))
+                names = self._partitions_record()()
+                self._partitions = sorted(check_partition_paths([from_metadata_partition(p) for p in names],
+                                                                self._files_where(ALL_PARTITIONS_KEY)))
             return list(self._partitions)
+
+    def check_partitions_record(self) -> None:
+        """Read the `__all_partitions__` record's bytes (HFile blocks checked,
+        log blocks scanned) without decoding its entries yet: damage shows
+        now, and a lister that never needs every partition never decodes them."""
+        with self._partitions_lock:
+            self._partitions_record()
+
+    def _partitions_record(self) -> Callable[[], list[str]]:
+        """How to get the live entries of `__all_partitions__`: decoded from
+        its base file's value when no log block changed it, else merged.
+        The bytes are read at the first call; decoding waits for the caller."""
+        if self._partitions_source is None:
+            query = KeyQuery(keys=[ALL_PARTITIONS_KEY])
+            raw, merged = self.reader.read_split(FILES, query)
+            if len(raw) == 1 and not merged:
+                cells = raw[0]
+                value = cells.value_of(ALL_PARTITIONS_KEY)
+                self._partitions_source = lambda: [] if value is None else list(
+                    live_sizes(ALL_PARTITIONS_KEY, value, cells.schema_json, cells.where))
+            else:
+                names = list(live_files(self.reader.read(FILES, query).get(ALL_PARTITIONS_KEY)))
+                self._partitions_source = lambda: names
+        return self._partitions_source
 
     def files(self, partition: str) -> dict[str, int]:
         return self.files_for([partition])[partition]
@@ -108,24 +134,34 @@ class MetadataTable:
     def file_table(self, partitions: list[str]) -> pa.Table:
         """The live files of the partitions: partition, file name, size (one
         row per file), decoded columnar; keys a log block changed are merged
-        by the reference rules."""
+        by the reference rules. All partitions' table is kept in the
+        persistent cache when there is one (and says its state, STATE_KEY)."""
+        if self.persistent_cache is not None and set(partitions).issuperset(self.partitions()):
+            digest = self._state_digest(FILES, [])
+            return with_state(self.persistent_cache.get_or_build(digest, lambda: self._read_file_table(partitions), "files"), digest)
+        return self._read_file_table(partitions)
+
+    def _read_file_table(self, partitions: list[str]) -> pa.Table:
         wanted = {to_metadata_partition(p): p for p in partitions}
         query = KeyQuery(keys=list(wanted))
         raw, merged = self.reader.read_split(FILES, query)
         if len(raw) > 1:  # a key may be in two file groups: the reference merge decides
-            return self._file_table_of(entries_of_records(self.reader.read(FILES, query)), wanted)
+            return self._file_table_of(entries_of_sizes({k: live_files(r) for k, r in self.reader.read(FILES, query).items()}), wanted)
         pieces = []
         for cells in raw:
             parsed = parse_schema_cached(cells.schema_json)
             for chunk in cells.chunks():
                 try:
+                    if len(chunk) < COLUMNAR_RECORDS:
+                        raise Unsupported("few records: each decoded whole is quicker")
                     pieces.append(live_entries(chunk.keys(), decode_spans(chunk.data, chunk.value_start, chunk.value_length, parsed)))
                 except Unsupported:
-                    records = {k: decode_record(k, v, cells.schema_json, cells.where) for k, v in zip(chunk.key_list(), chunk.value_list())}
-                    pieces.append(entries_of_records(records))
+                    pieces.append(entries_of_sizes({k: live_sizes(k, v, cells.schema_json, cells.where)
+                                                    for k, v in zip(chunk.key_list(), chunk.value_list())}))
                 except (ValueError, IndexError, pa.ArrowInvalid) as exc:
                     raise HudiFormatError(cells.where, f"metadata records do not decode ({exc})") from None
-        return self._file_table_of(pa.concat_tables([*pieces, entries_of_records(merged)]).combine_chunks(), wanted)
+        merged_sizes = {key: live_files(record) for key, record in merged.items()}
+        return self._file_table_of(pa.concat_tables([*pieces, entries_of_sizes(merged_sizes)]).combine_chunks(), wanted)
 
     def _file_table_of(self, entries: pa.Table, wanted: dict[str, str]) -> pa.Table:
         """Entries (key, name, size) as partition, file name, size; a name that is a path is an error."""
@@ -174,12 +210,13 @@ class MetadataTable:
         def persisted() -> pa.Table:
             if self.persistent_cache is None:
                 return whole()
-            return self.persistent_cache.get_or_build(self._state_digest(mdt_partition, columns), whole)
+            digest = self._state_digest(mdt_partition, columns)
+            return with_state(self.persistent_cache.get_or_build(digest, whole), digest)
 
         table = self.stats_cache.get_or_build((mdt_partition, tuple(columns)), persisted)
         if partitions is None or set(partitions).issuperset(self.partitions()):
             return table  # the cached object itself: what a plan matched its listing to is reused
-        return table.filter(pc.is_in(table.column(PARTITION), value_set=pa.array(partitions, pa.string())))
+        return with_state(table.filter(pc.is_in(table.column(PARTITION), value_set=pa.array(partitions, pa.string()))), None)
 
     def _state_digest(self, mdt_partition: str, columns: list[str]) -> str:
         """What a transposed stats table was read from: the files of the stats

@@ -91,6 +91,12 @@ class RawCells:
                 records[key] = decode_record(key, value, self.schema_json, self.where)
         return records
 
+    def value_of(self, key: str) -> bytes | None:
+        """The undecoded value of one selected key, if this file holds it."""
+        if key in self.dropped or not self.query.matches(key):
+            return None
+        return self.reader.get(key.encode("utf-8"))
+
     def without(self, dropped: Iterable[str]) -> RawCells:
         return replace(self, dropped=self.dropped | frozenset(dropped))
 

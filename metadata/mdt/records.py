@@ -99,6 +99,18 @@ def decode_record(key: str, value: bytes, schema_json: str, where: str) -> Metad
     return record_from_dict(data, where)
 
 
+def live_sizes(key: str, value: bytes, schema_json: str, where: str) -> dict[str, int]:
+    """Name -> size of the live files (or partitions) of one files record, as
+    `live_files(decode_record(...))` gives them, without a record object per entry."""
+    try:
+        data = read_avro_record(value, parse_schema_cached(schema_json))
+    except Exception as exc:
+        raise HudiFormatError(where, f"metadata record {key!r} does not decode with the file's schema ({exc})") from None
+    if data.get("type") not in (TYPE_ALL_PARTITIONS, TYPE_FILES):
+        return {}
+    return {name: int(entry.get("size") or 0) for name, entry in (data.get("filesystemMetadata") or {}).items() if not entry.get("isDeleted")}
+
+
 def record_from_dict(data: dict[str, Any], where: str) -> MetadataRecord:
     key = data.get("key") or ""
     record_type = data.get("type")

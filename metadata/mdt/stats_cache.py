@@ -29,6 +29,21 @@ import pyarrow.ipc as ipc
 log = logging.getLogger(__name__)
 
 DEFAULT_STATS_CACHE_BYTES = 512 * 1024 * 1024
+STATE_KEY = b"hudi-bridge.state"  # schema metadata: the digest of the metadata-table state a whole table was read from
+
+
+def with_state(table: pa.Table, digest: str | None) -> pa.Table:
+    """The table saying which state it was read from (None: it is a part of one, say nothing)."""
+    metadata = dict(table.schema.metadata or {})
+    metadata.pop(STATE_KEY, None)
+    if digest is not None:
+        metadata[STATE_KEY] = digest.encode()
+    return table.replace_schema_metadata(metadata or None)
+
+
+def state_of(table: pa.Table) -> str | None:
+    value = (table.schema.metadata or {}).get(STATE_KEY)
+    return value.decode() if value is not None else None
 
 
 class StatsCache:
@@ -85,8 +100,9 @@ class PersistentStatsCache:
     def digest(parts: list[str]) -> str:
         return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:32]
 
-    def get_or_build(self, digest: str, build: Callable[[], pa.Table]) -> pa.Table:
-        path = self.folder / f"stats-{digest}.arrow"
+    def get_or_build(self, digest: str, build: Callable[[], pa.Table], kind: str = "stats") -> pa.Table:
+        """The table cached under `kind` and the digest, else built and cached."""
+        path = self.folder / f"{kind}-{digest}.arrow"
         if path.exists():
             try:
                 with pa.memory_map(str(path)) as source:
