@@ -55,9 +55,10 @@ def entries_of_sizes(sizes: Mapping[str, Mapping[str, int]]) -> pa.Table:
                      SIZE: pa.array([size for files in sizes.values() for size in files.values()], pa.int64())}, schema=ENTRIES_SCHEMA)
 
 
-def first_path_like(names: pa.Array) -> str | None:
+def first_path_like(names: pa.Array | pa.ChunkedArray) -> str | None:
     """The first name that is a path rather than a name in its partition."""
-    names = names.combine_chunks() if isinstance(names, pa.ChunkedArray) else names
+    if isinstance(names, pa.ChunkedArray):
+        return next((bad for chunk in names.chunks if (bad := first_path_like(chunk)) is not None), None)
     if not len(names):
         return None
     offsets = np.frombuffer(names.buffers()[1], dtype=np.int32, count=len(names) + 1, offset=names.offset * 4)

@@ -19,6 +19,7 @@ import struct
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.ma  # noqa: F401 - pa.array(ndarray) imports it on first use; a lister's first read should not pay for that
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc

@@ -125,10 +125,11 @@ class MetadataTable:
 
     def files_for(self, partitions: list[str]) -> dict[str, dict[str, int]]:
         """File name -> size for each partition, in one pass over the MDT."""
-        table = self.file_table(partitions)
         result: dict[str, dict[str, int]] = {p: {} for p in partitions}
-        for partition, name, size in zip(*(column.to_pylist() for column in table.columns)):
-            result[partition][name] = size
+        for batch in self.file_table(partitions).to_batches(max_chunksize=65536):  # Python objects a batch at a time
+            for partition, name, size in zip(*(column.to_pylist() for column in batch.columns)):
+                result[partition][name] = size
+        pa.default_memory_pool().release_unused()  # the table's pages go back before a caller builds on the dicts
         return result
 
     def file_table(self, partitions: list[str]) -> pa.Table:
@@ -161,7 +162,7 @@ class MetadataTable:
                 except (ValueError, IndexError, pa.ArrowInvalid) as exc:
                     raise HudiFormatError(cells.where, f"metadata records do not decode ({exc})") from None
         merged_sizes = {key: live_files(record) for key, record in merged.items()}
-        return self._file_table_of(pa.concat_tables([*pieces, entries_of_sizes(merged_sizes)]).combine_chunks(), wanted)
+        return self._file_table_of(pa.concat_tables([*pieces, entries_of_sizes(merged_sizes)]), wanted)  # chunked: no copy
 
     def _file_table_of(self, entries: pa.Table, wanted: dict[str, str]) -> pa.Table:
         """Entries (key, name, size) as partition, file name, size; a name that is a path is an error."""

@@ -23,6 +23,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata.fingerprints import all_distinct, fixed_width
 from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded
 from metadata.mdt.hfile_cells import as_utf8
@@ -301,49 +302,6 @@ def _partition_rows(ids: pa.StringArray, known_partitions: list[str]) -> pa.Arra
     found = pc.index_in(run_ids, value_set=partition_ids)
     lengths = np.diff(np.append(starts, len(heads)))
     return found.take(pa.array(np.repeat(np.arange(len(starts)), lengths)))
-
-
-def fixed_width(values: pa.StringArray) -> npt.NDArray[np.uint8] | None:
-    """The values as rows of a byte matrix when all have one width (no nulls), else None."""
-    count = len(values)
-    if count == 0 or values.null_count:
-        return None
-    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32, count=count + 1, offset=values.offset * 4)
-    width = int(offsets[1] - offsets[0])
-    if width == 0 or not (np.diff(offsets) == width).all():
-        return None
-    data = np.frombuffer(values.buffers()[2], dtype=np.uint8)
-    return data[int(offsets[0]) : int(offsets[-1])].reshape(count, width)
-
-
-_FNV_PRIME = np.uint64(0x100000001B3)
-
-
-def all_distinct(values: pa.StringArray) -> bool:
-    """Whether no value repeats. Values of one width (as keys are) are told
-    apart by sorted 64-bit fingerprints: equal values always share one, so a
-    repeat is never missed, and only a shared fingerprint costs an exact
-    Arrow count; other values are counted by Arrow directly."""
-    count = len(values)
-    if count < 2:
-        return True
-    matrix = fixed_width(values)
-    if matrix is None:
-        return bool(pc.count_distinct(values).as_py() == count)
-    width = matrix.shape[1]
-    fingerprint = np.zeros(count, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        whole = width // 8
-        if whole:
-            words = np.ascontiguousarray(matrix[:, : whole * 8]).view("<u8")
-            for i in range(whole):
-                fingerprint = (fingerprint ^ words[:, i]) * _FNV_PRIME
-        for i in range(whole * 8, width):
-            fingerprint = (fingerprint ^ matrix[:, i].astype(np.uint64)) * _FNV_PRIME
-    ordered = np.sort(fingerprint)
-    if not (ordered[1:] == ordered[:-1]).any():
-        return True
-    return bool(pc.count_distinct(values).as_py() == count)
 
 
 def _where(mask: pa.Array, values: pa.Array) -> pa.Array:
