@@ -17,7 +17,6 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from metadata import FileSlice, HudiTable
-from metadata.fingerprints import positions_in
 from metadata.listing import ListingSource
 from metadata.mdt.stats_cache import PersistentStatsCache, state_of
 from metadata.stats_table import FILE_NAME, PARTITION
@@ -118,7 +117,8 @@ class DirectoryLister:
 
 def _match(files: pa.Table, stats: pa.Table) -> npt.NDArray[np.int64]:
     """-1 where no stats row is known for the file (it is then kept)."""
-    return positions_in(file_identities(files), file_identities(stats))
+    found = pc.index_in(file_identities(files), value_set=file_identities(stats))
+    return pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def file_identities(table: pa.Table) -> pa.Array:
