@@ -186,7 +186,12 @@ class HFileReader:
             payload = raw
         else:
             try:
-                payload = gzip.decompress(raw)
+                # zlib reads the gzip header and checks the CRC in C (gzip.decompress does both in
+                # Python, holding the GIL the reading-ahead threads share); several members: gzip's way
+                inflater = zlib.decompressobj(31)
+                payload = inflater.decompress(raw)
+                if inflater.unused_data or not inflater.eof:
+                    payload = gzip.decompress(raw)
             except (OSError, EOFError, zlib.error) as exc:
                 raise HudiFormatError(self.path, f"GZ block does not decompress ({exc})", offset=offset) from None
         if len(payload) != header.uncompressed_size_without_header:
