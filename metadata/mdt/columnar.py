@@ -86,9 +86,6 @@ class Decoded:
     def strings(self, path: str) -> list[str | None]:
         return self.string_array(path).to_pylist()
 
-    def raw_bytes(self, path: str) -> list[bytes | None]:
-        return self.binary_array(path).to_pylist()
-
 
 def short_name(name: str) -> str:
     return name.rsplit(".", 1)[-1]
