@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from metadata import HudiTable
 from metadata.mdt.columnar import LOCKSTEP_ENTRIES, Unsupported, decode_many
 from metadata.mdt.file_stats import ColumnRange
+from metadata.mdt.files_columns import entries_of_sizes, live_entries
 from metadata.mdt.keys import ID_LENGTH, column_stats_key
 from metadata.mdt.record_schema import encode_record, files_record, range_record, record_schema_json
-from metadata.mdt.records import decode_record, parse_schema_cached
+from metadata.mdt.records import decode_record, live_files, live_sizes, parse_schema_cached
 from metadata.mdt.stats_columns import FlatStats, in_file_order, pivot
 from metadata.stats_table import max_field, min_field
 from tests.conftest import requires_fixtures, table_path
@@ -192,3 +193,75 @@ def test_stats_values_that_do_not_decode_name_the_hfile(tmp_path: Path, columnar
     mdt.columnar = columnar
     with pytest.raises(HudiFormatError, match=r"column_stats/col-stats-.*\.hfile"):
         mdt.column_stats(["fare"])
+
+
+# Files records ---------------------------------------------------------------------------------
+@st.composite
+def files_records(draw: st.DrawFn) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
+    """Random files (and __all_partitions__) records, maps of 0 to 30 entries, some tombstones."""
+    version = draw(st.sampled_from([6, 8, 9]))
+    records = []
+    for n in range(draw(st.integers(1, 12))):
+        entries = draw(st.dictionaries(st.text(alphabet="abé_.0", min_size=1, max_size=8),
+                                       st.tuples(st.integers(0, 2**40), st.booleans()), max_size=30))
+        records.append((f"p={n}", files_record(f"p={n}", entries, all_partitions=draw(st.booleans()))))
+    return version, records
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(files_records())
+def test_columnar_files_equal_reference_on_random_records(case: tuple[int, list[tuple[str, dict[str, Any]]]]) -> None:
+    version, records = case
+    schema_json = record_schema_json(version)
+    keys_ = [k for k, _ in records]
+    values = [encode_record(r, schema_json) for _, r in records]
+    columnar = live_entries(pa.array(keys_, pa.string()), decode_many(values, parse_schema_cached(schema_json)))
+    reference = entries_of_sizes({k: live_files(decode_record(k, v, schema_json, "test")) for k, v in zip(keys_, values)})
+    assert columnar.equals(reference)
+    assert entries_of_sizes({k: live_sizes(k, v, schema_json, "test") for k, v in zip(keys_, values)}).equals(reference)
+
+
+def _file_tables_both_ways(path: str) -> int:
+    """The files partition read columnar (every chunk, however small) and one record at a time give one table."""
+    table = HudiTable.open(path)
+    mdt = table.metadata_table
+    assert mdt is not None
+    partitions = mdt.partitions()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("metadata.mdt.metadata_table.COLUMNAR_RECORDS", 0)
+        columnar = mdt.file_table(partitions)
+        patch.setattr("metadata.mdt.metadata_table.COLUMNAR_RECORDS", 10**9)
+        reference = mdt.file_table(partitions)
+    assert columnar.equals(reference), path
+    assert mdt.files_for(partitions) == {p: live_files(r) for p, r in _reference_files(mdt, partitions).items()}
+    return columnar.num_rows
+
+
+def _reference_files(mdt: Any, partitions: list[str]) -> dict[str, Any]:
+    from metadata.mdt.reader import KeyQuery
+    from metadata.partition_path import to_metadata_partition
+
+    records = mdt.reader.read("files", KeyQuery(keys=[to_metadata_partition(p) for p in partitions]))
+    return {p: records.get(to_metadata_partition(p)) for p in partitions}
+
+
+@requires_fixtures
+@pytest.mark.parametrize("stem", MDT_FIXTURES)
+def test_columnar_files_equal_reference_on_fixture_tables(fixture_root: Path, stem: str) -> None:
+    assert _file_tables_both_ways(table_path(fixture_root, stem)) > 0
+
+
+def test_columnar_files_equal_reference_with_log_updates_and_deletes(tmp_path: Path) -> None:
+    from metadata.mdt.writer import MetadataTableWriter
+    from tests.test_index_writer import _builder, _rows
+
+    for version in (6, 8):
+        path = tmp_path / str(version)
+        builder = _builder(path, version, "MERGE_ON_READ")
+        for n in range(6):
+            builder.write(_rows(n * 10, 9, f"city{n % 3}"))
+        MetadataTableWriter(str(path)).build()
+        builder.write(_rows(2, 4, "city0"))  # log files: files records in MDT log blocks
+        builder.clean()
+        MetadataTableWriter(str(path), compact_after=100).sync()
+        assert _file_tables_both_ways(str(path)) > 0
