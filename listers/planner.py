@@ -168,7 +168,8 @@ class _Verdict:
         names_of = [([s.base_file_name] if s.base_file_name else []) + s.log_file_names for s in slices]
         if self.candidates is not None:  # every file of a built slice is listed
             return [any((s.partition, n) in self.candidates for n in names) for s, names in zip(slices, names_of)]
-        wanted = pa.array([f"{s.partition}\x00{n}" for s, names in zip(slices, names_of) for n in names], pa.string())
+        wanted = file_identities(pa.table({PARTITION: pa.array([s.partition for s, names in zip(slices, names_of) for _ in names], pa.string()),
+                                           FILE_NAME: pa.array([n for names in names_of for n in names], pa.string())}))
         rows = pc.fill_null(pc.index_in(wanted, value_set=file_identities(self.stats)), -1).to_numpy(zero_copy_only=False)
         may = (rows < 0) | self.keep[np.maximum(rows, 0)]  # no stats row: may hold anything
         bounds = np.cumsum([0] + [len(names) for names in names_of])

@@ -114,3 +114,14 @@ def file_table_of(names: dict[str, dict[str, int]]) -> pa.Table:
     return pa.table([pa.array([p for p, files in names.items() for _ in files], pa.string()),
                      pa.array([n for files in names.values() for n in files], pa.string()),
                      pa.array([s for files in names.values() for s in files.values()], pa.int64())], schema=FILE_TABLE_SCHEMA)
+
+
+def names_of(table: pa.Table, partitions: list[str]) -> dict[str, dict[str, int]]:
+    """File name -> size per partition of a FILE_TABLE_SCHEMA table (each of
+    `partitions` present, if empty), built a batch at a time (the Python
+    objects of a million rows are not all made at once)."""
+    result: dict[str, dict[str, int]] = {p: {} for p in partitions}
+    for batch in table.to_batches(max_chunksize=65536):
+        for partition, name, size in zip(*(column.to_pylist() for column in batch.columns)):
+            result[partition][name] = size
+    return result

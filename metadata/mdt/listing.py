@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from metadata.errors import HudiError, MetadataTableBehind, MetadataTableDamaged, MetadataTableUnavailable
-from metadata.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing
+from metadata.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing, names_of
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.stats_cache import with_state
 from metadata.storage import StoredFile, join
@@ -37,8 +37,14 @@ class MetadataListing:
     def file_names_for(self, partitions: list[str]) -> dict[str, dict[str, int]]:
         with self._lock:
             missing = [p for p in partitions if p not in self._names]
+            tabled = [p for p in missing if p in self._tabled]
+            table = self._table
         if missing:
-            found = self.mdt.files_for(missing)
+            # partitions a plan already read as a table are not read again
+            found = names_of(_rows_of(table, tabled), tabled) if tabled else {}
+            unread = [p for p in missing if p not in found]
+            if unread:
+                found.update(self.mdt.files_for(unread))
             with self._lock:
                 for partition in missing:
                     self._names[partition] = found.get(partition, {})
@@ -54,7 +60,7 @@ class MetadataListing:
             with self._lock:
                 new = sorted(set(missing) - self._tabled)  # another thread may have read some meanwhile
                 if len(new) < len(missing):
-                    found = with_state(found.filter(pc.is_in(found.column(0), value_set=pa.array(new, pa.string()))), None)
+                    found = _rows_of(found, new)
                 if self._tabled:
                     self._table = with_state(pa.concat_tables([self._table, found]).combine_chunks(), None)
                 else:
@@ -64,7 +70,7 @@ class MetadataListing:
             table, tabled = self._table, set(self._tabled)
         if tabled == set(partitions):
             return table
-        return with_state(table.filter(pc.is_in(table.column(0), value_set=pa.array(sorted(set(partitions)), pa.string()))), None)
+        return _rows_of(table, partitions)
 
     def files_for(self, partitions: list[str]) -> dict[str, list[StoredFile]]:
         with self._lock:
@@ -76,6 +82,11 @@ class MetadataListing:
                     self._files[partition] = [StoredFile(join(partition, name), size) for name, size in sorted(names[partition].items())]
         with self._lock:
             return {p: self._files[p] for p in partitions}
+
+
+def _rows_of(table: pa.Table, partitions: list[str]) -> pa.Table:
+    """A file table's rows of some partitions (a part: it no longer says its state)."""
+    return with_state(table.filter(pc.is_in(table.column(0), value_set=pa.array(sorted(set(partitions)), pa.string()))), None)
 
 
 def choose_listing(table: StoredTable, use_metadata: bool | None, strict: bool = False) -> FileListing:

@@ -16,11 +16,12 @@ import pyarrow.compute as pc
 
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.errors import HudiError, HudiFormatError, MetadataTableUnavailable
-from metadata.listing import FILE_TABLE_SCHEMA
+from metadata.listing import FILE_TABLE_SCHEMA, names_of
 from metadata.mdt import keys
-from metadata.mdt.columnar import Unsupported, decode_spans
+from metadata.mdt.columnar import Decoded, Unsupported, decode_spans
 from metadata.mdt.files_columns import KEY, NAME, SIZE, entries_of_sizes, first_path_like, live_entries
-from metadata.mdt.reader import KeyQuery, MetadataTableReader
+from metadata.mdt.hfile_cells import CellChunk
+from metadata.mdt.reader import KeyQuery, MetadataTableReader, RawCells
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, decode_record, live_files, live_sizes, parse_schema_cached
 from metadata.mdt.stats_cache import PersistentStatsCache, StatsCache, with_state
 from metadata.mdt.stats_columns import FlatStats, in_file_order, pivot
@@ -125,10 +126,7 @@ class MetadataTable:
 
     def files_for(self, partitions: list[str]) -> dict[str, dict[str, int]]:
         """File name -> size for each partition, in one pass over the MDT."""
-        result: dict[str, dict[str, int]] = {p: {} for p in partitions}
-        for batch in self.file_table(partitions).to_batches(max_chunksize=65536):  # Python objects a batch at a time
-            for partition, name, size in zip(*(column.to_pylist() for column in batch.columns)):
-                result[partition][name] = size
+        result = names_of(self.file_table(partitions), partitions)
         pa.default_memory_pool().release_unused()  # the table's pages go back before a caller builds on the dicts
         return result
 
@@ -148,19 +146,13 @@ class MetadataTable:
         raw, merged = self.reader.read_split(FILES, query)
         if len(raw) > 1:  # a key may be in two file groups: the reference merge decides
             return self._file_table_of(entries_of_sizes({k: live_files(r) for k, r in self.reader.read(FILES, query).items()}), wanted)
-        pieces = []
-        for cells in raw:
-            parsed = parse_schema_cached(cells.schema_json)
-            for chunk in cells.chunks():
-                try:
-                    if len(chunk) < COLUMNAR_RECORDS:
-                        raise Unsupported("few records: each decoded whole is quicker")
-                    pieces.append(live_entries(chunk.keys(), decode_spans(chunk.data, chunk.value_start, chunk.value_length, parsed)))
-                except Unsupported:
-                    pieces.append(entries_of_sizes({k: live_sizes(k, v, cells.schema_json, cells.where)
-                                                    for k, v in zip(chunk.key_list(), chunk.value_list())}))
-                except (ValueError, IndexError, pa.ArrowInvalid) as exc:
-                    raise HudiFormatError(cells.where, f"metadata records do not decode ({exc})") from None
+        pieces: list[pa.Table] = []
+        _decode_base_cells(
+            raw,
+            columnar=lambda chunk, decoded: pieces.append(live_entries(chunk.keys(), decoded)),
+            reference=lambda cells, chunk: pieces.append(entries_of_sizes(
+                {k: live_sizes(k, v, cells.schema_json, cells.where) for k, v in zip(chunk.key_list(), chunk.value_list())})),
+            columnar_from=COLUMNAR_RECORDS)
         merged_sizes = {key: live_files(record) for key, record in merged.items()}
         return self._file_table_of(pa.concat_tables([*pieces, entries_of_sizes(merged_sizes)]), wanted)  # chunked: no copy
 
@@ -254,16 +246,13 @@ class MetadataTable:
             return self._transpose(self.reader.read(mdt_partition, query), columns, partitions, per_file)
         raw, merged = self.reader.read_split(mdt_partition, query)
         flat = FlatStats(self.column_types())
-        for cells in raw:
-            parsed = parse_schema_cached(cells.schema_json)
-            for chunk in cells.chunks():
-                try:
-                    flat.add_decoded(chunk.keys(skip=keys.ID_LENGTH), decode_spans(chunk.data, chunk.value_start, chunk.value_length, parsed))
-                except Unsupported:
-                    for key, value in zip(chunk.key_list(), chunk.value_list()):
-                        flat.add_record(key, decode_record(key, value, cells.schema_json, cells.where))
-                except (ValueError, IndexError, pa.ArrowInvalid) as exc:
-                    raise HudiFormatError(cells.where, f"metadata records do not decode ({exc})") from None
+
+        def one_by_one(cells: RawCells, chunk: CellChunk) -> None:
+            for key, value in zip(chunk.key_list(), chunk.value_list()):
+                flat.add_record(key, decode_record(key, value, cells.schema_json, cells.where))
+
+        _decode_base_cells(raw, columnar=lambda chunk, decoded: flat.add_decoded(chunk.keys(skip=keys.ID_LENGTH), decoded),
+                           reference=one_by_one)
         for key, record in merged.items():
             flat.add_record(key, record)
         table = pivot(flat, columns, partitions if partitions is not None else self.partitions(), per_file, self.column_types())
@@ -292,3 +281,22 @@ class MetadataTable:
             row[max_field(stats.column_name)] = stats.max_value
             row[null_count_field(stats.column_name)] = stats.null_count
         return build_stats_table([rows[k] for k in sorted(rows)], columns, self.column_types())
+
+
+def _decode_base_cells(raw: list[RawCells], columnar: Callable[[CellChunk, Decoded], None],
+                       reference: Callable[[RawCells, CellChunk], None], columnar_from: int = 0) -> None:
+    """Hand each chunk of base-file cells to `columnar` with its vectorised
+    decoding, or to `reference` (one record at a time) when the decoder
+    leaves its shape alone or it holds fewer than `columnar_from` records.
+    Bytes that do not decode are an error naming the file."""
+    for cells in raw:
+        parsed = parse_schema_cached(cells.schema_json)
+        for chunk in cells.chunks():
+            try:
+                if len(chunk) < columnar_from:
+                    raise Unsupported("few records: each decoded whole is quicker")
+                columnar(chunk, decode_spans(chunk.data, chunk.value_start, chunk.value_length, parsed))
+            except Unsupported:
+                reference(cells, chunk)
+            except (ValueError, IndexError, pa.ArrowInvalid) as exc:
+                raise HudiFormatError(cells.where, f"metadata records do not decode ({exc})") from None

@@ -81,8 +81,8 @@ class RawCells:
         if wanted is not None:
             found = {}
             for key in wanted:
-                value = self.reader.get(key.encode("utf-8"))
-                if value is not None and key not in self.dropped:
+                value = self.value_of(key)
+                if value is not None:
                     found[key] = decode_record(key, value, self.schema_json, self.where)
             return found
         records = {}

@@ -148,9 +148,10 @@ class _Bounds:
         if ordinal_path in decoded.present:
             self.ordinals[decoded.present[ordinal_path]] = decoded.ints[ordinal_path]
 
-    def _leaves(self, which: str) -> list[str]:
+    def _leaves(self, which: str) -> list[tuple[str, str]]:
+        """(path, wrapper name) of each decoded value of a bound."""
         prefix = f"{STATS}.{which}|"
-        return [k for k in self.decoded.present if k.startswith(prefix) and k.endswith(".value")]
+        return [(k, k[len(prefix) : -len(".value")]) for k in self.decoded.present if k.startswith(prefix) and k.endswith(".value")]
 
     def typed(self, which: str, chosen: npt.NDArray[np.int64], dtype: pa.DataType | None, column: str) -> pa.Array | None:
         """The bounds as an array of `dtype`, or None when the reference rules must type them."""
@@ -158,13 +159,12 @@ class _Bounds:
             return None
         if np.isin(self.ordinals[chosen], list(LOGICAL_VALUE_TYPES)).any():
             return None
-        leaves = [leaf for leaf in self._leaves(which) if np.isin(self.decoded.present[leaf], chosen).any()]
+        leaves = [(leaf, wrapper) for leaf, wrapper in self._leaves(which) if np.isin(self.decoded.present[leaf], chosen).any()]
         if not leaves:
             return pa.nulls(len(chosen), dtype)
         if len(leaves) > 1:
             return None
-        leaf = leaves[0]
-        wrapper = leaf[len(f"{STATS}.{which}|") : -len(".value")]
+        leaf, wrapper = leaves[0]
         if dtype not in _AS_DECODED.get(wrapper, ()):
             return None
         values = self._leaf_array(leaf, wrapper)
@@ -175,6 +175,7 @@ class _Bounds:
             return None  # a value that does not fit: the reference rules null it alone
 
     def _leaf_array(self, leaf: str, wrapper: str) -> pa.Array:
+        """A bound's decoded values, in `present` order."""
         decoded = self.decoded
         if leaf in decoded.spans:
             values = decoded.present_bytes(leaf)
@@ -190,17 +191,13 @@ class _Bounds:
         position = {int(r): i for i, r in enumerate(chosen.tolist())}
         out: list[Any] = [None] * len(chosen)
         infos: list[str | None] | None = None
-        for leaf in self._leaves(which):
-            wrapper = leaf[len(f"{STATS}.{which}|") : -len(".value")]
-            rows = decoded.present[leaf].tolist()
-            values: list[Any] = (decoded.string_array(leaf) if wrapper == "StringWrapper" else decoded.binary_array(leaf)).to_pylist() \
-                if leaf in decoded.spans else _numbers(decoded, leaf)
+        for leaf, wrapper in self._leaves(which):
+            values = self._leaf_array(leaf, wrapper).to_pylist()
             plain = wrapper in PLAIN_WRAPPERS
-            for k, row in enumerate(rows):
+            for row, value in zip(decoded.present[leaf].tolist(), values):
                 at = position.get(row)
                 if at is None:
                     continue
-                value = values[row] if leaf in decoded.spans else values[k]
                 ordinal = None if self.ordinals[row] < 0 else int(self.ordinals[row])
                 if plain and ordinal not in LOGICAL_VALUE_TYPES:
                     out[at] = value
@@ -210,14 +207,6 @@ class _Bounds:
                     value_type = None if ordinal is None else {"typeOrdinal": ordinal, "additionalInfo": infos[row]}
                     out[at] = stat_value((wrapper, {"value": value}), value_type)
         return out
-
-
-def _numbers(decoded: Decoded, path: str) -> list[Any]:
-    """The decoded ints, floats or booleans of a path, in `present` order."""
-    for table in (decoded.ints, decoded.floats, decoded.bools):
-        if path in table:
-            return list(table[path].tolist())
-    raise KeyError(path)
 
 
 def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_file: bool,
