@@ -49,9 +49,13 @@ def _child(call: Any, queue: Any) -> None:
 
 
 def in_fresh_process(call: Callable[[], T]) -> tuple[T, float, float]:
-    """Run `call` in a forked process: (its result, seconds, that process's
-    peak RSS in MiB), so the peak is the call's, not the bench's setup."""
-    context = multiprocessing.get_context("fork")
+    """Run `call` (picklable: a module-level function or a partial of one) in a
+    new interpreter: (its result, seconds, that process's peak RSS in MiB).
+    The child imports the bench's modules before the clock starts, so the time
+    is the call's own. Not forked: a forked child pays copy-on-write faults on
+    the parent's memory (several ms on a VM) that no real new process pays, and
+    inherits the parent's warm state and peak RSS."""
+    context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     child = context.Process(target=_child, args=(call, queue))
     child.start()

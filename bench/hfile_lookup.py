@@ -13,6 +13,7 @@ import argparse
 import random
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from bench.common import finish, measured, progress
 from metadata.mdt import keys
@@ -48,7 +49,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--lookups", type=int, default=1000)
     args = parser.parse_args()
-    report: dict[str, object] = {"benchmark": "hfile_lookup", "records": args.records, "lookups": args.lookups}
+    report: dict[str, Any] = {"benchmark": "hfile_lookup", "records": args.records, "lookups": args.lookups}
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "col-stats-0000-0_0-1-1_00000000000000000.hfile"
         with measured(report, "write", trace_memory=False):

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from functools import partial
+from typing import Any
 
 import pyarrow as pa
 
@@ -29,6 +31,10 @@ SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("fare", pa.float
 
 def _rows(ids: range, partitions: int) -> list[dict[str, object]]:
     return [{"id": i, "part": f"{i % partitions:05d}", "fare": i * 0.5, "rider": f"rider-{i % 97}"} for i in ids]
+
+
+def _build_local(path: str, parallelism: int) -> int:
+    return MetadataTableWriter(path, engine=LocalStatsEngine(parallelism=parallelism)).build().files_indexed
 
 
 def main() -> None:
@@ -45,10 +51,9 @@ def main() -> None:
     for start in range(0, args.partitions, 100):  # one bulk insert per 100 partitions
         counts = {f"part={p:05d}": per_partition + (1 if p < extra else 0) for p in range(start, min(start + 100, args.partitions))}
         builder.write_copies(counts, _rows(range(start, start + 50), args.partitions))
-    report: dict[str, object] = {"files": args.files, "partitions": args.partitions}
+    report: dict[str, Any] = {"files": args.files, "partitions": args.partitions}
     progress("building the metadata table (local engine)")
-    files_indexed, seconds, peak = in_fresh_process(
-        lambda: MetadataTableWriter(path, engine=LocalStatsEngine(parallelism=args.parallelism)).build().files_indexed)
+    files_indexed, seconds, peak = in_fresh_process(partial(_build_local, path, args.parallelism))
     report.update(build_local_seconds=seconds, build_local_peak_rss_mib=peak,
                   build_local_files_per_second=round(files_indexed / seconds, 1))
     if args.spark:
@@ -58,12 +63,12 @@ def main() -> None:
         spark = local_spark_session(app_name="bench-index")
         with measured(report, "build_spark", trace_memory=False):
             rebuilt = MetadataTableWriter(path, engine=SparkStatsEngine(spark)).build(rebuild=True)
-        report["build_spark_files_per_second"] = round(rebuilt.files_indexed / float(report["build_spark_seconds"]), 1)  # type: ignore[arg-type]
+        report["build_spark_files_per_second"] = round(rebuilt.files_indexed / float(report["build_spark_seconds"]), 1)
         spark.stop()
     builder.write_copies({"part=00000": 10}, _rows(range(10), args.partitions))  # one commit, 10 files
     with measured(report, "sync_one_commit"):
         MetadataTableWriter(path).sync()
-    report["sync_to_build_ratio"] = round(float(report["sync_one_commit_seconds"]) / float(report["build_local_seconds"]), 5)  # type: ignore[arg-type]
+    report["sync_to_build_ratio"] = round(float(report["sync_one_commit_seconds"]) / float(report["build_local_seconds"]), 5)
     finish(report)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -37,7 +38,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--files", type=int, default=100_000)
     args = parser.parse_args()
-    report: dict[str, object] = {"benchmark": "lister", "partitions": args.partitions, "files": args.files}
+    report: dict[str, Any] = {"benchmark": "lister", "partitions": args.partitions, "files": args.files}
     with tempfile.TemporaryDirectory() as folder:
         path = f"{folder}/wide"
         with measured(report, "build", trace_memory=False):
@@ -51,7 +52,7 @@ def main() -> None:
 
         with measured(report, "lister", trace_memory=False):
             partitions, slices = list_all()
-        traced: dict[str, object] = {}
+        traced: dict[str, Any] = {}
         with measured(traced, "lister"):  # a second, traced run for the Python heap peak
             list_all()
         report["lister_peak_heap_mib"] = traced["lister_peak_heap_mib"]

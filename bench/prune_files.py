@@ -16,7 +16,9 @@ import argparse
 import random
 import tempfile
 from datetime import date, timedelta
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -74,7 +76,7 @@ def record_index_table(path: str, records: int) -> dict[str, object]:
     progress(f"writing {records:,} records")
     builder.write(rows)
     progress("building files and record_index")
-    report: dict[str, object] = {}
+    report: dict[str, Any] = {}
     with measured(report, "record_index_build", trace_memory=False):
         MetadataTableWriter(path, progress=progress).build([MdtPartition.FILES, MdtPartition.RECORD_INDEX])
     marker.write_text(f"{records}\n")
@@ -100,8 +102,8 @@ def record_index_case(path: str, records: int) -> dict[str, object]:
     report = record_index_table(path, records)
     keys = sorted(f"k{i:07d}" for i in random.Random(3).sample(range(records), LOOKUP_KEYS))
     where = f"id IN ({', '.join(repr(k) for k in keys)})"
-    found, report["lookup_cold_seconds"], _ = in_fresh_process(lambda: _lookup(path, keys))
-    (kept, total, stage_seconds), report["plan_cold_seconds"], report["plan_peak_rss_mib"] = in_fresh_process(lambda: _plan(path, where))
+    found, report["lookup_cold_seconds"], _ = in_fresh_process(partial(_lookup, path, keys))
+    (kept, total, stage_seconds), report["plan_cold_seconds"], report["plan_peak_rss_mib"] = in_fresh_process(partial(_plan, path, where))
     report.update(records=records, keys=LOOKUP_KEYS, keys_found=found, record_index_stage_seconds=stage_seconds,
                   files_kept=kept, files_before_record_index=total)
     return report
@@ -113,14 +115,14 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000, help="records of the record-index table (0: skip that case)")
     parser.add_argument("--table", default=None, help="where the record-index table is built, or reused from")
     args = parser.parse_args()
-    report: dict[str, object] = {"benchmark": "prune_files", "files": args.files, "predicate": PREDICATE, "goal_seconds": 0.5}
+    report: dict[str, Any] = {"benchmark": "prune_files", "files": args.files, "predicate": PREDICATE, "goal_seconds": 0.5}
     progress(f"building statistics for {args.files:,} files")
     stats = stats_table(args.files)
     expr = parse_sql(PREDICATE, "trino")
     prune_files(expr, stats.slice(0, 1000))  # warm up imports and kernels
     with measured(report, "prune", trace_memory=False):
         kept = prune_files(expr, stats)
-    traced: dict[str, object] = {}
+    traced: dict[str, Any] = {}
     with measured(traced, "prune"):  # a second run, traced, for the Python heap peak
         prune_files(expr, stats)
     report["prune_peak_heap_mib"] = traced["prune_peak_heap_mib"]

@@ -32,6 +32,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from bench.common import finish, in_fresh_process, progress
-from listers import DirectoryLister  # imported here: forked "cold" runs time the work, not imports
+from listers import DirectoryLister  # imported at the top: a "cold" child imports it before its clock starts
 from listers.incremental import incremental
 from listers.planner import plan
 from metadata import HudiTable
@@ -78,7 +79,7 @@ def _partition(p: int) -> str:
 
 
 def build(path: str, partitions: int, files: int, columns: int) -> None:
-    builder = TableBuilder(path, SCHEMA, partition_fields=["part"], record_key=["a"], version=8)
+    builder = TableBuilder(path, SCHEMA, partition_fields=["part"], record_key="a", version=8)
     per_partition, extra = divmod(files, partitions)
     numbers: dict[str, int] = {}
     for start in range(0, partitions, COMMIT_PARTITIONS):
@@ -187,14 +188,14 @@ def main() -> None:
     total = args.files + 10  # and the 10-file commit the incremental case plans
     report: dict[str, Any] = {"benchmark": "scale", "partitions": args.partitions, "files_total": total, "columns": args.columns}
     peaks: list[float] = []
-    count, report["partitions_cold_s"] = _median_cold(lambda: _partitions(path), args.runs, peaks)
+    count, report["partitions_cold_s"] = _median_cold(partial(_partitions, path), args.runs, peaks)
     assert count == args.partitions, count
-    count, report["slices_cold_s"] = _median_cold(lambda: _slices(path), args.runs, peaks)
+    count, report["slices_cold_s"] = _median_cold(partial(_slices, path), args.runs, peaks)
     report["slices_peak_rss_mib"] = max(peaks[-args.runs:])
     assert count == total, count
-    _, report["pyarrow_listing_s"] = _median_cold(lambda: _pyarrow_listing(path), args.runs, [])
+    _, report["pyarrow_listing_s"] = _median_cold(partial(_pyarrow_listing, path), args.runs, [])
     report["slices_to_pyarrow_ratio"] = round(report["slices_cold_s"] / report["pyarrow_listing_s"], 2)
-    listed = [in_fresh_process(lambda: _lister(path))[0] for _ in range(args.runs)]
+    listed = [in_fresh_process(partial(_lister, path))[0] for _ in range(args.runs)]
     report["lister_one_cold_s"] = round(statistics.median(c for c, _, _ in listed), 5)
     report["lister_one_warm_s"] = round(statistics.median(w for _, w, _ in listed), 6)
     report["lister_other_partition_warm_s"] = round(statistics.median(o for _, _, o in listed), 5)
@@ -203,18 +204,18 @@ def main() -> None:
     high = (args.files * 0.50) / 2
     where = f"a > {low} AND b < {high}"
     report["predicate"] = where
-    planned, report["plan_cold_s"] = _median_cold(lambda: _plan(path, where), args.runs, peaks)
+    planned, report["plan_cold_s"] = _median_cold(partial(_plan, path, where), args.runs, peaks)
     report["plan_peak_rss_mib"] = max(peaks[-args.runs:])
     report["files_kept"] = planned[0]
     report["plan_warm_s"] = round(planned[1], 4)
     cache_dir = tempfile.mkdtemp(prefix="bench-scale-cache-")
-    in_fresh_process(lambda: _plan_cached(path, where, cache_dir))  # fills the cache
-    kept, report["plan_cached_s"] = _median_cold(lambda: _plan_cached(path, where, cache_dir), args.runs, peaks)
+    in_fresh_process(partial(_plan_cached, path, where, cache_dir))  # fills the cache
+    kept, report["plan_cached_s"] = _median_cold(partial(_plan_cached, path, where, cache_dir), args.runs, peaks)
     assert kept == report["files_kept"], kept
     shutil.rmtree(cache_dir)
     if not args.skip_hudi_rs:
-        _, report["hudi_rs_filter_s"] = _median_cold(lambda: _hudi_rs(path, low, high), 1, [])
-    _, report["incremental_one_commit_s"] = _median_cold(lambda: _incremental(path), args.runs, peaks)
+        _, report["hudi_rs_filter_s"] = _median_cold(partial(_hudi_rs, path, low, high), 1, [])
+    _, report["incremental_one_commit_s"] = _median_cold(partial(_incremental, path), args.runs, peaks)
     report["peak_rss_mib"] = max(peaks)
     finish(report)
 

@@ -13,13 +13,12 @@ from types import TracebackType
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from metadata import FileSlice, HudiTable
 from metadata.listing import ListingSource
 from metadata.mdt.stats_cache import PersistentStatsCache, state_of
-from metadata.stats_table import FILE_NAME, PARTITION
+from metadata.stats_table import stats_rows_of
 
 
 class DirectoryLister:
@@ -94,10 +93,10 @@ class DirectoryLister:
         states = (state_of(files), state_of(stats))
         if cache is not None and None not in states:  # both whole tables of known states: the match is kept too
             digest = PersistentStatsCache.digest(["stats rows", *(s or "" for s in states)])
-            kept = cache.get_or_build(digest, lambda: pa.table({"row": _match(files, stats)}), "match")
+            kept = cache.get_or_build(digest, lambda: pa.table({"row": stats_rows_of(files, stats)}), "match")
             rows = kept.column("row").to_numpy()
         else:
-            rows = _match(files, stats)
+            rows = stats_rows_of(files, stats)
         with self._lock:
             self._stats_rows = (files, stats, rows)
         return rows
@@ -113,14 +112,3 @@ class DirectoryLister:
         for s in slices:
             result[s.partition].append(s)
         return result
-
-
-def _match(files: pa.Table, stats: pa.Table) -> npt.NDArray[np.int64]:
-    """-1 where no stats row is known for the file (it is then kept)."""
-    found = pc.index_in(file_identities(files), value_set=file_identities(stats))
-    return pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-
-
-def file_identities(table: pa.Table) -> pa.Array:
-    """The identity of each row's file: partition, a NUL, file name."""
-    return pc.binary_join_element_wise(table.column(PARTITION), table.column(FILE_NAME), "\x00").combine_chunks()

@@ -23,12 +23,11 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from expressions import Expr, bind, may_match, parse_sql, to_sql
 from expressions.eval_partitions import map_to_path_values, prune_partitions
 from expressions.tree import references, values_required
-from listers.directory_lister import DirectoryLister, file_identities
+from listers.directory_lister import DirectoryLister
 from metadata import FileSlice, HudiError, HudiFormatError, MetadataTable, MetadataTableUnavailable
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.file_naming import LogFileName, file_id_of
@@ -41,7 +40,7 @@ from metadata.mdt.indexes import (
     secondary_indexes,
 )
 from metadata.mdt.stats_cache import PersistentStatsCache
-from metadata.stats_table import FILE_NAME, PARTITION, min_field
+from metadata.stats_table import FILE_NAME, PARTITION, min_field, stats_rows_of
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -168,9 +167,9 @@ class _Verdict:
         names_of = [([s.base_file_name] if s.base_file_name else []) + s.log_file_names for s in slices]
         if self.candidates is not None:  # every file of a built slice is listed
             return [any((s.partition, n) in self.candidates for n in names) for s, names in zip(slices, names_of)]
-        wanted = file_identities(pa.table({PARTITION: pa.array([s.partition for s, names in zip(slices, names_of) for _ in names], pa.string()),
-                                           FILE_NAME: pa.array([n for names in names_of for n in names], pa.string())}))
-        rows = pc.fill_null(pc.index_in(wanted, value_set=file_identities(self.stats)), -1).to_numpy(zero_copy_only=False)
+        wanted = pa.table({PARTITION: pa.array([s.partition for s, names in zip(slices, names_of) for _ in names], pa.string()),
+                           FILE_NAME: pa.array([n for names in names_of for n in names], pa.string())})
+        rows = stats_rows_of(wanted, self.stats)
         may = (rows < 0) | self.keep[np.maximum(rows, 0)]  # no stats row: may hold anything
         bounds = np.cumsum([0] + [len(names) for names in names_of])
         return [bool(may[a:b].any()) or a == b for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]

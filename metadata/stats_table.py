@@ -21,8 +21,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from metadata.arrow_memory import READ_POOL
 from metadata.errors import InvalidStatsTable
 
 log = logging.getLogger(__name__)
@@ -116,3 +120,26 @@ def typed_array(values: list[Any], dtype: pa.DataType | None, column: str) -> pa
                 log.debug("column %s: stats value %r does not fit %s; treated as missing", column, value, dtype)
                 fitted.append(None)
         return pa.array(fitted, type=dtype)
+
+
+def stats_rows_of(files: pa.Table, stats: pa.Table) -> npt.NDArray[np.int64]:
+    """For each row of a table with `partition` and `fileName`, the row of
+    the stats table about the same file, or -1 (no statistics: it is kept).
+
+    File names are matched first (one hash table of names, no joined keys),
+    and the partitions of the matches compared after; Hudi's file names carry
+    a unique file id, so they do not repeat across partitions. When one does,
+    the first stats row of that name may be another partition's, so
+    (partition, name) pairs are matched instead."""
+    names, partitions = files.column(FILE_NAME), files.column(PARTITION)
+    found = pc.index_in(names, value_set=stats.column(FILE_NAME), memory_pool=READ_POOL)
+    same = pc.equal(partitions, pc.take(stats.column(PARTITION), found, memory_pool=READ_POOL))
+    if not pc.all(pc.fill_null(same, True)).as_py():
+        found = pc.index_in(file_identities(files), value_set=file_identities(stats), memory_pool=READ_POOL)
+    return np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def file_identities(table: pa.Table) -> pa.Array:
+    """The identity of each row's file: partition, a NUL, file name."""
+    joined = pc.binary_join_element_wise(table.column(PARTITION), table.column(FILE_NAME), "\x00", memory_pool=READ_POOL)
+    return joined.combine_chunks(memory_pool=READ_POOL)

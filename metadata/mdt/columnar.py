@@ -27,7 +27,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from metadata.arrow_memory import READ_POOL
 from metadata.mdt.hfile_cells import PADDING, as_utf8, spans_to_binary
 
 IntArray = npt.NDArray[np.int64]
@@ -81,7 +83,7 @@ class Decoded:
             return values
         where = np.full(size, -1, dtype=np.int64)
         where[present] = np.arange(len(present))
-        return values.take(pa.array(where, mask=where < 0))
+        return pc.take(values, pa.array(where, mask=where < 0), memory_pool=READ_POOL)
 
     def strings(self, path: str) -> list[str | None]:
         return self.string_array(path).to_pylist()

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata.arrow_memory import READ_POOL
 from metadata.mdt.columnar import Decoded
 from metadata.mdt.records import TYPE_ALL_PARTITIONS, TYPE_FILES
 
@@ -44,8 +45,9 @@ def live_entries(record_keys: pa.StringArray, decoded: Decoded) -> pa.Table:
         sizes[decoded.present[size_path]] = decoded.ints[size_path]
     live = ~deleted[order] & np.isin(types[owners], [TYPE_ALL_PARTITIONS, TYPE_FILES])
     take = pa.array(order[live])
-    return pa.table({KEY: record_keys.take(pa.array(owners[live])), NAME: decoded.string_array(f"{_MAP}.key").take(take),
-                     SIZE: pa.array(sizes).take(take)}, schema=ENTRIES_SCHEMA)
+    return pa.table({KEY: pc.take(record_keys, pa.array(owners[live]), memory_pool=READ_POOL),
+                     NAME: pc.take(decoded.string_array(f"{_MAP}.key"), take, memory_pool=READ_POOL),
+                     SIZE: pa.array(sizes[order[live]])}, schema=ENTRIES_SCHEMA)
 
 
 def entries_of_sizes(sizes: Mapping[str, Mapping[str, int]]) -> pa.Table:

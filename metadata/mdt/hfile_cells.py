@@ -24,6 +24,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata.arrow_memory import READ_POOL
 from metadata.errors import HudiFormatError
 
 IntArray = npt.NDArray[np.int64]
@@ -134,15 +135,18 @@ def spans_to_binary(data: npt.NDArray[np.uint8], starts: IntArray, lengths: IntA
     order = np.arange(count, dtype=np.int64)
     if (starts[1:] < starts[:-1]).any():
         order = np.argsort(starts, kind="stable")
-    offsets = np.empty(2 * count, dtype=np.int64)
+    small = len(data) < 2**31  # 32-bit offsets: Arrow takes straight into a binary array, no second copy to narrow them
+    offsets = np.empty(2 * count, dtype=np.int32 if small else np.int64)
     offsets[0::2] = starts[order]
     offsets[1::2] = ends[order]
     if (np.diff(offsets) < 0).any():
         raise ValueError("byte spans overlap")
-    interleaved = pa.LargeBinaryArray.from_buffers(pa.large_binary(), 2 * count - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    kind = pa.binary() if small else pa.large_binary()
+    interleaved = pa.Array.from_buffers(kind, 2 * count - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     wanted = np.empty(count, dtype=np.int64)
     wanted[order] = 2 * np.arange(count, dtype=np.int64)  # span i sits at element 2 * (its place in buffer order)
-    return pc.take(interleaved, pa.array(wanted)).cast(pa.binary())
+    taken = pc.take(interleaved, pa.array(wanted), memory_pool=READ_POOL)
+    return taken if small else taken.cast(pa.binary(), memory_pool=READ_POOL)
 
 
 def as_utf8(binary: pa.Array) -> pa.StringArray:

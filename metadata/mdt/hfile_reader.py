@@ -52,8 +52,12 @@ MAX_TAGS_KEY = b"hfile.MAX_TAGS_LEN"
 KEY_VALUE_VERSION_KEY = b"KEY_VALUE_VERSION"
 BLOCK_CACHE_SIZE = 64
 CHUNK_BYTES = 16 * 1024 * 1024  # uncompressed block bytes per CellChunk of a columnar scan
-_DECOMPRESS_WORKERS = min(4, os.cpu_count() or 1)
+# Inflating runs beside the thread that walks and decodes the blocks: one core is left to it.
+_DECOMPRESS_WORKERS = max(1, min(4, (os.cpu_count() or 1) - 1))
 INFLATE_GROUP = 16  # data blocks (about 1 MiB) a worker reads and inflates per task
+# Groups inflated ahead of the reader: more than a chunk's worth, so the workers
+# keep inflating while the reader walks and decodes a chunk instead of idling.
+INFLATE_AHEAD = 24
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -452,7 +456,7 @@ class HFileReader:
         try:
             for group in groups:
                 ahead.append(pool.submit(self._payloads, group))
-                if len(ahead) > _DECOMPRESS_WORKERS:
+                if len(ahead) >= INFLATE_AHEAD:
                     break
             while ahead:
                 payloads = ahead.popleft().result()

@@ -9,6 +9,7 @@ import threading
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata.arrow_memory import READ_POOL
 from metadata.errors import HudiError, MetadataTableBehind, MetadataTableDamaged, MetadataTableUnavailable
 from metadata.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing, names_of
 from metadata.mdt.metadata_table import MetadataTable
@@ -62,7 +63,7 @@ class MetadataListing:
                 if len(new) < len(missing):
                     found = _rows_of(found, new)
                 if self._tabled:
-                    self._table = with_state(pa.concat_tables([self._table, found]).combine_chunks(), None)
+                    self._table = with_state(pa.concat_tables([self._table, found]).combine_chunks(memory_pool=READ_POOL), None)
                 else:
                     self._table = found  # as read (a whole table keeps saying its state)
                 self._tabled.update(new)

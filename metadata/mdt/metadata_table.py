@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata.arrow_memory import READ_POOL
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.errors import HudiError, HudiFormatError, MetadataTableUnavailable
 from metadata.listing import FILE_TABLE_SCHEMA, names_of
@@ -163,7 +164,8 @@ class MetadataTable:
             key = entries.filter(pc.equal(entries.column(NAME), bad)).column(KEY)[0].as_py()
             raise HudiFormatError(self._files_where(key), f"file name {bad!r} is a path, not a name in the partition")
         partition = pc.take(pa.array(list(wanted.values()), pa.string()),
-                            pc.index_in(entries.column(KEY), value_set=pa.array(list(wanted), pa.string())))
+                            pc.index_in(entries.column(KEY), value_set=pa.array(list(wanted), pa.string()), memory_pool=READ_POOL),
+                            memory_pool=READ_POOL)
         return pa.table([partition, entries.column(NAME), entries.column(SIZE)], schema=FILE_TABLE_SCHEMA)
 
     def _files_where(self, key: str) -> str:

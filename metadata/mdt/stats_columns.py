@@ -23,6 +23,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata.arrow_memory import READ_POOL
 from metadata.fingerprints import all_distinct, fixed_width
 from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded
@@ -103,7 +104,7 @@ class FlatStats:
             every = len(chosen) == decoded.count  # one column, all with stats: nothing to pick
 
             def pick(values: pa.Array, chosen: npt.NDArray[np.int64] = chosen, every: bool = every) -> pa.Array:
-                return values if every else values.take(pa.array(chosen))
+                return values if every else pc.take(values, pa.array(chosen), memory_pool=READ_POOL)
 
             dtype = self.types.get(column)
             mins, maxs = bounds.typed("minValue", chosen, dtype, column), bounds.typed("maxValue", chosen, dtype, column)
@@ -170,7 +171,8 @@ class _Bounds:
         values = self._leaf_array(leaf, wrapper)
         try:
             spread = self.decoded.scatter(leaf, values)
-            return (spread if len(chosen) == self.decoded.count else spread.take(pa.array(chosen))).cast(dtype, safe=True)
+            chosen_values = spread if len(chosen) == self.decoded.count else pc.take(spread, pa.array(chosen), memory_pool=READ_POOL)
+            return chosen_values.cast(dtype, safe=True, memory_pool=READ_POOL)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None  # a value that does not fit: the reference rules null it alone
 
@@ -224,7 +226,7 @@ def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_
     if not tables:
         return build_stats_table([], columns, types)
     identity = {c: t.column("identity") for c, t in tables.items()}
-    first = identity[next(iter(tables))].combine_chunks()
+    first = identity[next(iter(tables))].combine_chunks(memory_pool=READ_POOL)
     if all(ident.equals(identity[next(iter(tables))]) for ident in identity.values()):
         if not all_distinct(first):
             return None
@@ -232,7 +234,7 @@ def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_
         spread: dict[str, pa.Array | None] = dict.fromkeys(tables)  # None: the rows as they are
         ids = first
     else:
-        every = pa.concat_arrays([ident.combine_chunks() for ident in identity.values()])
+        every = pa.concat_arrays([ident.combine_chunks(memory_pool=READ_POOL) for ident in identity.values()], memory_pool=READ_POOL)
         codes = pc.dictionary_encode(every).indices.to_numpy(zero_copy_only=False).astype(np.int64)
         rows = int(codes.max()) + 1 if len(codes) else 0
         spread, offset = {}, 0
@@ -246,9 +248,9 @@ def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_
             source = np.full(rows, -1, dtype=np.int64)
             source[at] = np.arange(len(at))
             spread[c] = pa.array(source, mask=source < 0)
-        ids = every.take(pa.array(representative))
+        ids = pc.take(every, pa.array(representative), memory_pool=READ_POOL)
     where = _partition_rows(ids, known_partitions)
-    partition = pc.take(pa.array(known_partitions, pa.string()), where)
+    partition = pc.take(pa.array(known_partitions, pa.string()), where, memory_pool=READ_POOL)
     known = pc.is_valid(where)
     arrays: dict[str, Any] = {}
     lives, counts, files = [], [], []
@@ -257,7 +259,7 @@ def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_
             arrays[min_field(c)] = arrays[max_field(c)] = typed_array([None] * rows, types.get(c), c)
             arrays[null_count_field(c)] = pa.nulls(rows, pa.int64())
             continue
-        t = tables[c] if spread[c] is None else tables[c].take(spread[c])
+        t = tables[c] if spread[c] is None else pc.take(tables[c], spread[c], memory_pool=READ_POOL)
         live = pc.and_(known, pc.invert(pc.fill_null(t.column("deleted"), True)))
         lives.append(live)
         for field_name, column in ((min_field(c), "min"), (max_field(c), "max"), (null_count_field(c), "null_count")):
@@ -268,13 +270,13 @@ def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_
     for live in lives[1:]:
         any_live = pc.or_(any_live, live)
     value_count = counts[0] if len(counts) == 1 else pc.max_element_wise(*counts, skip_nulls=True)
-    name = (files[0] if len(files) == 1 else pc.coalesce(*files)) if per_file else partition
+    name = (files[0] if len(files) == 1 else pc.coalesce(*files, memory_pool=READ_POOL)) if per_file else partition
     ordered = {PARTITION: partition, FILE_NAME: name, VALUE_COUNT: value_count}
     for c in columns:
         for f in (min_field(c), max_field(c), null_count_field(c)):
             ordered[f] = arrays[f]
     table = pa.table(ordered)
-    return table if pc.all(any_live).as_py() else table.filter(any_live)
+    return table if pc.all(any_live).as_py() else pc.filter(table, any_live, memory_pool=READ_POOL)
 
 
 def _partition_rows(ids: pa.StringArray, known_partitions: list[str]) -> pa.Array:
@@ -290,14 +292,14 @@ def _partition_rows(ids: pa.StringArray, known_partitions: list[str]) -> pa.Arra
     run_ids = pa.array([bytes(row).decode("ascii", "replace") for row in heads[starts]], pa.string())
     found = pc.index_in(run_ids, value_set=partition_ids)
     lengths = np.diff(np.append(starts, len(heads)))
-    return found.take(pa.array(np.repeat(np.arange(len(starts)), lengths)))
+    return pc.take(found, pa.array(np.repeat(np.arange(len(starts)), lengths)), memory_pool=READ_POOL)
 
 
 def _where(mask: pa.Array, values: pa.Array) -> pa.Array:
     """Values where mask holds, null elsewhere."""
     if pc.all(mask).as_py():
         return values
-    return pc.if_else(mask, values, pa.scalar(None, values.type))
+    return pc.if_else(mask, values, pa.scalar(None, values.type), memory_pool=READ_POOL)
 
 
 def in_file_order(table: pa.Table) -> pa.Table:
