@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from metadata import HudiTable
-from metadata.mdt.columnar import LOCKSTEP_ENTRIES, Unsupported, decode_many
+from metadata.mdt.columnar import GROUP_RECORDS, LOCKSTEP_ENTRIES, Unsupported, decode_many
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.files_columns import entries_of_sizes, live_entries
 from metadata.mdt.keys import ID_LENGTH, column_stats_key
@@ -82,9 +82,11 @@ def _both(version: int, records: list[tuple[str, dict[str, Any]]], types: dict[s
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-@given(stats_records())
-def test_columnar_equals_reference_on_random_stats_records(case: tuple[int, list[tuple[str, dict[str, Any]]]]) -> None:
-    columnar, reference = _both(*case)
+@given(stats_records(), st.sampled_from([1, 2, 7, GROUP_RECORDS]))
+def test_columnar_equals_reference_on_random_stats_records(case: tuple[int, list[tuple[str, dict[str, Any]]]], group: int) -> None:
+    with pytest.MonkeyPatch.context() as patch:  # records decoded in groups of this many
+        patch.setattr("metadata.mdt.columnar.GROUP_RECORDS", group)
+        columnar, reference = _both(*case)
     assert columnar.equals(reference), (columnar.to_pylist(), reference.to_pylist())
 
 
@@ -209,13 +211,15 @@ def files_records(draw: st.DrawFn) -> tuple[int, list[tuple[str, dict[str, Any]]
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-@given(files_records())
-def test_columnar_files_equal_reference_on_random_records(case: tuple[int, list[tuple[str, dict[str, Any]]]]) -> None:
+@given(files_records(), st.sampled_from([1, 2, 7, GROUP_RECORDS]))
+def test_columnar_files_equal_reference_on_random_records(case: tuple[int, list[tuple[str, dict[str, Any]]]], group: int) -> None:
     version, records = case
     schema_json = record_schema_json(version)
     keys_ = [k for k, _ in records]
     values = [encode_record(r, schema_json) for _, r in records]
-    columnar = live_entries(pa.array(keys_, pa.string()), decode_many(values, parse_schema_cached(schema_json)))
+    with pytest.MonkeyPatch.context() as patch:  # records (and their map entries) decoded in groups of this many
+        patch.setattr("metadata.mdt.columnar.GROUP_RECORDS", group)
+        columnar = live_entries(pa.array(keys_, pa.string()), decode_many(values, parse_schema_cached(schema_json)))
     reference = entries_of_sizes({k: live_files(decode_record(k, v, schema_json, "test")) for k, v in zip(keys_, values)})
     assert columnar.equals(reference)
     assert entries_of_sizes({k: live_sizes(k, v, schema_json, "test") for k, v in zip(keys_, values)}).equals(reference)

@@ -34,6 +34,10 @@ from metadata.mdt.hfile_cells import PADDING, as_utf8, spans_to_binary
 
 IntArray = npt.NDArray[np.int64]
 LOCKSTEP_ENTRIES = 1024  # entries of one map above which fastavro decodes the records instead
+# Records decoded together: each field step touches every record's bytes, so a
+# group whose bytes stay in the CPU cache (8192 stats records: about 1.5 MB)
+# decoded 2.5 to 4 times faster than a 16 MiB chunk's 94,000 at once.
+GROUP_RECORDS = 8192
 
 
 class Unsupported(Exception):
@@ -89,6 +93,10 @@ class Decoded:
         return self.string_array(path).to_pylist()
 
 
+def _joined(parts: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 def short_name(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
@@ -98,30 +106,38 @@ class _Decoder:
         if len(starts) and int((starts + lengths).max()) > len(buffer) - PADDING:
             raise ValueError("records run past their buffer")
         self.buf = buffer
-        self.pos = starts.astype(np.int64, copy=True)
-        self.ends = starts + lengths
+        self.starts = starts.astype(np.int64, copy=False)
+        self.lengths = lengths
         self.count = len(starts)
-        self.every = np.arange(self.count, dtype=np.int64)  # `idx is self.every`: all records, positions used as they are
         self.parts: dict[str, list[tuple[str, IntArray, Any]]] = {}
         self.entries: dict[str, int] = {}
         self.named: dict[str, Any] = {}
 
     def run(self, schema: Any) -> Decoded:
-        self.decode(schema, self.every, self.every, "")
-        if not np.array_equal(self.pos, self.ends):
-            bad = int(np.flatnonzero(self.pos != self.ends)[0])
-            raise ValueError(f"record {bad} does not end where its value ends ({int(self.pos[bad])} vs {int(self.ends[bad])})")
+        for first in range(0, self.count, GROUP_RECORDS) if self.count else [0]:
+            self._run_group(schema, first, min(first + GROUP_RECORDS, self.count))
         out = Decoded(self.count, self.buf, entries=dict(self.entries))
         for path, parts in self.parts.items():
             kind = parts[0][0]
-            out.present[path] = np.concatenate([rows for _, rows, _ in parts])
+            out.present[path] = _joined([rows for _, rows, _ in parts])
             if kind == "span":
-                out.spans[path] = (np.concatenate([v[0] for _, _, v in parts]), np.concatenate([v[1] for _, _, v in parts]))
+                out.spans[path] = (_joined([v[0] for _, _, v in parts]), _joined([v[1] for _, _, v in parts]))
             elif kind == "owner":
-                out.owners[path] = np.concatenate([v for _, _, v in parts])
+                out.owners[path] = _joined([v for _, _, v in parts])
             else:
-                getattr(out, kind)[path] = np.concatenate([v for _, _, v in parts])
+                getattr(out, kind)[path] = _joined([v for _, _, v in parts])
         return out
+
+    def _run_group(self, schema: Any, first: int, stop: int) -> None:
+        """Records first..stop-1: their positions are self.pos (indexes 0..),
+        their results go to rows first..stop-1 (entry rows count on across groups)."""
+        self.pos = self.starts[first:stop].copy()
+        self.ends = self.pos + self.lengths[first:stop]
+        self.every = np.arange(stop - first, dtype=np.int64)  # `idx is self.every`: all records, positions used as they are
+        self.decode(schema, self.every, self.every + first, "")
+        if not np.array_equal(self.pos, self.ends):
+            bad = int(np.flatnonzero(self.pos != self.ends)[0])
+            raise ValueError(f"record {first + bad} does not end where its value ends ({int(self.pos[bad])} vs {int(self.ends[bad])})")
 
     def _add(self, path: str, kind: str, rows: IntArray, values: Any) -> None:
         self.parts.setdefault(path, []).append((kind, rows, values))
