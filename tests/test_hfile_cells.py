@@ -62,3 +62,29 @@ def test_a_value_length_past_its_block_is_named() -> None:
     with pytest.raises(HudiFormatError, match="runs past its block") as caught:
         reader._chunk([(reader.data_index[0].offset, bytes(damaged), None)])
     assert "memory.hfile" in str(caught.value)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.sets(st.text(ALPHABET, min_size=1, max_size=6), min_size=60, max_size=300),
+       lookups=st.lists(st.text(ALPHABET, max_size=4), min_size=1, max_size=4),
+       block_size=st.sampled_from([64, 128]), max_root_entries=st.sampled_from([2, 3, 5]), seed=st.integers(0, 2**16))
+def test_lookups_in_a_two_level_index_read_only_the_leaves_they_walk(rows: set[str], lookups: list[str], block_size: int,
+                                                                     max_root_entries: int, seed: int) -> None:
+    rng = random.Random(seed)
+    cells = sorted((r.encode(), rng.randbytes(rng.randint(0, 40))) for r in rows)
+    writer = HFileWriter(block_size=block_size, max_root_entries=max_root_entries)
+    writer.add_all(cells)
+    data = writer.finish({b"schema": b"{}"})
+    assert HFileReader.from_bytes(data).trailer.num_data_index_levels == 2
+    for lookup in (x.encode() for x in lookups):
+        fresh = HFileReader.from_bytes(data, "memory.hfile")  # no flat index: leaves are read as the lookup walks
+        expected = [c for c in cells if c[0].startswith(lookup)]
+        assert list(fresh.scan_prefix(lookup)) == expected
+        assert fresh.get(lookup) == dict(cells).get(lookup)
+        assert _columnar(HFileReader.from_bytes(data, "memory.hfile"), [lookup, lookup + b"a"], 1 << 20) == expected
+        flat = HFileReader.from_bytes(data, "memory.hfile")
+        flat.data_index  # noqa: B018 - the whole index first: the other way
+        assert list(flat.scan_prefix(lookup)) == expected
+        assert _columnar(flat, [lookup], 1 << 20) == expected
+        if not expected:
+            assert len(fresh._leaves) <= 2  # a missing key costs at most its leaf and the next one

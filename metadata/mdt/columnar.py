@@ -112,6 +112,8 @@ class _Decoder:
         self.parts: dict[str, list[tuple[str, IntArray, Any]]] = {}
         self.entries: dict[str, int] = {}
         self.named: dict[str, Any] = {}
+        # The group being decoded (see _run_group): its records' positions and ends, and all of them.
+        self.pos = self.ends = self.every = np.zeros(0, dtype=np.int64)
 
     def run(self, schema: Any) -> Decoded:
         for first in range(0, self.count, GROUP_RECORDS) if self.count else [0]:
@@ -129,8 +131,8 @@ class _Decoder:
         return out
 
     def _run_group(self, schema: Any, first: int, stop: int) -> None:
-        """Records first..stop-1: their positions are self.pos (indexes 0..),
-        their results go to rows first..stop-1 (entry rows count on across groups)."""
+        """Decode records first..stop-1 (indexed 0.. within the group); their
+        results go to rows first..stop-1, entry rows count on across groups."""
         self.pos = self.starts[first:stop].copy()
         self.ends = self.pos + self.lengths[first:stop]
         self.every = np.arange(stop - first, dtype=np.int64)  # `idx is self.every`: all records, positions used as they are

@@ -87,6 +87,30 @@ class IndexEntry:
     on_disk_size: int
 
 
+
+@dataclass(frozen=True)
+class _IndexBlock:
+    """A non-root index block: entries located by its secondary offsets, each
+    cut out only when asked for."""
+
+    payload: bytes
+    secondary: tuple[int, ...]  # where each entry starts, then where the last ends (from `base`)
+    base: int
+
+    def __len__(self) -> int:
+        return len(self.secondary) - 1
+
+    def entry(self, i: int) -> IndexEntry:
+        start, end = self.base + self.secondary[i], self.base + self.secondary[i + 1]
+        block_offset, size = struct.unpack_from(">qi", self.payload, start)
+        return IndexEntry(self.payload[start + 12 : end], block_offset, size)
+
+    def row(self, i: int) -> bytes:
+        return row_of_key(self.payload[self.base + self.secondary[i] + 12 : self.base + self.secondary[i + 1]])
+
+    def entries(self) -> list[IndexEntry]:
+        return [self.entry(i) for i in range(len(self))]
+
 class HFileReader:
     def __init__(self, read_at: ReadAt, size: int, path: str, on_close: Callable[[], None] | None = None) -> None:
         self._read_at = read_at
@@ -103,6 +127,8 @@ class HFileReader:
             raise HudiFormatError(path, f"HFile compression codec {CODEC_NAMES.get(codec, codec)} is not supported (GZ and NONE are)")
         self._load_on_open()
         self._data_index: list[IndexEntry] | None = None
+        self._leaves: dict[int, _IndexBlock] = {}  # two-level index: leaf blocks read so far
+        self._root_rows: list[bytes] | None = None
 
     # Opening -----------------------------------------------------------------------------
     @classmethod
@@ -233,33 +259,83 @@ class HFileReader:
             raise HudiFormatError(self.path, f"root index block holds fewer than {count} entries") from None
         return entries
 
-    def _parse_non_root_index(self, payload: bytes, offset: int) -> list[IndexEntry]:
-        (count,) = struct.unpack_from(">i", payload, 0)
-        secondary = struct.unpack_from(f">{count + 1}i", payload, 4)
-        base = 4 + 4 * (count + 1)
-        entries = []
-        for i in range(count):
-            start, end = base + secondary[i], base + secondary[i + 1]
-            block_offset, size = struct.unpack_from(">qi", payload, start)
-            entries.append(IndexEntry(payload[start + 12 : end], block_offset, size))
-        return entries
+    def _parse_non_root_index(self, payload: bytes, offset: int) -> _IndexBlock:
+        try:
+            (count,) = struct.unpack_from(">i", payload, 0)
+            secondary = struct.unpack_from(f">{count + 1}i", payload, 4) if count >= 0 else ()
+        except struct.error:
+            secondary = ()
+        base = 4 + 4 * len(secondary)
+        if not secondary or any(b < a for a, b in zip(secondary, secondary[1:])) or base + secondary[-1] > len(payload) \
+                or any(b - a < 12 for a, b in zip(secondary, secondary[1:])):
+            raise HudiFormatError(self.path, "index block's entry offsets do not fit it", offset=offset)
+        return _IndexBlock(payload, secondary, base)
+
+    def _leaf(self, i: int) -> _IndexBlock:
+        """The i-th child of the root index of a two-level index, read once."""
+        with self._lock:
+            leaf = self._leaves.get(i)
+        if leaf is None:
+            entry = self._root_entries[i]
+            _, payload, _ = self._block(entry.offset, (LEAF_INDEX_MAGIC,))
+            leaf = self._parse_non_root_index(payload, entry.offset)
+            with self._lock:
+                self._leaves[i] = leaf
+        return leaf
 
     # Index -------------------------------------------------------------------------------------
     @property
     def data_index(self) -> list[IndexEntry]:
         """Every data block with its first (possibly shortened) key, in order."""
+        if self._data_index is None:
+            entries = self._all_index_entries()
+            with self._lock:
+                if self._data_index is None:
+                    self._index_rows = [row_of_key(e.first_row) for e in entries]
+                    self._data_index = entries
+        return self._data_index
+
+    def _all_index_entries(self) -> list[IndexEntry]:
+        if self.trailer.num_data_index_levels == 2:  # the leaves lookups have read are reused
+            return [e for i in range(len(self._root_entries)) for e in self._leaf(i).entries()]
+        entries = self._root_entries
+        for _ in range(self.trailer.num_data_index_levels - 1):
+            children: list[IndexEntry] = []
+            for entry in entries:
+                _, payload, _ = self._block(entry.offset, (INTERMEDIATE_INDEX_MAGIC, LEAF_INDEX_MAGIC))
+                children.extend(self._parse_non_root_index(payload, entry.offset).entries())
+            entries = children
+        return entries
+
+    def _blocks_from(self, row: bytes) -> Iterator[IndexEntry]:
+        """The data blocks in order from the one that can hold `row` on. In a
+        two-level index whose whole list nobody asked for yet, only the leaf
+        index blocks walked are read, and of those only the keys a binary
+        search compares are cut out (a lister's cold lookup of two keys)."""
         with self._lock:
-            if self._data_index is None:
-                entries = self._root_entries
-                for _ in range(self.trailer.num_data_index_levels - 1):
-                    children: list[IndexEntry] = []
-                    for entry in entries:
-                        _, payload, _ = self._block(entry.offset, (INTERMEDIATE_INDEX_MAGIC, LEAF_INDEX_MAGIC))
-                        children.extend(self._parse_non_root_index(payload, entry.offset))
-                    entries = children
-                self._data_index = entries
-                self._index_rows = [row_of_key(e.first_row) for e in entries]
-            return self._data_index
+            flat = self._data_index is not None
+        if flat or self.trailer.num_data_index_levels != 2 or not self._root_entries:
+            index = self.data_index
+            for i in range(self._start_block(row), len(index)):
+                yield index[i]
+            return
+        if self._root_rows is None:
+            self._root_rows = [row_of_key(e.first_row) for e in self._root_entries]
+        at_leaf = max(0, bisect_right(self._root_rows, row) - 1)
+        leaf = self._leaf(at_leaf)
+        at = bisect_right(range(len(leaf)), row, key=leaf.row) - 1
+        if at < 0 and at_leaf > 0:  # the row sorts before this leaf's first key: the previous leaf's last block
+            at_leaf -= 1
+            leaf = self._leaf(at_leaf)
+            at = len(leaf) - 1
+        at = max(at, 0)
+        while True:
+            for i in range(at, len(leaf)):
+                yield leaf.entry(i)
+            at_leaf += 1
+            if at_leaf >= len(self._root_entries):
+                return
+            leaf, at = self._leaf(at_leaf), 0
 
     def _data_block(self, entry: IndexEntry) -> tuple[list[bytes], list[bytes]]:
         """Rows and values of a data block, parsed once (LRU of recent blocks)."""
@@ -329,9 +405,8 @@ class HFileReader:
 
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Cells whose row starts with `prefix`, reading only blocks that can hold them."""
-        index = self.data_index
-        for i in range(self._start_block(prefix), len(index)):
-            rows, values = self._data_block(index[i])
+        for entry in self._blocks_from(prefix):
+            rows, values = self._data_block(entry)
             for j in range(bisect_left(rows, prefix), len(rows)):
                 if not rows[j].startswith(prefix):
                     return
@@ -343,32 +418,31 @@ class HFileReader:
             yield from self.scan_prefix(prefix)
 
     # Columnar scans ------------------------------------------------------------------------
-    def blocks_for(self, prefixes: list[bytes] | None) -> list[tuple[int, list[bytes] | None]]:
+    def blocks_for(self, prefixes: list[bytes] | None) -> list[tuple[IndexEntry, list[bytes] | None]]:
         """Data blocks that can hold rows starting with one of the prefixes
         (every block when None), in order, each with the prefixes its rows
         must be checked against; None when every row of it matches: its index
         row and the next block's both start with a prefix, and its rows lie
         between the two."""
-        index = self.data_index
-        count = len(index)
         if prefixes is None:
-            return [(i, None) for i in range(count)]
-        rows = self._index_rows
-        checks: dict[int, list[bytes] | None] = {}
+            return [(entry, None) for entry in self.data_index]
+        checks: dict[int, tuple[IndexEntry, list[bytes] | None]] = {}  # by block offset (blocks lie in key order)
         for prefix in covering_prefixes(prefixes):
-            i = self._start_block(prefix)
-            while i < count:
-                following = rows[i + 1] if i + 1 < count else None
-                if rows[i].startswith(prefix) and following is not None and following.startswith(prefix):
-                    checks[i] = None
+            blocks = self._blocks_from(prefix)
+            entry = next(blocks, None)
+            while entry is not None:
+                following = next(blocks, None)
+                following_row = row_of_key(following.first_row) if following is not None else None
+                if row_of_key(entry.first_row).startswith(prefix) and following_row is not None and following_row.startswith(prefix):
+                    checks[entry.offset] = (entry, None)
                 else:
-                    block_checks = checks.setdefault(i, [])
+                    block_checks = checks.setdefault(entry.offset, (entry, []))[1]
                     if block_checks is not None:
                         block_checks.append(prefix)
-                if following is None or not following.startswith(prefix):
+                if following_row is None or not following_row.startswith(prefix):
                     break  # later blocks start past every row with the prefix
-                i += 1
-        return sorted(checks.items())
+                entry = following
+        return [checks[offset] for offset in sorted(checks)]
 
     def scan_chunks(self, prefixes: list[bytes] | None, chunk_bytes: int = CHUNK_BYTES, check: bool = True) -> Iterator[CellChunk]:
         """The cells whose rows start with one of the prefixes (all when None),
@@ -376,12 +450,11 @@ class HFileReader:
         Without `check`, every cell of the blocks that can hold such rows
         (for a caller that filters rows itself). Blocks are read and
         inflated ahead by worker threads."""
-        index = self.data_index
-        blocks = self.blocks_for(prefixes) if check else [(i, None) for i, _ in self.blocks_for(prefixes)]
+        blocks = self.blocks_for(prefixes) if check else [(entry, None) for entry, _ in self.blocks_for(prefixes)]
         pending: list[tuple[int, bytes, list[bytes] | None]] = []
         size = 0
-        for (i, checks), payload in zip(blocks, self._inflated([index[i].offset for i, _ in blocks])):
-            pending.append((index[i].offset, payload, checks))
+        for (entry, checks), payload in zip(blocks, self._inflated([entry.offset for entry, _ in blocks])):
+            pending.append((entry.offset, payload, checks))
             size += len(payload)
             if size >= chunk_bytes:
                 yield self._chunk(pending)
