@@ -266,8 +266,7 @@ class HFileReader:
         except struct.error:
             secondary = ()
         base = 4 + 4 * len(secondary)
-        if not secondary or any(b < a for a, b in zip(secondary, secondary[1:])) or base + secondary[-1] > len(payload) \
-                or any(b - a < 12 for a, b in zip(secondary, secondary[1:])):
+        if not secondary or base + secondary[-1] > len(payload) or (np.diff(secondary) < 12).any():  # 12: a block's offset and size
             raise HudiFormatError(self.path, "index block's entry offsets do not fit it", offset=offset)
         return _IndexBlock(payload, secondary, base)
 
