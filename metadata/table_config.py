@@ -39,6 +39,9 @@ class BaseFileFormat(TextEnum):
         return "." + self.value.lower()
 
 
+_PROPERTY = re.compile(r"((?:\\.|[^=:\s\\])*)\s*[=:\s]\s*(.*)$")  # key, separator, value
+
+
 def parse_java_properties(text: str) -> dict[str, str]:
     """Parse a Java .properties file (the subset Hudi writes, plus continuations)."""
     props: dict[str, str] = {}
@@ -55,7 +58,7 @@ def parse_java_properties(text: str) -> dict[str, str]:
         logical.append(line)
         entry = "".join(logical)
         logical = []
-        match = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:\s]\s*(.*)$", entry)
+        match = _PROPERTY.match(entry)
         if match:
             key, value = match.group(1), match.group(2)
         else:
@@ -65,6 +68,8 @@ def parse_java_properties(text: str) -> dict[str, str]:
 
 
 def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
     out: list[str] = []
     i = 0
     while i < len(text):
