@@ -5,9 +5,10 @@ of megabytes each (cell spans, decoded strings, takes). Arrow's default pool,
 mimalloc, returns freed pages to the system within milliseconds, so the next
 buffer faults them in again and the kernel zeroes them once more. Where a
 page fault is dear (virtual machines: about 2.7 µs per 4 KiB page measured on
-the bench machine) that churn cost a second of a 4.5 s cold plan at 1M files;
-jemalloc keeps freed pages for reuse (bench.scale: plan_cold_s 4.5 s with
-mimalloc, 3.4 s with jemalloc, the same minutes).
+the bench machine) that churn cost a second of a cold plan at 1M files;
+jemalloc keeps freed pages for reuse. Medians of 5 alternating cold plans:
+4.5 s with mimalloc throughout, 3.4 s with READ_POOL here (3.2 s with
+jemalloc as the process default), and a second less system time.
 
 The read path passes READ_POOL explicitly to its large allocations: the
 process's default pool stays the user's choice, and a user who sets
