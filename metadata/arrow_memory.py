@@ -32,3 +32,10 @@ def _read_pool() -> pa.MemoryPool:
 
 
 READ_POOL: pa.MemoryPool = _read_pool()
+
+
+def release_unused() -> None:
+    """Hand the free pages of the read pool and the default pool back to the
+    system (after a large read whose tables are gone or about to be)."""
+    READ_POOL.release_unused()
+    pa.default_memory_pool().release_unused()

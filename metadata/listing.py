@@ -8,6 +8,7 @@ callers do not change when the source does.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Protocol
 
 import pyarrow as pa
@@ -109,11 +110,12 @@ class StorageListing:
 FILE_TABLE_SCHEMA = pa.schema([("partition", pa.string()), ("fileName", pa.string()), ("size", pa.int64())])
 
 
-def file_table_of(names: dict[str, dict[str, int]]) -> pa.Table:
-    """A FILE_TABLE_SCHEMA table of per-partition file names and sizes."""
+def file_table_of(names: Mapping[str, Mapping[str, int]], schema: pa.Schema = FILE_TABLE_SCHEMA) -> pa.Table:
+    """A table (partition or record key, file name, size; FILE_TABLE_SCHEMA
+    unless told) of file names and sizes per partition."""
     return pa.table([pa.array([p for p, files in names.items() for _ in files], pa.string()),
                      pa.array([n for files in names.values() for n in files], pa.string()),
-                     pa.array([s for files in names.values() for s in files.values()], pa.int64())], schema=FILE_TABLE_SCHEMA)
+                     pa.array([s for files in names.values() for s in files.values()], pa.int64())], schema=schema)
 
 
 def names_of(table: pa.Table, partitions: list[str]) -> dict[str, dict[str, int]]:

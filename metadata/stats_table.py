@@ -135,11 +135,11 @@ def stats_rows_of(files: pa.Table, stats: pa.Table) -> npt.NDArray[np.int64]:
     found = pc.index_in(names, value_set=stats.column(FILE_NAME), memory_pool=READ_POOL)
     same = pc.equal(partitions, pc.take(stats.column(PARTITION), found, memory_pool=READ_POOL))
     if not pc.all(pc.fill_null(same, True)).as_py():
-        found = pc.index_in(file_identities(files), value_set=file_identities(stats), memory_pool=READ_POOL)
+        found = pc.index_in(_file_identities(files), value_set=_file_identities(stats), memory_pool=READ_POOL)
     return np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-def file_identities(table: pa.Table) -> pa.Array:
+def _file_identities(table: pa.Table) -> pa.Array:
     """The identity of each row's file: partition, a NUL, file name."""
     joined = pc.binary_join_element_wise(table.column(PARTITION), table.column(FILE_NAME), "\x00", memory_pool=READ_POOL)
     return joined.combine_chunks(memory_pool=READ_POOL)

@@ -88,3 +88,29 @@ def test_lookups_in_a_two_level_index_read_only_the_leaves_they_walk(rows: set[s
         assert _columnar(flat, [lookup], 1 << 20) == expected
         if not expected:
             assert len(fresh._leaves) <= 2  # a missing key costs at most its leaf and the next one
+
+
+@pytest.mark.parametrize("damage", ["count past the block", "offsets backwards"])
+def test_a_leaf_index_block_whose_offsets_do_not_fit_is_named(damage: str) -> None:
+    """A leaf index block with valid checksums but entry offsets that do not fit
+    it: a lookup (lazy leaf) and a whole-index read both name the file and offset."""
+
+    def bad_leaf(entries: list[tuple[bytes, int, int]]) -> bytes:
+        payload = bytearray(good_leaf(entries))
+        if damage == "count past the block":
+            payload[0:4] = (10**6).to_bytes(4, "big")
+        else:  # the second entry starts before the first ends
+            payload[8:12] = (3).to_bytes(4, "big")
+        return bytes(payload)
+
+    good_leaf = HFileWriter._leaf_payload
+    cells = [(f"row{i:04d}".encode(), b"v" * 20) for i in range(400)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(HFileWriter, "_leaf_payload", staticmethod(bad_leaf))
+        writer = HFileWriter(block_size=64, max_root_entries=4)
+        writer.add_all(cells)
+        data = writer.finish({b"schema": b"{}"})
+    with pytest.raises(HudiFormatError, match=r"damaged\.hfile at offset \d+: index block's entry offsets do not fit it"):
+        HFileReader.from_bytes(data, "damaged.hfile").get(b"row0200")
+    with pytest.raises(HudiFormatError, match=r"damaged\.hfile at offset \d+: index block's entry offsets do not fit it"):
+        HFileReader.from_bytes(data, "damaged.hfile").data_index  # noqa: B018

@@ -1,9 +1,9 @@
 """Files-partition records to a table of live files, in Arrow.
 
 The columnar counterpart of `records.live_files` over decoded records (kept
-as the reference, with `records.live_sizes` for a few records): each entry of a record's `filesystemMetadata` map becomes
-a row (record key, file name, size), tombstones left out, without a Python
-object per file.
+as the reference, with `records.live_sizes` for a few records): each entry
+of a record's `filesystemMetadata` map becomes a row (record key, file name,
+size), tombstones left out, without a Python object per file.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from metadata.arrow_memory import READ_POOL
+from metadata.listing import file_table_of
 from metadata.mdt.columnar import Decoded
 from metadata.mdt.records import TYPE_ALL_PARTITIONS, TYPE_FILES
 
@@ -52,9 +53,7 @@ def live_entries(record_keys: pa.StringArray, decoded: Decoded) -> pa.Table:
 
 def entries_of_sizes(sizes: Mapping[str, Mapping[str, int]]) -> pa.Table:
     """The same table from record key -> live file name -> size."""
-    return pa.table({KEY: pa.array([key for key, files in sizes.items() for _ in files], pa.string()),
-                     NAME: pa.array([name for files in sizes.values() for name in files], pa.string()),
-                     SIZE: pa.array([size for files in sizes.values() for size in files.values()], pa.int64())}, schema=ENTRIES_SCHEMA)
+    return file_table_of(sizes, ENTRIES_SCHEMA)
 
 
 def first_path_like(names: pa.Array | pa.ChunkedArray) -> str | None:

@@ -87,7 +87,6 @@ class IndexEntry:
     on_disk_size: int
 
 
-
 @dataclass(frozen=True)
 class _IndexBlock:
     """A non-root index block: entries located by its secondary offsets, each
@@ -110,6 +109,7 @@ class _IndexBlock:
 
     def entries(self) -> list[IndexEntry]:
         return [self.entry(i) for i in range(len(self))]
+
 
 class HFileReader:
     def __init__(self, read_at: ReadAt, size: int, path: str, on_close: Callable[[], None] | None = None) -> None:
@@ -429,10 +429,11 @@ class HFileReader:
         for prefix in covering_prefixes(prefixes):
             blocks = self._blocks_from(prefix)
             entry = next(blocks, None)
+            row = row_of_key(entry.first_row) if entry is not None else b""
             while entry is not None:
                 following = next(blocks, None)
                 following_row = row_of_key(following.first_row) if following is not None else None
-                if row_of_key(entry.first_row).startswith(prefix) and following_row is not None and following_row.startswith(prefix):
+                if row.startswith(prefix) and following_row is not None and following_row.startswith(prefix):
                     checks[entry.offset] = (entry, None)
                 else:
                     block_checks = checks.setdefault(entry.offset, (entry, []))[1]
@@ -440,7 +441,7 @@ class HFileReader:
                         block_checks.append(prefix)
                 if following_row is None or not following_row.startswith(prefix):
                     break  # later blocks start past every row with the prefix
-                entry = following
+                entry, row = following, following_row
         return [checks[offset] for offset in sorted(checks)]
 
     def scan_chunks(self, prefixes: list[bytes] | None, chunk_bytes: int = CHUNK_BYTES, check: bool = True) -> Iterator[CellChunk]:

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata.arrow_memory import READ_POOL
+from metadata.arrow_memory import READ_POOL, release_unused
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.errors import HudiError, HudiFormatError, MetadataTableUnavailable
 from metadata.listing import FILE_TABLE_SCHEMA, names_of
@@ -43,8 +43,8 @@ log = logging.getLogger(__name__)
 FILES = "files"
 COLUMN_STATS = "column_stats"
 PARTITION_STATS = "partition_stats"
-PER_PARTITION_SEEKS = 256
-COLUMNAR_RECORDS = 64  # files records decoded columnar from this many in a chunk (fewer: one by one with fastavro)  # partitions up to which stats are read by column+partition prefix
+PER_PARTITION_SEEKS = 256  # partitions up to which stats are read by column+partition prefix
+COLUMNAR_RECORDS = 64  # files records decoded columnar from this many in a chunk (fewer: one by one with fastavro)
 
 
 class MetadataTable:
@@ -128,7 +128,7 @@ class MetadataTable:
     def files_for(self, partitions: list[str]) -> dict[str, dict[str, int]]:
         """File name -> size for each partition, in one pass over the MDT."""
         result = names_of(self.file_table(partitions), partitions)
-        pa.default_memory_pool().release_unused()  # the table's pages go back before a caller builds on the dicts
+        release_unused()  # the table's pages go back before a caller builds on the dicts
         return result
 
     def file_table(self, partitions: list[str]) -> pa.Table:
