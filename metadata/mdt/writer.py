@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -114,44 +114,49 @@ class MetadataTableWriter:
     # Public operations ---------------------------------------------------------------
     def build(self, partitions: Sequence[MdtPartition] = BUILD_ORDER, columns: Sequence[str] | None = None,
               rebuild: bool = False) -> IndexReport:
+        """Initialise the partitions not built yet; with `rebuild`, also rebuild
+        the named partitions that exist. A rebuild writes new base files beside
+        the old ones and swaps them in with one commit (an MDT compaction), so
+        it touches only the partitions it names, leaves every other index (Hudi's
+        secondary indexes included) alone, and a failure leaves the old ones."""
         started = time.monotonic()
         report = IndexReport("build")
+        check_columns(self.data, columns)  # before anything is touched
+        asked = [p for p in PARTITION_ORDER if p in partitions]
         with WriterLock(self.storage):
             self._reload()
-            wanted = [p for p in PARTITION_ORDER if p in partitions or p is MdtPartition.FILES]
-            existing = set(self.data.config.metadata_partitions)
-            if rebuild and any(p.value in existing for p in wanted):
-                # The metadata timeline names every file it ever wrote, so one
-                # partition cannot be swapped alone: rebuild them all.
-                wanted = [p for p in PARTITION_ORDER if p in wanted or p.value in existing]
-                lost = sorted(existing - {p.value for p in PARTITION_ORDER})
-                self._drop([MdtPartition.FILES], IndexReport("drop"))
-                report.notes.append("rebuilt the whole metadata table: " + ", ".join(p.value for p in wanted)
-                                    + (f"; not rebuilt (built by Hudi, no longer listed): {', '.join(lost)}" if lost else ""))
             built = set(self.data.config.metadata_partitions)
             if MdtPartition.FILES.value not in built:
                 self._reset_metadata_folder()
                 built = set()
             else:
                 self._sync_locked(report)
-            todo = [p for p in wanted if p.value not in built]
-            skipped = [p.value for p in wanted if p.value in built]
+            todo = [p for p in PARTITION_ORDER if (p in asked or p is MdtPartition.FILES) and p.value not in built]
+            redo = [p for p in asked if p.value in built] if rebuild else []
+            if MdtPartition.COLUMN_STATS in redo and MdtPartition.PARTITION_STATS.value in built and MdtPartition.PARTITION_STATS not in redo:
+                redo.append(MdtPartition.PARTITION_STATS)  # both hold the same columns: rebuilt from one pass
+                report.notes.append("partition_stats rebuilt with column_stats (they index the same columns)")
+            skipped = [p.value for p in asked if p.value in built and p not in redo]
             if skipped:
                 report.notes.append(f"already built, left alone: {', '.join(skipped)} (use --rebuild to rebuild)")
-            if not todo:
+            if not todo and not redo:
                 report.seconds = time.monotonic() - started
                 return report
-            self._set_config({METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(sorted({*self._inflight(), *(p.value for p in todo)}))})
+            if todo:
+                self._set_config({METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(sorted({*self._inflight(), *(p.value for p in todo)}))})
             snapshot = _Snapshot.take(self.data, self.engine, columns, self.batch_files, self.progress,
-                                      rollups_wanted=MdtPartition.PARTITION_STATS in todo)
+                                      rollups_wanted=MdtPartition.PARTITION_STATS in {*todo, *redo})
+            if redo:
+                self._rebuild(redo, snapshot, report)
             for partition in todo:
                 self._initialise(partition, snapshot, report)
                 report.partitions.append(partition.value)
-            listed = sorted({*self.data.config.metadata_partitions, *(p.value for p in todo)})
-            self.fault("before config update")
-            self._set_config({METADATA_PARTITIONS_KEY: ",".join(listed),
-                              METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(sorted(set(self._inflight()) - {p.value for p in todo})) or None})
-            self.fault("after config update")
+            if todo:
+                listed = sorted({*self.data.config.metadata_partitions, *(p.value for p in todo)})
+                self.fault("before config update")
+                self._set_config({METADATA_PARTITIONS_KEY: ",".join(listed),
+                                  METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(sorted(set(self._inflight()) - {p.value for p in todo})) or None})
+                self.fault("after config update")
         report.seconds = time.monotonic() - started
         return report
 
@@ -403,7 +408,7 @@ class MetadataTableWriter:
 
     def _indexed_columns(self, mdt: TableParts, schema: pa.Schema) -> list[str]:
         for instant in reversed(mdt.timeline.completed()):
-            if instant.action is Action.DELTA_COMMIT:
+            if instant.action in (Action.DELTA_COMMIT, Action.COMMIT):  # a rebuild's compaction may set them
                 extra = mdt.timeline.commit_metadata(instant).extra_metadata
                 if INDEXED_COLUMNS in extra:
                     return [c for c in extra[INDEXED_COLUMNS].split(",") if c]
@@ -557,7 +562,7 @@ class MetadataTableWriter:
                 out[key] = range_record(key, r, self.version, partition_stats=True)
         return out
 
-    # Compaction ---------------------------------------------------------------------------------
+    # Compaction and rebuilds: new base files swapped in by one commit -----------------------------
     def _compact_locked(self, report: IndexReport, force: bool) -> None:
         mdt = self._roll_back_failed(self._mdt(), report)
         pending = [i for i in self.data.timeline.pending() if not i.is_compaction]
@@ -570,41 +575,78 @@ class MetadataTableWriter:
                 if any(len(s.log_files) > self.compact_after for s in slices) or force and any(s.log_files for s in slices):
                     due.append(partition)
             if not due:
+                if force:
+                    report.notes.append("no file group has log files: nothing to compact")
                 return
             if pending:
                 report.notes.append(f"compaction of {', '.join(p.value for p in due)} deferred: data instants "
                                     f"{', '.join(i.requested_time for i in pending)} are pending")
                 return
-            ts = self._new_time() if self.version >= 8 else (reader.latest_instant + "001")
             merged = {p: reader.read(p.value, KeyQuery()) for p in due}
-            slices_of = {p: reader.file_slices(p.value) for p in due}
+            ts, slices_of = self._request_compaction(mdt, reader, due)
         finally:
             reader.close()
+        written: list[tuple[str, str, int]] = []
+        for partition in due:
+            cells = ((key, encode_record(_raw(record), self.schema_json)) for key, record in merged[partition].items() if not _is_dropped(record))
+            self._write_bases(partition, ts, len({s.file_id for s in slices_of[partition]}), cells, written, "compaction")
+            report.compacted.append(partition.value)
+        self._complete(mdt, ts, Action.COMMIT, written, "COMPACT", compacted=True)
+
+    def _rebuild(self, partitions: list[MdtPartition], snapshot: _Snapshot, report: IndexReport) -> None:
+        """Every file group of each partition gets a new base file from the
+        snapshot; the completed compaction commit swaps them all in at once
+        (Hudi's readers take compaction instants as valid). Until then readers
+        see the old slices; a crash leaves a pending instant the next run rolls back."""
+        mdt = self._mdt()
+        reader = MetadataTableReader(self.data)
+        try:
+            ts, slices_of = self._request_compaction(mdt, reader, partitions)
+        finally:
+            reader.close()
+        self.progress(f"rebuilding {', '.join(p.value for p in partitions)} at metadata instant {ts}")
+        written: list[tuple[str, str, int]] = []
+        for partition in partitions:
+            groups = len({s.file_id for s in slices_of[partition]}) or self._file_group_count(partition)
+            cells = ((key, encode_record(record, self.schema_json)) for key, record in snapshot.records(partition, self.version))
+            report.records_written += self._write_bases(partition, ts, groups, cells, written, "rebuild")
+            report.partitions.append(partition.value)
+        extra = {INDEXED_COLUMNS: ",".join(snapshot.columns)} if {MdtPartition.COLUMN_STATS, MdtPartition.PARTITION_STATS} & set(partitions) else {}
+        self._complete(mdt, ts, Action.COMMIT, written, "COMPACT", extra, compacted=True)
+        report.files_indexed = max(report.files_indexed, snapshot.file_count)
+        report.notes.append(f"rebuilt beside the old file slices and swapped in by metadata instant {ts}: {', '.join(p.value for p in partitions)}")
+
+    def _request_compaction(self, mdt: TableParts, reader: MetadataTableReader,
+                            partitions: Sequence[MdtPartition]) -> tuple[str, dict[MdtPartition, list[FileSlice]]]:
+        """A new compaction instant (requested and inflight) over the partitions' current slices."""
+        ts = self._new_time() if self.version >= 8 else (reader.latest_instant + "001")
+        slices_of = {p: reader.file_slices(p.value) for p in partitions}
         operations: list[dict[str, Any]] = [{"baseInstantTime": s.base_instant, "deltaFilePaths": [f.rsplit("/", 1)[-1] for f in s.log_files],
-                       "dataFilePath": s.base_file_name, "fileId": s.file_id, "partitionPath": p.value, "metrics": {}}
-                      for p in due for s in slices_of[p]]
+                                             "dataFilePath": s.base_file_name, "fileId": s.file_id, "partitionPath": p.value, "metrics": {}}
+                                            for p in partitions for s in slices_of[p]]
         plan = encode_avro_instant(COMPACTION_PLAN, {"operations": operations, "extraMetadata": None, "version": 2})
         self.mdt_storage.write_bytes(join(mdt.config.timeline_path, f"{ts}.compaction.requested"), plan)
         self.mdt_storage.write_bytes(join(mdt.config.timeline_path, f"{ts}.compaction.inflight"), b"")
         self.fault("compaction: after requested")
-        written: list[tuple[str, str, int]] = []
-        for partition in due:
-            groups = {s.file_id for s in slices_of[partition]}
-            count = len(groups)
-            cells: dict[int, list[tuple[bytes, bytes]]] = {i: [] for i in range(count)}
-            for key, record in merged[partition].items():
-                if _is_dropped(record):
-                    continue
-                cells[file_group_index(key, count)].append((key.encode(), encode_record(_raw(record), self.schema_json)))
-            for index, group_cells in cells.items():
-                fg = file_group_id(partition, index)
-                name = f"{fg}_{self._write_token()}_{ts}.hfile"
-                content = self._hfile(sorted(group_cells))
-                self.mdt_storage.write_bytes(join(partition.value, name), content)
-                written.append((fg, join(partition.value, name), len(content)))
-                self.fault(f"compaction: after {partition.value}/{index}")
-            report.compacted.append(partition.value)
-        self._complete(mdt, ts, Action.COMMIT, written, "COMPACT", compacted=True)
+        return ts, slices_of
+
+    def _write_bases(self, partition: MdtPartition, ts: str, groups: int, cells: Iterable[tuple[str, bytes]],
+                     written: list[tuple[str, str, int]], step: str) -> int:
+        """One HFile per file group (empty ones too: each replaces its group's
+        old slice), cells routed by Hudi's key hash; returns the cells written."""
+        spills = {i: CellSpill(max(1, self.memory_budget // groups)) for i in range(groups)}
+        for key, value in cells:
+            spills[file_group_index(key, groups)].add(key.encode(), value)
+        for index, spill in spills.items():
+            fg = file_group_id(partition, index)
+            name = join(partition.value, f"{fg}_{self._write_token()}_{ts}.hfile")
+            with self.mdt_storage.write_stream(name) as out:
+                hfile = HFileWriter(sink=out)
+                hfile.add_all(spill.sorted_cells())
+                size = hfile.close(self._file_info())
+            written.append((fg, name, size))
+            self.fault(f"{step}: after {partition.value}/{index}")
+        return sum(spill.count for spill in spills.values())
 
     # Drop -------------------------------------------------------------------------------------
     def _drop(self, partitions: list[MdtPartition], report: IndexReport) -> None:
@@ -631,6 +673,18 @@ class MetadataTableWriter:
 def _completed(data: TableParts) -> frozenset[str]:
     """Data instants whose log blocks count when a whole log file is read."""
     return frozenset(i.requested_time for i in data.timeline.completed())
+
+
+def check_columns(data: TableParts, columns: Sequence[str] | None) -> None:
+    """Columns asked for that the table's schema lacks fail before any write."""
+    if columns:
+        _check_columns(data, table_schema(data), columns)
+
+
+def _check_columns(data: TableParts, schema: pa.Schema, columns: Sequence[str]) -> None:
+    unknown = [c for c in columns if c not in schema.names]
+    if unknown and schema.names:
+        raise IndexWriteError(f"{data.storage.uri}: no column {', '.join(map(repr, unknown))} in the table schema")
 
 
 def table_schema(data: TableParts) -> pa.Schema:
@@ -767,9 +821,7 @@ class _Snapshot:
             if kept:
                 files[partition] = kept
         chosen = list(columns) if columns else columns_to_index(schema)
-        unknown = [c for c in chosen if c not in schema.names]
-        if unknown and schema.names:
-            raise IndexWriteError(f"{data.storage.uri}: no column {', '.join(map(repr, unknown))} in the table schema")
+        _check_columns(data, schema, chosen)
         pending = sorted(i.requested_time for i in data.timeline.pending())
         return cls(data, engine, chosen, files, built_through, pending, schema, max(1, batch_files),
                    progress or (lambda message: None), rollups_wanted)
