@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from expressions.binding import bind
 from expressions.dialect import NanSemantics, nan_semantics
 from expressions.eval_rows import is_nan_literal
-from expressions.functions import Function, all_total, image_all, image_all_arrays, result_type
+from expressions.functions import Function, all_total, all_total_within_image, image_all, image_all_arrays, result_type
 from expressions.functions.text import after_prefix
 from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, Ref, StartsWith, Unknown, Visitor, visit
 from metadata.stats_table import (
@@ -82,6 +82,10 @@ class _Column:
             low_array, high_array = self._images_file_by_file(functions, usable, target)
         if all_total(functions, source):
             return _Column(low_array, high_array, self.nulls, self.count)
+        if all_total_within_image(functions, source) and self.nulls is not None:
+            # f may be NULL where it has no image (an overflow): those files' null counts are unknown
+            known = pc.or_(pc.and_(pc.is_valid(low_array), pc.is_valid(high_array)), self.all_null)
+            return _Column(low_array, high_array, pc.if_else(known, self.nulls, pa.scalar(None, self.nulls.type)), self.count)
         return _Column(low_array, high_array, None, None, all_null=self.all_null)
 
     def _images_file_by_file(self, functions: tuple[Function, ...], usable: pa.ChunkedArray,

@@ -149,10 +149,7 @@ def cases(draw: st.DrawFn) -> tuple[pa.Table, list[int], list[bool], Expr]:
     return table, cuts, truncate, draw(predicates(table))
 
 
-# Cases and seeding come from the Hypothesis profile (tests/conftest.py): 5,000 derandomised in CI.
-@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(cases())
-def test_pruning_never_drops_a_matching_file(case: tuple[pa.Table, list[int], list[bool], Expr]) -> None:
+def check(case: tuple[pa.Table, list[int], list[bool], Expr]) -> None:
     table, cuts, truncate, expr = case
     bounds = [0, *cuts, table.num_rows]
     files = [table.slice(a, b - a) for a, b in zip(bounds, bounds[1:])]
@@ -163,3 +160,11 @@ def test_pruning_never_drops_a_matching_file(case: tuple[pa.Table, list[int], li
         if part.num_rows and name not in kept:
             selected = evaluate_rows(expr, part)
             assert not any(selected.to_pylist()), f"{name} dropped but holds a match for {expr}: {part.to_pylist()}"
+
+
+# Cases and seeding come from the Hypothesis profile (tests/conftest.py): 5,000 derandomised in CI;
+# bench.fuzz searches with random seeds apart from CI.
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(cases())
+def test_pruning_never_drops_a_matching_file(case: tuple[pa.Table, list[int], list[bool], Expr]) -> None:
+    check(case)

@@ -165,3 +165,31 @@ def test_a_broken_rule_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(AssertionError, match="dropped but holds a match"):
         settings(max_examples=3000, derandomize=True, database=None, suppress_health_check=list(HealthCheck))(
             given(cases())(check))()
+
+
+# Cases random runs found, kept as explicit examples ---------------------------------------
+BIG = pa.schema([("big", pa.int64()), ("i", pa.int32()), ("d", pa.date32())])
+FOUND_CASES = [
+    # integer overflow: the row evaluator gives NULL, so a file that can overflow may hold a match
+    ("big * 2147483648 IS NULL", {"big": [0, 4294967296], "i": [1, 2], "d": [date(2024, 1, 1)] * 2}),
+    ("NOT (big * 2147483648 IS NOT NULL)", {"big": [0, 4294967296], "i": [1, 2], "d": [date(2024, 1, 1)] * 2}),
+    ("big + 9223372036854775807 IS NULL", {"big": [-5, 7], "i": [1, 2], "d": [date(2024, 1, 1)] * 2}),
+    ("i * 2147483648 * 2147483648 IS NULL", {"big": [1, 2], "i": [3, 4], "d": [date(2024, 1, 1)] * 2}),
+]
+
+
+@pytest.mark.parametrize(("where", "columns"), FOUND_CASES)
+def test_found_cases_keep_the_file_with_a_match(where: str, columns: dict[str, list[Any]]) -> None:
+    from expressions import parse_sql
+
+    table = pa.table(columns, schema=BIG)
+    expr = parse_sql(where)
+    assert any(evaluate_rows(expr, table).to_pylist())  # the row evaluator finds a match ...
+    assert prune_files(expr, file_stats([table], ["f"], [False], BIG)) == ["f"]  # ... so the file stays
+
+
+def test_null_counts_still_prune_where_no_file_can_overflow() -> None:
+    from expressions import parse_sql
+
+    small = pa.table({"big": [1, 2], "i": [1, 2], "d": [date(2024, 1, 1)] * 2}, schema=BIG)
+    assert prune_files(parse_sql("big * 2 IS NULL"), file_stats([small], ["f"], [False], BIG)) == []

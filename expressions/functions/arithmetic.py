@@ -47,6 +47,12 @@ def _is_int_constant(value: Number) -> bool:
     return isinstance(value, int) or (isinstance(value, Decimal) and value == value.to_integral_value())
 
 
+def _may_overflow(source: pa.DataType, constant: Number) -> bool:
+    """Whether `apply` can give NULL for a non-NULL value: integer results
+    outside BIGINT and dates outside the calendar are NULL here."""
+    return (pa.types.is_integer(source) or pa.types.is_date(source)) and _is_int_constant(constant)
+
+
 def _outward(low: float, high: float) -> tuple[float, float]:
     return math.nextafter(low, -math.inf), math.nextafter(high, math.inf)
 
@@ -124,6 +130,12 @@ class Add(Function):
 
     constant: Number
 
+    def total_on(self, source: pa.DataType) -> bool:
+        return not _may_overflow(source, self.constant)
+
+    def total_within_image(self, source: pa.DataType) -> bool:
+        return True  # an overflowing file gets no image
+
     def result_type(self, source: pa.DataType) -> pa.DataType | None:
         if pa.types.is_date(source):
             return pa.date32() if _is_int_constant(self.constant) else None
@@ -176,6 +188,12 @@ class Multiply(Function):
     """`c * k` (`-c` is k = -1): decreasing for a negative k."""
 
     constant: Number
+
+    def total_on(self, source: pa.DataType) -> bool:
+        return not _may_overflow(source, self.constant)
+
+    def total_within_image(self, source: pa.DataType) -> bool:
+        return True  # an overflowing file gets no image
 
     def result_type(self, source: pa.DataType) -> pa.DataType | None:
         if pa.types.is_floating(source) and self.constant == 0:

@@ -26,6 +26,13 @@ class Function:
         the column's null counts are f(c)'s)."""
         return True
 
+    def total_within_image(self, source: pa.DataType) -> bool:
+        """Whether f(x) is NULL exactly when x is NULL for every x of a file
+        whose image f gives. Integer arithmetic is NULL on overflow, not total,
+        but it gives no image to a file it could overflow on: null counts then
+        carry over to the files with an image."""
+        return self.total_on(source)
+
     def result_type(self, source: pa.DataType) -> pa.DataType | None:
         """The type of f(c) for a column of type `source`, or None when f
         does not prune on such a column (the leaf then keeps every file)."""
@@ -93,6 +100,14 @@ def result_type(functions: tuple[Function, ...], source: pa.DataType) -> pa.Data
 def all_total(functions: tuple[Function, ...], source: pa.DataType) -> bool:
     for function in functions:
         if not function.total_on(source):
+            return False
+        source = _result(function, source)
+    return True
+
+
+def all_total_within_image(functions: tuple[Function, ...], source: pa.DataType) -> bool:
+    for function in functions:
+        if not function.total_within_image(source):
             return False
         source = _result(function, source)
     return True
