@@ -29,6 +29,13 @@ PROPERTIES: dict[str, tuple[Any, Callable[[Any], None]]] = {
 }
 
 
+def _counting(check: Callable[[Any], None], counted: list[int]) -> Callable[[Any], None]:
+    def counting(case: Any) -> None:
+        counted.append(1)
+        check(case)
+    return counting
+
+
 def search(name: str, seconds: float, examples: int) -> dict[str, Any]:
     strategy, check = PROPERTIES[name]
     found: list[dict[str, Any]] = []
@@ -37,14 +44,9 @@ def search(name: str, seconds: float, examples: int) -> dict[str, Any]:
     while time.monotonic() < deadline:
         chosen = random.SystemRandom().randrange(2**63)
         counted: list[int] = []
-
-        def counting(case: Any) -> None:
-            counted.append(1)
-            check(case)
-
         run = settings(max_examples=examples, deadline=None, database=None, derandomize=False, print_blob=True,
                        phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))(
-            seed(chosen)(given(strategy())(counting)))
+            seed(chosen)(given(strategy())(_counting(check, counted))))
         try:
             run()
         except AssertionError as failure:

@@ -1,7 +1,16 @@
 """Order-preserving functions of a column (see `base`)."""
 
 from expressions.functions.arithmetic import Add, Divide, Multiply
-from expressions.functions.base import Function, all_total, all_total_within_image, apply_all, image_all, image_all_arrays, result_type, to_sql
+from expressions.functions.base import (
+    Function,
+    all_total,
+    all_total_within_image,
+    apply_all,
+    image_all,
+    image_all_arrays,
+    result_type,
+    to_sql,
+)
 from expressions.functions.calendar import DateFormat, DatePart, ParseTime, SecondsToTimestamp, ToDate, ToTimestamp, UnixSeconds
 from expressions.functions.text import ChangeCase
 from expressions.functions.zones import SessionZone
