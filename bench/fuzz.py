@@ -22,6 +22,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from bench.common import finish, progress
+
 # The properties live with their tests (imported by name: the tests are not type-checked as a library).
 PROPERTIES = {"predicates": "tests.test_expressions_property", "functions": "tests.test_function_pruning_property"}
 
