@@ -85,7 +85,7 @@ def candidate_query(sql: str, table_path: str, dialect: str = "trino", begin: st
             raise RewriteError(f"the WHERE clause cannot be planned: {exc}") from None
         files, row_filter, explanation = list(result.files), None, result.explain()
     bases = [s for s in files if s.base_file]
-    paths = sorted(join(table_path.rstrip("/"), s.base_file) for s in bases if s.base_file)
+    paths = sorted(join(table.base_uri.rstrip("/"), s.base_file) for s in bases if s.base_file)  # absolute: engines match "$path" to it
     kept_partitions = sorted({s.partition for s in bases})
     conditions: list[Any] = []
     kept = partition_condition(table, kept_partitions, qualifier)

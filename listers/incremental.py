@@ -14,7 +14,7 @@ from typing import Any
 
 from metadata import CleanedFilesError, FileSlice, HudiTable, Instant
 from metadata.errors import HudiBridgeError
-from metadata.instant import check_instant_time
+from metadata.instant import check_begin_instant, check_instant_time
 
 
 class IncrementalRangeError(HudiBridgeError):
@@ -75,7 +75,7 @@ def incremental(
     """Plan the changes in (begin, end]; `max_commits` caps the instants (-1 or None: all).
     `strict`: a damaged metadata table is an error rather than a fallback to storage."""
     table = path_or_uri if isinstance(path_or_uri, HudiTable) else HudiTable.open(path_or_uri, use_metadata=use_metadata, strict=strict)
-    check_instant_time(begin, "begin instant")
+    begin = check_begin_instant(begin)
     if end is not None:
         check_instant_time(end, "end instant")
     timeline = table.timeline

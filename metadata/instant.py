@@ -181,6 +181,14 @@ def check_instant_time(text: str, what: str = "instant time") -> str:
     return text
 
 
+def check_begin_instant(text: str, what: str = "begin instant") -> str:
+    """A range's exclusive start: an instant time, or zeros of any length
+    (`0`, `000`: Hudi's "from the start"), which become BEFORE_ALL_INSTANTS."""
+    if text and set(text) == {"0"}:
+        return BEFORE_ALL_INSTANTS
+    return check_instant_time(text, what)
+
+
 INSTANT_SECONDS_FORMAT = "%Y%m%d%H%M%S"  # an instant time's first 14 digits; milliseconds follow
 
 

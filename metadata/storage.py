@@ -128,8 +128,10 @@ class Storage:
             except Exception as exc:  # pyarrow raises several types here
                 raise HudiError(f"cannot open storage for {path_or_uri}: {exc}") from exc
             return cls(fs, base, path_or_uri)
-        local = hadoop_local_path(path_or_uri)
-        return cls(pafs.LocalFileSystem(), _normalise_local(local), path_or_uri)
+        local = _normalise_local(hadoop_local_path(path_or_uri))
+        # A relative path becomes absolute here, the boundary every API and command passes:
+        # engines and hudi-rs are handed the table's location, and a relative one means nothing to them.
+        return cls(pafs.LocalFileSystem(), local, path_or_uri if path_or_uri.startswith("file:") else local)
 
     def child(self, relative: str) -> Storage:
         """Storage rooted at a folder below this one (e.g. the metadata table)."""
@@ -246,6 +248,4 @@ def hadoop_local_path(path_or_uri: str) -> str:
 
 
 def _normalise_local(path: str) -> str:
-    import os
-
     return os.path.abspath(os.path.expanduser(path))

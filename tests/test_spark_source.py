@@ -351,3 +351,38 @@ def test_dropped_partition_columns_come_from_the_path(tmp_path: Path, spark: Any
     assert frame.schema.names[-2:] == ["id", "p"] and frame.schema["p"].dataType.simpleString() == "string"
     assert sorted((r.id, r.p) for r in frame.collect()) == [(i, f"x{i % 2}") for i in range(6)]
     assert sorted(r.id for r in read(spark, str(path), where="p = 'x1'").collect()) == [1, 3, 5]
+
+
+PULL_STEPS = ["after staging", "after earlier ranges removed", "after rename", "checkpoint"]
+
+
+@pytest.mark.parametrize("step", PULL_STEPS)
+def test_pull_killed_at_any_step_with_commits_arriving_writes_each_row_once(tmp_path: Path, spark: Any, source: str,
+                                                                           step: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine_bridge.spark.pull as pull_module
+
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    path = str(tmp_path / "pulled")
+    builder = TableBuilder(path, schema, table_type="MERGE_ON_READ", version=8)
+    builder.write([{"id": i, "v": "a"} for i in range(5)])
+    out, checkpoint = tmp_path / "out", str(tmp_path / "checkpoint.json")
+    first = pull_module.pull(spark, path, str(out), checkpoint=checkpoint)
+    builder.write([{"id": i, "v": "b"} for i in (0, 1, 7)])
+
+    def kill(at: str) -> None:
+        if at == step:
+            raise KeyboardInterrupt(f"killed {at}")
+
+    with monkeypatch.context() as patched:
+        if step == "checkpoint":
+            patched.setattr(pull_module, "write_checkpoint", lambda *args: kill("checkpoint"))
+        with pytest.raises(KeyboardInterrupt):
+            pull_module.pull(spark, path, str(out), checkpoint=checkpoint, fault=kill)
+    assert pull_module.read_checkpoint(checkpoint) == first.end
+    (out / "_staging_left_by_kill_9").mkdir()  # what a killed process leaves (no finally runs)
+    builder.write([{"id": 8, "v": "c"}])  # a commit arrives before the rerun
+    rerun = pull_module.pull(spark, path, str(out), checkpoint=checkpoint)
+    assert rerun.begin == first.end and rerun.rows == 4
+    assert not list(out.glob("_staging_*"))
+    pulled = sorted((r.id, r.v) for r in spark.read.parquet(*(str(p) for p in sorted(out.glob("range_*")))).collect())
+    assert pulled == sorted([(i, "a") for i in range(5)] + [(0, "b"), (1, "b"), (7, "b"), (8, "c")])

@@ -34,7 +34,7 @@ from listers import DirectoryLister, plan
 from metadata import FileSlice, HudiTable
 from metadata.errors import HudiError
 from metadata.fs_view import FileSystemView
-from metadata.instant import Action, Instant, check_instant_time
+from metadata.instant import Action, Instant, check_begin_instant, check_instant_time
 from metadata.storage import Storage, join
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ def _incremental_instants(table: HudiTable, key: str, conf: Mapping[str, str], n
     start = conf.get(START.format(table=key), "").strip()
     if not start:
         raise HudiError(f"{CONSUME_MODE.format(table=key)}=INCREMENTAL needs {START.format(table=key)}")
-    check_instant_time(start, START.format(table=key))
+    start = check_begin_instant(start, START.format(table=key))
     return consumed_instants(table, start, integer(conf, MAX_COMMITS.format(table=key), DEFAULT_MAX_COMMITS),
                              flag(conf, STOP_AT_COMPACTION.format(table=key), True), notes)
 

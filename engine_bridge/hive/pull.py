@@ -34,7 +34,7 @@ from hive_sync.hiveql import SqlClient
 from hive_sync.names import qualified
 from metadata import HudiTable
 from metadata.errors import HudiBridgeError
-from metadata.instant import check_instant_time
+from metadata.instant import check_begin_instant
 
 PLACEHOLDER = re.compile(r"`?_hoodie_commit_time`?\s*>\s*'%s'", re.IGNORECASE)
 
@@ -80,7 +80,7 @@ def _source_selects(tree: Any, database: str, table: str) -> list[tuple[exp.Sele
 def plan_pull(extract_sql: str, table: HudiTable, source_db: str, source_table: str, begin: str,
               max_commits: int = 1) -> HivePullPlan:
     """The extract SQL filled and restricted to the range after `begin`."""
-    check_instant_time(begin, "begin instant")
+    begin = check_begin_instant(begin)
     if not PLACEHOLDER.search(extract_sql):
         raise HivePullError("the extract SQL has no `_hoodie_commit_time > '%s'` clause, so it would not pull incrementally")
     instants = consumed_instants(table, begin, max_commits)

@@ -2,11 +2,13 @@
 instants, then move the checkpoint.
 
 Each range goes to its own folder `<out>/range_<begin>_<end>`, written under
-a temporary name and renamed into place, and only then is the checkpoint
+a staging name and renamed into place, and only then is the checkpoint
 moved (written to a temporary file and renamed). A crash at any point
 leaves either no folder for the range or a complete one with the
-checkpoint behind it; the next run redoes that same range and replaces the
-folder, so each range is in the output once.
+checkpoint behind it. The next run pulls from the checkpoint again, up to
+the latest instant then (commits may have arrived), and replaces every
+range with the same begin: each row is in the output once. Staging folders
+a killed run left are removed first.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from engine_bridge.spark.fast_read import read
 from listers.incremental import incremental, range_key
 from metadata import HudiTable
 from metadata.errors import HudiBridgeError
-from metadata.instant import BEFORE_ALL_INSTANTS, check_instant_time
+from metadata.instant import BEFORE_ALL_INSTANTS, check_begin_instant, check_instant_time
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,15 @@ def write_checkpoint(path: str, instant: str, table: str, output: str) -> None:
     os.replace(temporary, path)
 
 
+STAGING_PREFIX = "_staging_"
+
+
+def _remove_staging(out: Path) -> None:
+    """Staging folders of runs that were killed (one pull writes an output at a time)."""
+    for leftover in out.glob(f"{STAGING_PREFIX}*") if out.is_dir() else []:
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
 def pull(
     spark: Any,
     path: str,
@@ -79,14 +90,17 @@ def pull(
     where: str | None = None,
     output_format: str = "parquet",
     progress: Callable[[str], None] = log.info,
+    fault: Callable[[str], None] = lambda step: None,
 ) -> PullResult:
     """Pull (begin, end] (begin from the checkpoint when it exists) into a new
     range folder under `out`, then move the checkpoint to the range's end."""
     start = (read_checkpoint(checkpoint) if checkpoint else None) or begin or BEFORE_ALL_INSTANTS
-    check_instant_time(start, "begin instant")
+    start = check_begin_instant(start)
+    out = os.path.abspath(os.path.expanduser(out))
     if Path(out).exists() and not Path(out).is_dir():
         raise PullError(f"output {out} is a file, not a folder")
     table = HudiTable.open(path)
+    path = table.base_uri  # absolute from here on: Spark's workers and hudi-rs are handed it
     progress(f"planning ({start}, {end or 'latest'}] on {path}")
     planned = incremental(table, start, end, max_commits)
     if not planned.instants:
@@ -97,13 +111,22 @@ def pull(
     progress(f"{len(instants)} instant(s), {len(planned.files)} file slice(s) in {len(planned.partitions)} partition(s)")
     frame = read(spark, path, where=where, query_type="incremental", begin=start, end=last, table=table)
     final = Path(out) / f"range_{start}_{last}"
-    staging = Path(out) / f"_staging_{start}_{last}_{uuid.uuid4().hex}"
+    _remove_staging(Path(out))
+    staging = Path(out) / f"{STAGING_PREFIX}{start}_{last}_{uuid.uuid4().hex}"
     progress(f"writing {output_format} to {final}")
-    frame.write.format(output_format).save(str(staging))
-    rows = spark.read.format(output_format).load(str(staging)).count()
-    if final.exists():  # an earlier run wrote this range and stopped before its checkpoint
-        shutil.rmtree(final)
-    os.replace(staging, final)
+    try:
+        frame.write.format(output_format).save(str(staging))
+        rows = spark.read.format(output_format).load(str(staging)).count()
+        fault("after staging")
+        for earlier in sorted(Path(out).glob(f"range_{start}_*")):  # a run that stopped before its checkpoint moved
+            progress(f"replacing {earlier.name}: its checkpoint never moved")
+            shutil.rmtree(earlier)
+        fault("after earlier ranges removed")
+        os.replace(staging, final)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    fault("after rename")
     if checkpoint:
         write_checkpoint(checkpoint, last, path, str(final))
         progress(f"checkpoint {checkpoint} at {last}")
