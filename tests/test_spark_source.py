@@ -386,3 +386,32 @@ def test_pull_killed_at_any_step_with_commits_arriving_writes_each_row_once(tmp_
     assert not list(out.glob("_staging_*"))
     pulled = sorted((r.id, r.v) for r in spark.read.parquet(*(str(p) for p in sorted(out.glob("range_*")))).collect())
     assert pulled == sorted([(i, "a") for i in range(5)] + [(0, "b"), (1, "b"), (7, "b"), (8, "c")])
+
+
+@requires_fixtures
+@pytest.mark.parametrize("fixture_table", ["quickstart_trips_table__mor__avro__v8_trips_8i3u1d"], indirect=True)
+def test_relative_paths_to_a_mor_table_with_logs(fixture_table: str, spark: Any, source: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative table path is made absolute at the boundary: the workers and hudi-rs get a location they can open."""
+    from click.testing import CliRunner
+
+    from engine_bridge.cli import main
+    from engine_bridge.trino import candidate_query
+
+    import os
+
+    target = _target(fixture_table)
+    table = Path(fixture_table)
+    # Spark's Python workers resolve a path from the directory Spark started in (this one, here)
+    from_start = os.path.relpath(fixture_table)
+    assert not from_start.startswith("/")
+    assert spark_rows(spark.read.format(source).load(from_start), target) == hudi_rs_rows(fixture_table, target)
+    monkeypatch.chdir(table.parent.parent)
+    relative = f"{table.parent.name}/{table.name}"
+    rewritten = candidate_query("SELECT * FROM trips WHERE fare > 0", relative)
+    assert rewritten.files and all(p.startswith(str(table) + "/") for p in rewritten.files)
+    pulled = CliRunner().invoke(main, ["pull", relative, "--to", "out", "--json"])
+    assert pulled.exit_code == 0, pulled.output
+    output = json.loads(pulled.stdout)["output"]
+    assert output == str(table.parent.parent / "out" / Path(output).name)
+    assert spark.read.parquet(output).count() == len(hudi_rs_rows(fixture_table, target, None))
