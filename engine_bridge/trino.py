@@ -11,6 +11,7 @@ metadata table itself.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,8 @@ def _single_table(select: exp.Select, sql: str) -> exp.Table:
     tables = list(source.find_all(exp.Table)) if source is not None else []
     if len(tables) != 1 or select.args.get("joins"):
         raise RewriteError(f"expected a SELECT from one Hudi table: {sql}")
+    if not isinstance(source.this, exp.Table):  # "$path" belongs to the scan of the table, not to a subquery over it
+        raise RewriteError("the FROM clause holds a subquery: give the SELECT over the Hudi table itself (the innermost query)")
     return tables[0]
 
 
@@ -65,6 +68,8 @@ def candidate_query(sql: str, table_path: str, dialect: str = "trino", begin: st
         statement = sqlglot.parse_one(sql, read=dialect)
     except sqlglot.ParseError as exc:
         raise RewriteError(f"cannot parse the query: {exc}") from None
+    except sqlglot.errors.TokenError as exc:
+        raise RewriteError(f"cannot read the query's text ({dialect}): {str(exc).splitlines()[0]}") from None
     if not isinstance(statement, exp.Select):
         raise RewriteError(f"expected a SELECT: {sql}")
     table_node = _single_table(statement, sql)
@@ -120,5 +125,9 @@ def run_query(server: str, catalog: str, schema: str, sql: str, user: str = "hud
         return names, rows
     except trino.exceptions.TrinoQueryError as exc:
         raise HudiError(f"{server}: {exc.message}") from None
+    except (trino.exceptions.TrinoConnectionError, trino.exceptions.HttpError, OSError) as exc:
+        reason = re.search(r"\[Errno \d+\] ([^\]\")']+)", str(exc))
+        why = reason.group(1).strip().lower() if reason else str(exc).splitlines()[0][:200]
+        raise HudiError(f"Trino/Presto server {server}: cannot connect ({why}); check --server and that the server is up") from None
     finally:
         connection.close()

@@ -158,6 +158,8 @@ def _bind_comparison(expr: Comparison, ref: Ref, dtype: pa.DataType) -> Expr:
         if expr.op is Op.NULL_SAFE_EQ:
             return IsNull(ref)
         return AlwaysFalse()  # any comparison with NULL is NULL: never selects
+    if literal.value is True and expr.op is Op.EQ and not pa.types.is_boolean(dtype):  # `WHERE amount` reads as amount = TRUE
+        raise CoercionError(f"column {ref} of type {dtype} is not a condition: compare it with a value, as in {ref} > 0", ref.position)
     exact, value = coerce(literal, dtype, ref)
     if exact:
         return Comparison(expr.op, ref, Literal(value, str(dtype), literal.position), expr.origin)
@@ -275,7 +277,9 @@ def coerce(literal: Literal, dtype: pa.DataType, ref: Ref) -> tuple[bool, Any]:
             return True, moment
     except CoercionError:
         raise
-    except (ValueError, InvalidOperation, OverflowError) as exc:
+    except InvalidOperation:
+        raise fail("not a number") from None  # decimal's own text is a list of condition classes
+    except (ValueError, OverflowError) as exc:
         raise fail(str(exc)) from None
     raise fail("this column type has no literal coercion")
 

@@ -72,11 +72,29 @@ def parse_sql(text: str, dialect: Dialect | str = Dialect.SPARK, time_zone: str 
         tree = sqlglot.parse_one(text, read=dialect.value)
     except ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
-        raise SqlSyntaxError(f"cannot parse {dialect} SQL: {first.get('description', exc)}", (first.get("line", 1), first.get("col", 1))) from None
+        raise SqlSyntaxError(f"cannot parse {dialect} SQL: {_parse_problem(str(first.get('description', exc)))}",
+                             (first.get("line", 1), first.get("col", 1))) from None
     except RecursionError:  # a safety net: _check_tokens bounds the nesting first
         raise SqlSyntaxError(f"predicate nested too deeply (at most {MAX_NESTING} levels)", (1, 1)) from None
     _check_boolean(text, tree, tokens)
     return _Converter(text, dialect, SessionZone(time_zone)).convert(tree)
+
+
+_OPERATORS = {"GT": "'>'", "GTE": "'>='", "LT": "'<'", "LTE": "'<='", "EQ": "'='", "NEQ": "'<>'", "NullSafeEQ": "'<=>'",
+              "Add": "'+'", "Sub": "'-'", "Mul": "'*'", "Div": "'/'", "Mod": "'%'", "And": "AND", "Or": "OR", "Not": "NOT",
+              "Like": "LIKE", "ILike": "ILIKE", "In": "IN", "Between": "BETWEEN", "Is": "IS"}
+_PARTS = {"expression": "right-hand side", "this": "left-hand side", "low": "lower bound", "high": "upper bound"}
+_MISSING = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>")
+
+
+def _parse_problem(description: str) -> str:
+    """sqlglot's description without its class names: `amount >` lacks a right-hand side."""
+    missing = _MISSING.search(description)
+    if missing:
+        part = _PARTS.get(missing.group(1), missing.group(1))
+        operator = _OPERATORS.get(missing.group(2), missing.group(2).upper())
+        return f"incomplete {operator}: its {part} is missing"
+    return re.sub(r"<class '[\w.]*?(\w+)'>", r"\1", description)
 
 
 # What --where and the engines' predicates may be: one boolean expression (a
@@ -259,7 +277,17 @@ class _Converter:
             inner = self.literal(node.this)
             if inner is None:
                 return None
-            return _cast_literal(inner, node.to)
+            try:
+                return _cast_literal(inner, node.to)
+            except (ValueError, ArithmeticError) as exc:
+                if isinstance(node, exp.TryCast):
+                    return Literal(None, "null")  # TRY_CAST (and the dialects' lenient CAST) of a bad value is NULL
+                # a typed literal that is no value of its type is an error in Spark and Trino, not a filter that keeps everything
+                kind = node.to.sql(dialect=NEUTRAL)
+                found = self.text.find(str(inner.value))
+                why = f": {exc}" if str(exc) and str(inner.value) not in str(exc) else ""
+                raise SqlSyntaxError(f"{kind} '{inner.value}' is not a valid {kind.lower()}{why}",
+                                     line_column(self.text, max(found - 1, 0))) from None
         return None
 
 
@@ -285,28 +313,34 @@ def _number(text: str) -> Literal:
 
 
 def _cast_literal(inner: Literal, to: exp.DataType) -> Literal | None:
+    """The literal as the type; ValueError or ArithmeticError for a value the
+    type cannot hold (the caller names it); None for types not read here."""
     target = to.this.name if hasattr(to.this, "name") else str(to.this)
     value = inner.value
     if value is None:
         return Literal(None, "null")
-    try:
-        if target == "DATE":
-            return Literal(date.fromisoformat(str(value).strip()), "date")
-        if target in _TIMESTAMP_TYPES:
-            return Literal(datetime.fromisoformat(str(value).strip().replace(" ", "T", 1)), "timestamp")
-        if target in _INTEGER_TYPES:
-            return Literal(int(Decimal(str(value))), "integer")
-        if target in _FLOAT_TYPES:
-            return Literal(float(value), "float")
-        if target == "DECIMAL":
-            return Literal(Decimal(str(value)), "decimal")
-        if target in _STRING_TYPES:
-            return Literal(str(value), "string")
-        if target == "BOOLEAN":
-            return Literal(str(value).lower() in ("true", "1"), "boolean")
-    except (ValueError, ArithmeticError):
-        return None
+    if target == "DATE":
+        return Literal(date.fromisoformat(str(value).strip()), "date")
+    if target in _TIMESTAMP_TYPES:
+        return Literal(datetime.fromisoformat(str(value).strip().replace(" ", "T", 1)), "timestamp")
+    if target in _INTEGER_TYPES:
+        return Literal(int(Decimal(str(value))), "integer")
+    if target in _FLOAT_TYPES:
+        return Literal(float(value), "float")
+    if target == "DECIMAL":
+        return Literal(Decimal(str(value)), "decimal")
+    if target in _STRING_TYPES:
+        return Literal(str(value), "string")
+    if target == "BOOLEAN":
+        text = str(value).strip().lower()
+        if text not in _BOOLEAN_TEXTS:
+            raise ValueError(f"{value!r} is not a boolean")
+        return Literal(_BOOLEAN_TEXTS[text], "boolean")
     return None
+
+
+# What Spark's CAST(string AS BOOLEAN) accepts.
+_BOOLEAN_TEXTS = {**dict.fromkeys(("true", "t", "yes", "y", "1"), True), **dict.fromkeys(("false", "f", "no", "n", "0"), False)}
 
 
 def _split_like(pattern: str, escape: str | None) -> tuple[str, list[int]]:

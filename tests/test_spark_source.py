@@ -393,12 +393,12 @@ def test_pull_killed_at_any_step_with_commits_arriving_writes_each_row_once(tmp_
 def test_relative_paths_to_a_mor_table_with_logs(fixture_table: str, spark: Any, source: str, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A relative table path is made absolute at the boundary: the workers and hudi-rs get a location they can open."""
+    import os
+
     from click.testing import CliRunner
 
     from engine_bridge.cli import main
     from engine_bridge.trino import candidate_query
-
-    import os
 
     target = _target(fixture_table)
     table = Path(fixture_table)

@@ -3,13 +3,38 @@
 from __future__ import annotations
 
 import logging
+import sys
+from typing import Any
 
 import click
 
 from metadata.storage import DEFAULT_TIMEOUT_SECONDS, set_default_timeout
 
 
-@click.group()
+class _OneLineErrors(click.Group):
+    """Usage errors as one line naming the command's help, not click's usage block."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            return super().main(*args, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            click.echo(exc.format_message(), err=True)  # the group's own help: what to type next
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+            click.echo(f"error: {exc.format_message()}{where}", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("aborted", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=_OneLineErrors)
+@click.version_option(package_name="hudi-bridge", prog_name="hudi-bridge")
 @click.option("--debug", is_flag=True, help="Log debug messages (e.g. why a file is kept or skipped) and show tracebacks.")
 @click.option("--strict", is_flag=True, help="Fail on a damaged metadata table instead of listing storage (which is said in a warning).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=DEFAULT_TIMEOUT_SECONDS, show_default=True,

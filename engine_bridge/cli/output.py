@@ -23,6 +23,7 @@ from rich.table import Table
 from metadata import FileSlice, HudiBridgeError
 
 console = Console()
+OWN_PACKAGES = frozenset({"metadata", "expressions", "listers", "hive_sync", "engine_bridge", "bench"})
 ERROR_EXIT = 2
 
 
@@ -79,6 +80,11 @@ class _StderrHandler(logging.Handler):
     def __init__(self, debug: bool) -> None:
         super().__init__(logging.DEBUG if debug else logging.WARNING)
         self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s" if debug else "%(levelname)s: %(message)s"))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        # Other libraries' records (thrift's connection tracebacks, py4j) only with --debug:
+        # their errors reach the user as the one line the command prints.
+        return self.level == logging.DEBUG or record.name.split(".", 1)[0] in OWN_PACKAGES
 
     def emit(self, record: logging.LogRecord) -> None:
         click.echo(self.format(record).replace("WARNING:", "warning:", 1), err=True)
