@@ -46,7 +46,7 @@ def _single_table(select: exp.Select, sql: str) -> exp.Table:
     tables = list(source.find_all(exp.Table)) if source is not None else []
     if len(tables) != 1 or select.args.get("joins"):
         raise RewriteError(f"expected a SELECT from one Hudi table: {sql}")
-    if not isinstance(source.this, exp.Table):  # "$path" belongs to the scan of the table, not to a subquery over it
+    if source is None or not isinstance(source.this, exp.Table):  # "$path" belongs to the scan of the table, not to a subquery over it
         raise RewriteError("the FROM clause holds a subquery: give the SELECT over the Hudi table itself (the innermost query)")
     return tables[0]
 
