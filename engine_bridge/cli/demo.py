@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, json_requested, rich_table, slice_rows
+from engine_bridge.cli.output import Output, command_output, console, json_requested, print_table, slice_rows
 from engine_bridge.cli.sync import render_sync, run_sync
 from engine_bridge.cli.table import print_summary, table_summary, timeline_rows
 from hive_sync import SyncMode, SyncOptions
@@ -66,9 +66,9 @@ def demo(path: str | None, no_sync: bool, no_spark: bool) -> Output:
     if not as_json:
         console.rule(f"Sample table at {target}")
         print_summary(report["table"])
-        console.print(rich_table("Timeline", report["timeline"]))
+        print_table("Timeline", report["timeline"])
         console.print("[bold]partitions[/]: " + ", ".join(report["partitions"]))
-        console.print(rich_table(f"Latest file slices ({t.listing_note})", slice_rows(t.file_slices())))
+        print_table(f"Latest file slices ({t.listing_note})", slice_rows(t.file_slices()))
         console.print(f"metadata table built: {', '.join(index.partitions)} ({index.files_indexed} files indexed, "
                       f"{index.records_written} records, {index.seconds:.2f} s)")
         console.rule("Planning a query")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, key_values, rich_table
+from engine_bridge.cli.output import Output, command_output, console, key_values, print_table
 
 
 @main.group()
@@ -27,7 +27,7 @@ def list_status_command(conf_file: str | None, settings: tuple[str, ...]) -> Out
 
     def render() -> None:
         console.print(result.explain())
-        console.print(rich_table("Files", [{"path": f.path, "length": f.length, "modified_ms": f.modification_time} for f in result.files]))
+        print_table("Files", [{"path": f.path, "length": f.length, "modified_ms": f.modification_time} for f in result.files])
 
     return Output(result.to_dict(), render)
 

@@ -46,11 +46,18 @@ def _engine(engine: str, parallelism: int) -> Iterator[StatsEngine]:
 
 def _render(report: IndexReport) -> Output:
     def render() -> None:
-        lines = [f"{report.action}: {', '.join(report.partitions) or 'no partition'} in {report.seconds:.2f} s"]
+        done = {"build": "built", "sync": "synced", "compact": "compacted", "drop": "dropped"}[report.action]
+        names = report.compacted if report.action == "compact" else report.partitions
+        if report.action == "sync":
+            headline = f"synced {len(report.instants)} instant(s)" if report.instants else "up to date: no instant to sync"
+        else:
+            headline = f"{done}: {', '.join(names)}" if names else f"nothing to {report.action}"
+        lines = [f"{headline} ({report.seconds:.2f} s)"]
         if report.instants:
             lines.append(f"instants applied: {len(report.instants)} ({report.instants[0]} .. {report.instants[-1]})")
-        lines.append(f"files indexed: {report.files_indexed}, records written: {report.records_written}")
-        if report.compacted:
+        if report.files_indexed or report.records_written:
+            lines.append(f"files indexed: {report.files_indexed}, records written: {report.records_written}")
+        if report.compacted and report.action != "compact":
             lines.append(f"compacted: {', '.join(report.compacted)}")
         lines += [f"note: {n}" for n in report.notes]
         print_lines(lines)

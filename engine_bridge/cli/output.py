@@ -122,16 +122,35 @@ def command_output(func: Callable[..., Output]) -> Callable[..., None]:
     return wrapper
 
 
-def rich_table(title: str, rows: Sequence[dict[str, Any]]) -> Table:
-    table = Table(title=title)
+def print_table(title: str, rows: Sequence[dict[str, Any]], empty: str = "none") -> None:
+    """Rows as a table when it fits the terminal, else one `key: value` line
+    per value: paths and instants are never cut or broken; no rows is one line."""
     if not rows:
-        table.add_column("(none)")
-        return table
-    for key in rows[0]:
-        table.add_column(key)
-    for row in rows:
-        table.add_row(*("\n".join(v) if isinstance(v, list) else "" if v is None else str(v) for v in row.values()))
-    return table
+        console.print(f"{title}: {empty}", soft_wrap=True, highlight=False)
+        return
+    cells = [[_cell(v) for v in row.values()] for row in rows]
+    keys = list(rows[0])
+    widths = [max(len(key), *(len(line) for row in cells for line in row[n].splitlines() or [""])) for n, key in enumerate(keys)]
+    if sum(widths) + 3 * len(widths) + 1 <= console.width:
+        table = Table(title=title, title_justify="left")
+        for key in keys:
+            table.add_column(key, no_wrap=True)
+        for row in cells:
+            table.add_row(*row)
+        console.print(table)
+        return
+    lines = [f"{title}: {len(rows)}"]
+    for row in cells:
+        for n, (key, value) in enumerate(zip(keys, row)):
+            parts = value.splitlines() or [""]
+            lines.append(f"{'- ' if n == 0 else '  '}{key}: {parts[0]}".rstrip())
+            lines += [f"    {part}" for part in parts[1:]]
+    for line in lines:
+        console.print(line, soft_wrap=True, highlight=False, markup=False)
+
+
+def _cell(value: Any) -> str:
+    return "\n".join(value) if isinstance(value, list) else "" if value is None else str(value)
 
 
 def slice_rows(slices: Sequence[FileSlice]) -> list[dict[str, Any]]:
@@ -149,5 +168,6 @@ def slice_rows(slices: Sequence[FileSlice]) -> list[dict[str, Any]]:
 
 
 def print_lines(lines: Sequence[str]) -> None:
+    """Lines as they are: the terminal wraps a long one, nothing breaks a path."""
     for line in lines:
-        console.print(line)
+        console.print(line, soft_wrap=True)

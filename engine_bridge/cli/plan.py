@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, rich_table, slice_rows, strict_requested
+from engine_bridge.cli.output import Output, command_output, console, print_table, slice_rows, strict_requested
 from expressions import Dialect
 
 
@@ -32,7 +32,7 @@ def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_meta
     def render() -> None:
         if explain:
             console.print(result.explain())
-        console.print(rich_table("Candidate file slices", slice_rows(result.files)))
+        print_table("Candidate file slices", slice_rows(result.files))
 
     return Output(result.to_dict(), render)
 
@@ -56,6 +56,6 @@ def incremental_command(path: str, begin: str, end: str | None, max_commits: int
         if result.full_scan:
             console.print(f"[yellow]full scan[/]: {result.fallback_reason}")
         console.print(f"[bold]row filter[/]: {result.row_filter}")
-        console.print(rich_table("Files", slice_rows(result.files)))
+        print_table("Files", slice_rows(result.files))
 
     return Output(result.to_dict(), render)

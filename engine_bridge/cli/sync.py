@@ -92,6 +92,9 @@ def render_sync(report: dict[str, Any]) -> None:
         console.print(f"create database {report['database']}")
     for plan in report["tables"]:
         parts = plan["partitions"]
+        if not (plan["create"] or any(parts.values()) or plan["added_columns"] or plan["changed_columns"]):
+            console.print(f"[bold]{plan['table']}[/]: up to date")
+            continue
         console.print(
             f"[bold]{plan['table']}[/]: {'create' if plan['create'] else 'update'}"
             f"; partitions +{len(parts['ADD'])} ~{len(parts['UPDATE'])} -{len(parts['DROP'])}"

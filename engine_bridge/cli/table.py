@@ -7,8 +7,9 @@ from typing import Any
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, print_lines, rich_table, slice_rows, strict_requested
+from engine_bridge.cli.output import Output, command_output, console, print_lines, print_table, slice_rows, strict_requested
 from metadata import HudiTable
+from metadata.errors import MetadataTableUnavailable
 
 AS_OF_HELP = "Instant time (requested time) of the view."
 NO_METADATA_HELP = "List storage even when a metadata table exists."
@@ -66,7 +67,7 @@ def table_show(path: str) -> Output:
 def table_timeline(path: str) -> Output:
     """Every instant of the active timeline."""
     rows = timeline_rows(open_table(path))
-    return Output(rows, lambda: console.print(rich_table("Timeline", rows)))
+    return Output(rows, lambda: print_table("Timeline", rows))
 
 
 @table.command("partitions")
@@ -90,7 +91,7 @@ def table_files(path: str, partition: str | None, as_of: str | None, no_metadata
     """Latest file slices (base file and log files) per file group."""
     t = open_table(path, no_metadata)
     slices = t.file_slices(partition=partition, as_of=as_of)
-    return Output([s.to_dict() for s in slices], lambda: console.print(rich_table(f"File slices ({t.listing_note})", slice_rows(slices))))
+    return Output([s.to_dict() for s in slices], lambda: print_table(f"File slices ({t.listing_note})", slice_rows(slices)))
 
 
 @table.command("validate")
@@ -102,6 +103,12 @@ def table_validate(path: str, no_stats: bool) -> Output:
     column_stats with Parquet footers; exit 1 on differences."""
     from metadata.mdt.validate import validate_metadata
 
-    report = validate_metadata(open_table(path, no_metadata=True), check_stats=not no_stats)
-    lines = report.differences() or ["metadata table and storage agree"]
+    table = open_table(path, no_metadata=True)
+    try:
+        report = validate_metadata(table, check_stats=not no_stats)
+    except MetadataTableUnavailable as exc:
+        raise MetadataTableUnavailable(table.base_uri, f"{exc.reason}; nothing to validate: build one with `hudi-bridge index build {table.base_uri}`") from None
+    checked = "column_stats not compared (--no-stats)" if no_stats else \
+        f"column_stats of {report.stats_files_checked} base file(s) checked against their footers"
+    lines = report.differences() or [f"metadata table and storage agree; {checked}"]
     return Output(report.to_dict(), lambda: print_lines(lines), exit_code=0 if report.ok else 1)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, key_values, rich_table
+from engine_bridge.cli.output import Output, command_output, console, key_values, print_table
 
 
 @main.group()
@@ -54,5 +54,4 @@ def query_command(server: str, catalog: str, schema: str, user: str, session: tu
     query = candidate_query(sql, table_path, dialect, begin, end)
     names, rows = run_query(server, catalog, schema, query.sql, user, key_values(session, "--session"))
     payload = {"sql": query.sql, "files": len(query.files), "columns": names, "rows": [list(r) for r in rows]}
-    return Output(payload, lambda: console.print(rich_table(f"{len(rows)} row(s) from {len(query.files)} file(s)",
-                                                            [dict(zip(names, r)) for r in rows])))
+    return Output(payload, lambda: print_table(f"{len(rows)} row(s) from {len(query.files)} file(s)", [dict(zip(names, r)) for r in rows]))

@@ -172,17 +172,21 @@ class MetadataTableWriter:
         return report
 
     def compact(self, force: bool = False) -> IndexReport:
+        started = time.monotonic()
         report = IndexReport("compact")
         with WriterLock(self.storage):
             self._reload()
             self._compact_locked(report, force=force)
+        report.seconds = time.monotonic() - started
         return report
 
     def drop(self, partitions: Sequence[MdtPartition]) -> IndexReport:
+        started = time.monotonic()
         report = IndexReport("drop")
         with WriterLock(self.storage):
             self._reload()
             self._drop(list(partitions), report)
+        report.seconds = time.monotonic() - started
         return report
 
     # State -------------------------------------------------------------------------------
@@ -575,8 +579,6 @@ class MetadataTableWriter:
                 if any(len(s.log_files) > self.compact_after for s in slices) or force and any(s.log_files for s in slices):
                     due.append(partition)
             if not due:
-                if force:
-                    report.notes.append("no file group has log files: nothing to compact")
                 return
             if pending:
                 report.notes.append(f"compaction of {', '.join(p.value for p in due)} deferred: data instants "
