@@ -18,6 +18,7 @@ PROPERTIES_PATH = ".hoodie/hoodie.properties"
 # the main file is missing or fails its checksum (HoodieTableConfig).
 PROPERTIES_BACKUP_PATH = ".hoodie/hoodie.properties.backup"
 CHECKSUM_KEY = "hoodie.table.checksum"
+CHECKSUM_SINCE_VERSION = 4  # Hudi 0.11 (table version 4) writes the checksum into every hoodie.properties
 METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
 METADATA_PARTITIONS_INFLIGHT_KEY = "hoodie.table.metadata.partitions.inflight"
 SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
@@ -304,8 +305,14 @@ def _read_properties(storage: Storage, relative: str) -> tuple[dict[str, str] | 
     except UnicodeDecodeError as exc:
         return None, HudiFormatError(path, f"not UTF-8 text ({exc.reason})", offset=exc.start)
     stored = props.get(CHECKSUM_KEY)
-    if stored is None or "hoodie.table.name" not in props:
+    if stored is None:
+        version = props.get("hoodie.table.version", "").strip()
+        if version.isdigit() and int(version) >= CHECKSUM_SINCE_VERSION:
+            return props, HudiFormatError(path, f"no {CHECKSUM_KEY}, which table version {version} always carries (written last): "
+                                                "the file is cut short")
         return props, None  # tables written before Hudi 0.11 carry no checksum
+    if "hoodie.table.name" not in props:
+        return props, None  # from_properties names the missing key
     if not stored.strip().isdigit():
         return props, HudiFormatError(path, f"{CHECKSUM_KEY} is {stored!r}, not a number")
     expected = table_checksum(props)

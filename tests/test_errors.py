@@ -200,3 +200,22 @@ def test_two_completed_instants_with_one_requested_time_name_both_files(tmp_path
     twin.unlink()
     (timeline / f"{ts}.savepoint").write_bytes(b"")  # a savepoint shares the time of the commit it keeps
     assert HudiTable.open(str(path)).timeline.is_completed(ts)
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_a_properties_file_cut_before_its_checksum_is_damage(tmp_path: Path, version: int, caplog: pytest.LogCaptureFixture) -> None:
+    """A cut that removes the checksum line (written last) is not a pre-0.11 table: the backup is read, or the file is refused."""
+    from metadata.table_config import parse_java_properties
+
+    path = built(tmp_path, version=version)
+    props = path / ".hoodie" / "hoodie.properties"
+    good = props.read_bytes()
+    keep = (b"hoodie.table.name=", b"hoodie.table.version=", b"hoodie.table.type=")  # what a reader cannot do without
+    lines = [line for line in good.splitlines(keepends=True) if line.startswith(keep)]
+    props.write_bytes(b"".join(lines) + b"hoodie.table.partition.fie")  # the rest lost: partition fields, checksum
+    with pytest.raises(HudiFormatError, match=rf"no hoodie\.table\.checksum, which table version {version} always carries"):
+        HudiTable.open(str(path))
+    (path / ".hoodie" / "hoodie.properties.backup").write_bytes(good)
+    with caplog.at_level("WARNING"):
+        assert HudiTable.open(str(path)).config.raw == parse_java_properties(good.decode())
+    assert "cut short" in caplog.text
