@@ -30,6 +30,7 @@ from expressions.tree import references, values_required
 from listers.directory_lister import DirectoryLister
 from metadata import FileSlice, HudiError, HudiFormatError, MetadataTable, MetadataTableUnavailable
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
+from metadata.errors import NoSchemaError
 from metadata.file_naming import LogFileName, file_id_of
 from metadata.mdt.indexes import (
     RECORD_INDEX,
@@ -183,6 +184,7 @@ class _Planner:
         self.expr = expr
         self.dialect = dialect
         self.not_used: list[str] = []
+        self.warnings: list[str] = [w for w in (lister.table.listing.warning,) if w]
         self.stages: list[Stage] = []
 
     def _types(self) -> dict[str, pa.DataType]:
@@ -191,8 +193,13 @@ class _Planner:
             types.update({f.name: f.type for f in avro_to_arrow_schema(self.table.avro_schema())})
         except HudiFormatError:
             raise  # a damaged commit file: say which, rather than plan without types
-        except HudiError as exc:
+        except NoSchemaError as exc:  # a table not written yet
             self.not_used.append(f"table schema ({exc}); partition values compared as text")
+        except HudiError as exc:  # an unreadable commit: planning without types is a fallback
+            if self.table.strict:
+                raise
+            log.warning("table schema not read (%s); partition values compared as text", exc)
+            self.warnings.append(f"table schema not read ({exc}); partition values compared as text")
         # Partition columns the writer dropped from the files (and the schema) are the path's text.
         for field in self.table.config.partition_fields:
             types.setdefault(field, pa.string())
@@ -300,7 +307,7 @@ class _Planner:
             not_used=tuple(self.not_used),
             residual=to_sql(self.expr, self.dialect),
             listing=self.lister.listing_note,
-            warnings=tuple(self.lister.view.warnings),
+            warnings=(*self.warnings, *self.lister.view.warnings),
         )
 
     def _stage_unusable(self, stage: str, exc: MetadataTableUnavailable, kept: list[T]) -> list[T]:

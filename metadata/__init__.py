@@ -10,6 +10,7 @@ from metadata.errors import (
     HudiTableNotFound,
     InstantNotFound,
     InvalidInstantTime,
+    MetadataTableAbsent,
     MetadataTableBehind,
     MetadataTableDamaged,
     MetadataTableUnavailable,
@@ -28,6 +29,6 @@ from metadata.timeline import Timeline
 __all__ = [
     "Action", "HudiBridgeError", "InvalidInstantTime", "CleanMetadata", "CleanedFilesError", "CommitMetadata", "CompactionPlan", "FileGroup", "FileSlice",
     "FileSystemView", "HudiError", "HudiFormatError", "HudiTable", "HudiTableNotFound", "Instant",
-    "InstantNotFound", "MetadataTable", "MetadataTableBehind", "MetadataTableDamaged", "MissingFileError", "UnsafePathError", "MetadataTableUnavailable", "RollbackMetadata", "State", "TableConfig", "TableType",
+    "InstantNotFound", "MetadataTable", "MetadataTableAbsent", "MetadataTableBehind", "MetadataTableDamaged", "MissingFileError", "UnsafePathError", "MetadataTableUnavailable", "RollbackMetadata", "State", "TableConfig", "TableType",
     "Timeline", "UnsupportedTableError", "WriteStat",
 ]

@@ -78,6 +78,15 @@ class MetadataTableUnavailable(HudiError):
         super().__init__(f"{table_uri}: {reason}")
 
 
+class NoSchemaError(HudiError):
+    """No commit records a schema and hoodie.properties has none (a table not written yet)."""
+
+
+class MetadataTableAbsent(MetadataTableUnavailable):
+    """The table has no metadata table to read (none built, or `files` not
+    listed): listing storage is then the normal path, not a fallback."""
+
+
 class MetadataTableBehind(MetadataTableUnavailable):
     """Completed data instants are missing from the metadata table (a writer
     that does not keep it committed since the last sync): its listing and

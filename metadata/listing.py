@@ -35,6 +35,10 @@ class FileListing(Protocol):
     def note(self) -> str:
         """How files are listed, and why when it is not the first choice."""
 
+    @property
+    def warning(self) -> str | None:
+        """Why this listing is a fallback from a metadata table that should have served (None: it is not)."""
+
     def partitions(self) -> list[str]:
         """Partition paths ("" for a non-partitioned table)."""
 
@@ -61,9 +65,10 @@ class StorageListing:
 
     source = ListingSource.STORAGE
 
-    def __init__(self, storage: Storage, why: str = "") -> None:
+    def __init__(self, storage: Storage, why: str = "", warning: str | None = None) -> None:
         self.storage = storage
         self.note = f"storage listing ({why})" if why else "storage listing"
+        self.warning = warning
         self._files: dict[str, list[StoredFile]] = {}
         self._partitions: list[str] | None = None
         self._lock = threading.Lock()

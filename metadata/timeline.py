@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from metadata.commit_metadata import CleanMetadata, CommitMetadata, CompactionPlan, RollbackMetadata, written_files
-from metadata.errors import HudiError, HudiFormatError, InstantNotFound
+from metadata.errors import HudiError, HudiFormatError, InstantNotFound, NoSchemaError
 from metadata.instant import (
     Action,
     DuplicateInstantError,
@@ -189,7 +189,7 @@ class Timeline:
         """The table's Avro schema (latest commit's, else the create schema)."""
         text = self.latest_schema()
         if not text:
-            raise HudiError(f"{self.storage.uri}: no commit records a schema and hoodie.properties has no create schema")
+            raise NoSchemaError(f"{self.storage.uri}: no commit records a schema and hoodie.properties has no create schema")
         try:
             schema = json.loads(text)
         except json.JSONDecodeError as exc:

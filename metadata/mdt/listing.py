@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from metadata.arrow_memory import READ_POOL
-from metadata.errors import HudiError, MetadataTableBehind, MetadataTableDamaged, MetadataTableUnavailable
+from metadata.errors import HudiError, MetadataTableAbsent, MetadataTableBehind, MetadataTableUnavailable
 from metadata.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing, names_of
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.stats_cache import with_state
@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 class MetadataListing:
     source = ListingSource.METADATA_TABLE
     note = "metadata table files partition (storage is not listed; `hudi-bridge table validate` compares the two)"
+    warning = None
 
     def __init__(self, mdt: MetadataTable) -> None:
         self.mdt = mdt
@@ -94,15 +95,37 @@ def choose_listing(table: StoredTable, use_metadata: bool | None, strict: bool =
     """The metadata table's listing when it can be used, else storage's.
 
     `use_metadata`: None prefers the metadata table and falls back to storage
-    (the listing's note says why, and a damaged metadata table is logged as a
-    warning); True requires it; False lists storage. `strict` turns a damaged
-    metadata table into an error rather than a fallback.
+    (the listing's note says why; unless no metadata table is built, the
+    fallback is logged as a warning and kept in the listing's `warning`);
+    True requires it; False lists storage. `strict` turns any fallback into
+    an error.
     """
     if use_metadata is False:
         return StorageListing(table.storage, "metadata table not requested")
-    mdt: MetadataTable | None = None
     try:
-        mdt = MetadataTable.open(table)
+        try:
+            return _metadata_listing(table)
+        except MetadataTableBehind:
+            # A reader that raced a writer may have read the data timeline after the metadata
+            # table's (the writer commits the metadata table first): look once more before advising.
+            return _metadata_listing(table)
+    except HudiError as exc:
+        if use_metadata:
+            raise
+        if isinstance(exc, MetadataTableAbsent):  # nothing built: storage is the listing, not a fallback
+            return StorageListing(table.storage, exc.reason)
+        if strict:  # any other failure is a fallback: refused with strict, else said on stderr and in plans' warnings
+            raise
+        reason = exc.reason if isinstance(exc, MetadataTableUnavailable) else str(exc)
+        warning = f"{reason}; listing storage instead" if isinstance(exc, MetadataTableUnavailable) else \
+            f"metadata table not used ({reason}); listing storage instead"
+        log.warning("%s: %s", table.storage.uri, warning)
+        return StorageListing(table.storage, reason, warning=f"{table.storage.uri}: {warning}")
+
+
+def _metadata_listing(table: StoredTable) -> MetadataListing:
+    mdt = MetadataTable.open(table)
+    try:
         behind = mdt.reader.unsynced_data_instants()
         if behind:
             raise MetadataTableBehind(table.storage.uri, (
@@ -113,12 +136,6 @@ def choose_listing(table: StoredTable, use_metadata: bool | None, strict: bool =
         # decoded when asked for): damage shows here, before a view relies on it.
         mdt.check_partitions_record()
         return listing
-    except HudiError as exc:
-        if mdt is not None:
-            mdt.close()  # the files it opened are not needed for a storage listing
-        if use_metadata or (strict and isinstance(exc, MetadataTableDamaged)):
-            raise
-        reason = exc.reason if isinstance(exc, MetadataTableUnavailable) else str(exc)
-        if isinstance(exc, (MetadataTableDamaged, MetadataTableBehind)):
-            log.warning("%s; listing storage instead", exc)
-        return StorageListing(table.storage, reason)
+    except BaseException:
+        mdt.close()  # the files it opened are not needed for a storage listing
+        raise

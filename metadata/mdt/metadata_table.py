@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from metadata.arrow_memory import READ_POOL, release_unused
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
-from metadata.errors import HudiError, HudiFormatError, MetadataTableUnavailable
+from metadata.errors import HudiError, HudiFormatError, MetadataTableAbsent, MetadataTableUnavailable
 from metadata.listing import FILE_TABLE_SCHEMA, names_of
 from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded, Unsupported, decode_spans
@@ -66,7 +66,7 @@ class MetadataTable:
         or unusable."""
         table = TableParts.load(table_or_path) if isinstance(table_or_path, str) else table_or_path
         if FILES not in table.config.metadata_partitions:
-            raise MetadataTableUnavailable(
+            raise MetadataTableAbsent(
                 table.storage.uri,
                 f"hoodie.table.metadata.partitions does not list 'files' "
                 f"(listed: {', '.join(table.config.metadata_partitions) or 'none'})",

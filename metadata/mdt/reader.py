@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata.errors import HudiError, HudiFormatError, MetadataTableDamaged, MetadataTableUnavailable
+from metadata.errors import HudiError, HudiFormatError, MetadataTableAbsent, MetadataTableDamaged, MetadataTableUnavailable
 from metadata.file_group import FileSlice
 from metadata.file_naming import LogFileName
 from metadata.fs_view import FileSystemView
@@ -182,7 +182,7 @@ class MetadataTableReader:
         base_uri = data_table.storage.uri
         storage = data_table.storage.child(METADATA_FOLDER)
         if not storage.exists(".hoodie/hoodie.properties"):
-            raise MetadataTableUnavailable(base_uri, f"no metadata table at {METADATA_FOLDER}")
+            raise MetadataTableAbsent(base_uri, f"no metadata table at {METADATA_FOLDER}")
         try:
             self.mdt = TableParts.load_storage(storage)
         except HudiError as exc:
