@@ -193,3 +193,84 @@ def test_log_blocks_of_instants_that_do_not_count_are_skipped_unread(tmp_path: P
     assert peak < 2 * 1024 * 1024  # a header probe, not the block
     assert result.blocks[1].offset == log_file.stat().st_size - len(small("003"))
     log_file.unlink()
+
+
+# Every fallback is said, and --strict refuses it in every command -----------------------------
+DAMAGED_HFILE_FIXTURE = "sample_table__cow__v9_txns_simple_meta"
+
+
+def _zero_newest_files_hfile(root: Path) -> Path:
+    newest = sorted((root / ".hoodie/metadata/files").glob("*.hfile"), key=lambda p: p.name.rsplit("_", 1)[-1])[-1]
+    newest.write_bytes(b"\0" * newest.stat().st_size)
+    return newest
+
+
+@requires_fixtures
+@pytest.mark.parametrize("command", [["table", "files"], ["table", "partitions"], ["plan", "--where", "amount > 1"],
+                                     ["incremental", "--begin", "0"]])
+def test_a_zero_filled_metadata_hfile_warns_and_strict_refuses(fixture_root: Path, tmp_path: Path, command: list[str]) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from engine_bridge.cli import main
+
+    root = tmp_path / "t"
+    shutil.copytree(table_path(fixture_root, DAMAGED_HFILE_FIXTURE), root)
+    damaged = _zero_newest_files_hfile(root)
+    runner = CliRunner()
+    args = [command[0], *command[1:2], str(root), *command[2:]] if command[0] == "table" else [command[0], str(root), *command[1:]]
+    fallback = runner.invoke(main, [*args, "--json"])
+    assert fallback.exit_code == 0, fallback.output
+    warning = [line for line in fallback.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and damaged.name in warning[0] and "listing storage instead" in warning[0]
+    if command[0] == "plan":
+        assert any(damaged.name in w for w in json.loads(fallback.stdout)["warnings"])
+    strict = runner.invoke(main, ["--strict", *args])
+    assert strict.exit_code == 2
+    assert strict.stderr.count("\n") == 1 and damaged.name in strict.stderr and "Traceback" not in strict.stderr
+
+
+@requires_fixtures
+def test_an_unreadable_commit_warns_and_strict_refuses(fixture_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from engine_bridge.cli import main
+    from metadata.errors import StorageError
+    from metadata.storage import Storage
+
+    root = tmp_path / "t"
+    shutil.copytree(table_path(fixture_root, "sample_table__cow__v9_txns_simple_nometa"), root)
+    newest = sorted((root / ".hoodie/timeline").glob("*.commit"))[-1]
+    original = Storage.read_bytes
+
+    def unreadable(self: Storage, relative: str) -> bytes:  # chmod 000 does not stop root: the storage says no instead
+        if relative.endswith(newest.name):
+            raise StorageError(f"{self.display_path(relative)}: permission denied (read)")
+        return original(self, relative)
+
+    monkeypatch.setattr(Storage, "read_bytes", unreadable)
+    runner = CliRunner()
+    for args in (["plan", str(root), "--where", "amount > 1"], ["--strict", "plan", str(root), "--where", "amount > 1"]):
+        refused = runner.invoke(main, args)  # the view needs the commit's write stats: a clear error, never a quieter plan
+        assert refused.exit_code == 2 and refused.stderr.count("\n") == 1, refused.output
+        assert f"{newest.name}: permission denied" in refused.stderr
+
+
+@requires_fixtures
+def test_a_schema_that_cannot_be_read_is_a_warning_and_strict_refuses(fixture_root: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from metadata.errors import StorageError
+
+    root = table_path(fixture_root, "sample_table__cow__v9_txns_simple_nometa")
+
+    def unreadable(self: HudiTable) -> dict:
+        raise StorageError(f"{root}/.hoodie/timeline/x.commit: permission denied (read)")
+
+    monkeypatch.setattr(HudiTable, "avro_schema", unreadable)
+    planned = plan(root, "region = 'us'")
+    assert {s.partition for s in planned.files} == {"region=us"}
+    assert planned.warnings == (f"table schema not read ({root}/.hoodie/timeline/x.commit: permission denied (read)); "
+                                "partition values compared as text",)
+    with pytest.raises(StorageError, match="permission denied"):
+        plan(root, "region = 'us'", strict=True)
