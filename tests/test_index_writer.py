@@ -481,18 +481,28 @@ def test_crash_at_every_step(tmp_path: Path, operation: str, version: int) -> No
         target += 1
 
 
-def test_second_writer_is_refused_and_stale_lock_named(tmp_path: Path) -> None:
+def test_second_writer_is_refused_and_a_dead_writers_lock_taken_over(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import socket
+    import subprocess
+    import sys
+
     path = tmp_path / "t"
     builder = _builder(path, 8, "COPY_ON_WRITE")
     builder.write(_rows(0, 2, "sf"))
     with WriterLock(Storage.open(str(path))), pytest.raises(IndexLocked, match="another index writer holds this table"):
         MetadataTableWriter(str(path)).build()
-    (path / LOCK_PATH).write_text("999999999@" + __import__("socket").gethostname() + " since 2026-01-01T00:00:00\n")
-    with pytest.raises(IndexLocked, match="stale index lock left by process 999999999"):
+    elsewhere = "999999999@another-host since 2026-01-01T00:00:00\n"
+    (path / LOCK_PATH).write_text(elsewhere)  # another host's writer: its process cannot be checked from here
+    with pytest.raises(IndexLocked, match="another index writer holds this table .999999999@another-host"):
         MetadataTableWriter(str(path)).build()
-    (path / LOCK_PATH).unlink()
-    MetadataTableWriter(str(path)).build()
-    assert not (path / LOCK_PATH).exists()
+    killed = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    (path / LOCK_PATH).write_text(f"{killed.stdout.strip()}@{socket.gethostname()} since 2026-01-01T00:00:00\n")
+    (path / (LOCK_PATH + ".takeover")).write_text(f"{killed.stdout.strip()}@{socket.gethostname()}\n")  # it died mid-takeover too
+    with caplog.at_level("WARNING"):
+        MetadataTableWriter(str(path)).build()
+    assert f"took over the index lock of process {killed.stdout.strip()}, which is no longer running" in caplog.text
+    assert not (path / LOCK_PATH).exists() and not (path / (LOCK_PATH + ".takeover")).exists()
+    assert validate_metadata(str(path)).ok
 
 
 def test_index_commands(tmp_path: Path) -> None:
