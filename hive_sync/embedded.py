@@ -2,9 +2,13 @@
 
 Used by `hudi-bridge sync --embedded-metastore DIR`, the demo and the tests.
 The Derby files live in the folder named, so a second start sees what the
-first one registered. Clients are told `thrift://127.0.0.1:PORT`; Hive 2.3's
-metastore has no bind-address setting, so the port is a free one chosen at
-start and the process lives only as long as its owner.
+first one registered. Clients are told `thrift://127.0.0.1:PORT`. Hive 2.3's
+metastore has no bind-address setting and binds every interface, so it is
+started through `java/LoopbackMetastore.java`, which sets up the same server
+bound to 127.0.0.1 (with a JRE that cannot run source programs, the plain
+server with a warning). It has no authentication: anyone on this machine can
+reach it. The port is a free one chosen at start and the process lives only
+as long as its owner.
 """
 
 from __future__ import annotations
@@ -46,7 +50,19 @@ def _is_metastore_of(pid: int, folder: Path) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return False
-    return METASTORE_CLASS in cmdline and str(folder) in cmdline
+    return (METASTORE_CLASS in cmdline or LOOPBACK_LAUNCHER.name in cmdline) and str(folder) in cmdline
+
+
+LOOPBACK_LAUNCHER = Path(__file__).with_name("java") / "LoopbackMetastore.java"
+
+
+def _runs_source_programs(java: str) -> bool:
+    """Whether this Java can launch a single-file source program (a JDK: it has jdk.compiler)."""
+    try:
+        modules = subprocess.run([java, "--list-modules"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return any(line.startswith("jdk.compiler@") for line in modules.splitlines())
 
 
 def spark_home() -> Path:
@@ -123,14 +139,19 @@ class EmbeddedMetastore:
         if not jars.is_dir():
             raise SyncError(f"no Spark jars at {jars}; set SPARK_HOME or install pyspark")
         derby = f"jdbc:derby:;databaseName={self.folder / 'metastore_db'};create=true"
-        return [
-            java, "-Xmx512m", "-cp", f"{jars}/*", METASTORE_CLASS, "-p", str(self.port),
-            "--hiveconf", "hive.async.log.enabled=false",
-            "--hiveconf", f"javax.jdo.option.ConnectionURL={derby}",
-            "--hiveconf", "datanucleus.schema.autoCreateAll=true",
-            "--hiveconf", "hive.metastore.schema.verification=false",
-            "--hiveconf", f"hive.metastore.warehouse.dir={self.warehouse}",
+        settings = [
+            "hive.async.log.enabled=false",
+            f"javax.jdo.option.ConnectionURL={derby}",
+            "datanucleus.schema.autoCreateAll=true",
+            "hive.metastore.schema.verification=false",
+            f"hive.metastore.warehouse.dir={self.warehouse}",
         ]
+        hiveconf = [arg for setting in settings for arg in ("--hiveconf", setting)]
+        if _runs_source_programs(java):  # bound to 127.0.0.1 (Hive 2.3 itself binds every interface)
+            return [java, "-Xmx512m", "-cp", f"{jars}/*", str(LOOPBACK_LAUNCHER), str(self.port), *hiveconf]
+        log.warning("%s cannot run Java source programs (a JRE without jdk.compiler): the embedded metastore "
+                    "listens on every interface, without authentication", java)
+        return [java, "-Xmx512m", "-cp", f"{jars}/*", METASTORE_CLASS, "-p", str(self.port), *hiveconf]
 
     def start(self) -> EmbeddedMetastore:
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -75,3 +75,21 @@ def test_owner_killed_leaves_no_metastore_and_the_folder_is_reusable(tmp_path: P
     with EmbeddedMetastore(folder) as again:  # stale owner file and Derby lock: recovered
         assert again.process is not None
         assert (folder / OWNER_FILE).read_text().split() == [str(os.getpid()), str(again.process.pid)]
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """Local addresses of sockets listening on `port`, from /proc/net/tcp and tcp6 (state 0A: LISTEN)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, port_hex = local.rsplit(":", 1)
+            if state == "0A" and int(port_hex, 16) == port:
+                found.add(address)
+    return found
+
+
+def test_the_metastore_listens_on_loopback_only(metastore: EmbeddedMetastore) -> None:
+    loopback = {"0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000"}  # 127.0.0.1, ::ffff:127.0.0.1, ::1
+    addresses = _listening_addresses(metastore.port)
+    assert addresses and addresses <= loopback, addresses
