@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
+from hive_sync.errors import SyncError
 from hive_sync.model import HivePartition, PartitionValues, RegisteredTable, TableDefinition
 
 
@@ -53,3 +54,37 @@ class MetastoreClient(Protocol):
     def drop_partitions(self, table: TableDefinition, values: Sequence[PartitionValues]) -> None: ...
 
     def close(self) -> None: ...
+
+
+class EmptyMetastore:
+    """A metastore that holds nothing, for `sync --dry-run` without one: the
+    plan shows what a first sync would create. It refuses every write."""
+
+    accepts_spark_properties = True
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    def describe(self) -> str:
+        return "an empty metastore (dry run, no metastore given)"
+
+    def database_exists(self, database: str) -> bool:
+        return False
+
+    def get_table(self, database: str, name: str) -> RegisteredTable | None:
+        return None
+
+    def list_partitions(self, database: str, name: str) -> dict[PartitionValues, str]:
+        return {}
+
+    def get_partitions(self, table: TableDefinition, values: Sequence[PartitionValues]) -> dict[PartitionValues, str]:
+        return {}
+
+    def _refuse(self, *args: object) -> None:
+        raise SyncError("an empty metastore stands in for a dry run only; give --metastore-uri or --embedded-metastore to write")
+
+    create_database = create_table = alter_table = set_table_params = _refuse
+    add_partitions = alter_partitions = drop_partitions = _refuse
+
+    def close(self) -> None:
+        pass

@@ -43,6 +43,9 @@ class SyncOptions:
     def __post_init__(self) -> None:
         if not self.database:
             raise SyncError("a sync needs a database name")
+        check_hive_name(self.database, "database")  # before any metastore is started or called
+        if self.table:
+            check_hive_name(self.table, "table")
         if self.batch_size < 1:
             raise SyncError(f"batch size must be at least 1, not {self.batch_size}")
 

@@ -22,7 +22,7 @@ from rich.table import Table
 
 from metadata import FileSlice, HudiBridgeError
 
-console = Console()
+console = Console(soft_wrap=True)  # a long line is the terminal's to wrap: paths are never broken by us
 OWN_PACKAGES = frozenset({"metadata", "expressions", "listers", "hive_sync", "engine_bridge", "bench"})
 ERROR_EXIT = 2
 

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from engine_bridge.cli.app import main
 from engine_bridge.cli.output import Output, command_output, console, json_requested, strict_requested
 from hive_sync import EmbeddedMetastore, SyncMode, SyncOptions, SyncResult, open_client, sync
+from hive_sync.client import EmptyMetastore, MetastoreClient
 from hive_sync.target import DEFAULT_BATCH_SIZE
 from metadata import HudiTable
 
@@ -34,7 +35,7 @@ from metadata import HudiTable
 @click.option("--support-timestamp", is_flag=True, help="Timestamp columns as TIMESTAMP rather than bigint.")
 @click.option("--skip-ro-suffix", is_flag=True, help="MOR: name the read-optimized table without _ro.")
 @click.option("--full", is_flag=True, help="Compare every partition with the metastore, whatever was synced before.")
-@click.option("--dry-run", is_flag=True, help="Print the planned changes without writing.")
+@click.option("--dry-run", is_flag=True, help="Print the planned changes without writing (against an empty metastore when none is given).")
 @command_output
 def sync_command(path: str, database: str, table_name: str | None, mode: str, metastore_uri: str | None, hiveserver2: str | None,
                  embedded: str | None, batch_size: int, no_create_database: bool, no_datasource_properties: bool,
@@ -70,7 +71,10 @@ def run_sync(t: HudiTable, options: SyncOptions, mode: SyncMode, metastore_uri: 
                 raise click.UsageError("mode spark needs --metastore-uri or --embedded-metastore")
             spark = local_spark_session(metastore_uri, str(Path(embedded or tempfile.gettempdir()) / "warehouse"))
             stack.callback(spark.stop)
-        client = open_client(mode, metastore_uri, hiveserver2, spark)
+        if dry_run and not (metastore_uri or hiveserver2 or spark):
+            client: MetastoreClient = EmptyMetastore()  # what a first sync would do, with no metastore to ask
+        else:
+            client = open_client(mode, metastore_uri, hiveserver2, spark)
         stack.callback(client.close)
         if not show_progress:
             return sync(t, client, options, dry_run=dry_run)
@@ -87,7 +91,7 @@ def run_sync(t: HudiTable, options: SyncOptions, mode: SyncMode, metastore_uri: 
 
 def render_sync(report: dict[str, Any]) -> None:
     verb = "applied" if report["applied"] else "nothing to do" if report["noop"] else "planned (dry run)"
-    console.rule(f"Hive sync of {report['base_uri']} into {report['database']}: {verb}")
+    console.print(f"Hive sync of {report['base_uri']} into {report['database']}: {verb}", soft_wrap=True, highlight=False)
     if report["create_database"]:
         console.print(f"create database {report['database']}")
     for plan in report["tables"]:
@@ -108,4 +112,7 @@ def render_sync(report: dict[str, Any]) -> None:
         if marker:
             completed = marker.get("last_commit_completion_time_sync")
             console.print(f"  marked synced up to {marker.get('last_commit_time_sync')}" + (f" (completed {completed})" if completed else ""))
-    console.print(f"metastore calls: {report['metastore_calls']}")
+    if report["metastore_calls"]:
+        console.print(f"metastore calls: {report['metastore_calls']}")
+    else:
+        console.print("no metastore was asked: planned against an empty one (give --metastore-uri or --embedded-metastore)")
