@@ -47,11 +47,12 @@ def list_status_command(conf_file: str | None, settings: tuple[str, ...]) -> Out
 def pull_command(hiveserver2: str, source_db: str, source_table: str, target_db: str, target_table: str, extract_sql: str,
                  begin: str, max_commits: int, table_path: str | None) -> Output:
     """RFC-04's incremental pull into a target table, through HiveServer2."""
-    from engine_bridge.hive.pull import hive_pull
+    from engine_bridge.hive.pull import check_pull, hive_pull
     from hive_sync.hiveql import hiveserver2_client
 
     with open(extract_sql, encoding="utf-8") as handle:
         sql = handle.read()
+    check_pull(sql, source_db, source_table, target_db, target_table, begin, table_path)  # before connecting
     client = hiveserver2_client(hiveserver2)
     try:
         result = hive_pull(client, source_db, source_table, target_db, target_table, sql, begin, max_commits, table_path)
