@@ -21,7 +21,7 @@ from decimal import Decimal, InvalidOperation
 from expressions.dialect import Dialect
 from expressions.errors import SqlSyntaxError, line_column
 from expressions.sql import parse_sql
-from expressions.tree import And, Comparison, Expr, In, IsNull, Literal, Not, Op, Or, Ref, Unknown, chain
+from expressions.tree import MAX_TREE_DEPTH, And, Comparison, Expr, In, IsNull, Literal, Not, Op, Or, Ref, Unknown, chain, depth
 
 ORIGIN = Dialect.HIVE
 
@@ -119,17 +119,30 @@ class _Tree:
                     raise SqlSyntaxError(f"unknown SearchArgument operator {operator!r}", line_column(self.text, op_at))
                 stack.append((operator, op_at, []))
                 continue
-            value = self._atom(token, at)
+            value: Expr | None = self._atom(token, at)
             while True:
                 if not stack:
-                    return value
-                stack[-1][2].append(value)
+                    assert value is not None  # only a frame with a parent merges into it
+                    return self._bounded(value, at)
+                if value is not None:
+                    stack[-1][2].append(value)
                 closing, close_at = self.tokens[self.pos] if self.pos < len(self.tokens) else (None, len(self.text))
                 if closing != ")":
                     break
                 self.pos += 1
                 operator, op_at, children = stack.pop()
-                value = self._combine(operator, children, op_at)
+                if operator != "not" and children and stack and stack[-1][0] == operator:
+                    stack[-1][2].extend(children)  # (and (and a b) c) is (and a b c): nesting of one kind flattens
+                    value = None
+                else:
+                    value = self._combine(operator, children, op_at)
+
+    def _bounded(self, tree: Expr, at: int) -> Expr:
+        """What is left nested after flattening (alternating and/or/not) must stay walkable."""
+        if depth(tree) > MAX_TREE_DEPTH:
+            raise SqlSyntaxError(f"SearchArgument nested too deeply (more than {MAX_TREE_DEPTH} levels of alternating and/or/not)",
+                                 line_column(self.text, at))
+        return tree
 
     def _atom(self, token: str, at: int) -> Expr:
         match = re.fullmatch(r"leaf-(\d+)", token)
@@ -146,7 +159,8 @@ class _Tree:
         if operator == "not":
             if len(children) != 1:
                 raise SqlSyntaxError("(not ...) takes one operand", line_column(self.text, at))
-            return Not(children[0])
+            child = children[0]
+            return child.child if isinstance(child, Not) else Not(child)  # a double negation cancels
         if not children:
             raise SqlSyntaxError(f"({operator}) needs operands", line_column(self.text, at))
         return chain(And if operator == "and" else Or, children)

@@ -252,6 +252,22 @@ LEAVES = (Comparison, In, IsNull, IsNotNull, StartsWith, Unknown)
 LEFT_DEEP_CHAIN = 32
 
 
+MAX_TREE_DEPTH = 64  # what every recursive visitor and sqlglot's printer walk far from Python's limit
+
+
+def depth(expr: Expr) -> int:
+    """Levels of AND/OR/NOT above the deepest leaf, counted without recursion."""
+    deepest, pending = 0, [(expr, 0)]
+    while pending:
+        node, level = pending.pop()
+        deepest = max(deepest, level)
+        if isinstance(node, (And, Or)):
+            pending += [(node.left, level + 1), (node.right, level + 1)]
+        elif isinstance(node, Not):
+            pending.append((node.child, level + 1))
+    return deepest
+
+
 def chain(kind: type[And] | type[Or], parts: Sequence[Expr]) -> Expr:
     """`parts` joined by AND or OR as written: left-deep as SQL associates
     for short chains, balanced for long ones (same meaning, bounded depth)."""

@@ -40,6 +40,7 @@ def _partition_dirs(path: str) -> list[str]:
 
 def test_input_paths_split_as_hadoop_does(tmp_path: Path) -> None:
     assert split_input_paths(r"/a/b,/c\,d,/e\\f, /g ") == ["/a/b", "/c,d", "/e\\f", "/g"]
+    assert split_input_paths("/t/p={a,b},/u") == ["/t/p={a,b}", "/u"]  # a glob's alternation is not a separator
     with pytest.raises(JobConfError, match="lone escape"):
         split_input_paths("/a\\")
     xml = tmp_path / "job.xml"
@@ -216,3 +217,51 @@ def test_cli_list_status_from_a_job_xml(tmp_path: Path) -> None:
     assert bad.exit_code == 2
     missing = runner.invoke(main, ["hive", "list-status"])
     assert missing.exit_code == 2 and "has no mapreduce.input.fileinputformat.inputdir" in missing.output
+
+
+def _hive_table(tmp_path: Path) -> str:
+    path = str(tmp_path / "t")
+    builder = TableBuilder(path, pa.schema([("id", pa.int64()), ("region", pa.string())]), partition_fields=["region"], version=8)
+    builder.write([{"id": i, "region": r} for i, r in enumerate(["us", "eu", "apac", "us"])])
+    return path
+
+
+def test_input_paths_are_qualified_and_globs_expanded_as_hadoop_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _hive_table(tmp_path)
+    every = sorted(f.path for f in list_status(_conf([path])).files)
+    assert len(every) == 3 and all(p.startswith(path + "/region=") for p in every)
+    assert sorted(f.path for f in list_status(_conf([path + "/region=*"])).files) == every
+    assert sorted(f.path for f in list_status(_conf([path + "/region={us,eu}"])).files) == [p for p in every if "apac" not in p]
+    dotted = f"{path}/region=us/../region=eu"
+    assert [f.path for f in list_status(_conf([dotted])).files] == [p for p in every if "region=eu" in p]
+    monkeypatch.chdir(tmp_path)
+    assert sorted(f.path for f in list_status(_conf(["t"])).files) == every  # relative: from the working directory
+    assert sorted(f.path for f in list_status(_conf(["file:" + path])).files) == ["file:" + p for p in every]
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ("missing", "Input path does not exist: {root}/missing"),
+    ("t/region=nowhere*", "Input Pattern {root}/t/region=nowhere* matches 0 files"),
+])
+def test_a_missing_input_path_fails_as_in_hadoop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str, message: str) -> None:
+    _hive_table(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    job = tmp_path / "job.xml"
+    job.write_text(f"<configuration><property><name>{INPUT_DIR}</name><value>{given}</value></property></configuration>")
+    result = CliRunner().invoke(main, ["hive", "list-status", "--conf", str(job)])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {message.format(root=tmp_path)}\n"
+
+
+def test_search_arguments_nested_200_deep(tmp_path: Path) -> None:
+    """Nesting of one kind flattens (and double negations cancel) and still prunes; alternating nesting
+    deeper than a plan walks lists every file, with a note (never a RecursionError)."""
+    path = _hive_table(tmp_path)
+    region = "leaf-0 = (EQUALS region us), expr = "
+    for nested in ("(not " * 200 + "leaf-0" + ")" * 200, "(and " * 200 + "leaf-0" + ")" * 200):
+        listed = list_status(_conf([path], **{"sarg.pushdown": region + nested}))
+        assert [f.path.split("/")[-2] for f in listed.files] == ["region=us"], nested[:20]
+    alternating = "(and leaf-0 (or leaf-0 " * 100 + "leaf-0" + "))" * 100
+    listed = list_status(_conf([path], **{"sarg.pushdown": region + alternating}))
+    assert len(listed.files) == 3
+    assert listed.predicate_note.startswith("the pushed filter was not used: SearchArgument nested too deeply (more than 64 levels")

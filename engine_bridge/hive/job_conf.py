@@ -32,18 +32,20 @@ def load_job_conf(path: str) -> dict[str, str]:
 
 
 def split_input_paths(text: str) -> list[str]:
-    """Hadoop's `StringUtils.split` on unescaped commas, then `unEscapeString`."""
-    paths, current, escaped = [], [], False
+    """Hadoop's `StringUtils.split` on unescaped commas outside a glob's `{a,b}`
+    (FileInputFormat.getPathStrings), then `unEscapeString`."""
+    paths, current, escaped, braces = [], [], False, 0
     for char in text:
         if escaped:
             current.append(char)
             escaped = False
         elif char == "\\":
             escaped = True
-        elif char == ",":
+        elif char == "," and braces == 0:
             paths.append("".join(current))
             current = []
         else:
+            braces += 1 if char == "{" else -1 if char == "}" and braces else 0
             current.append(char)
     if escaped:
         raise JobConfError(f"input paths end with a lone escape character: {text!r}")

@@ -21,7 +21,11 @@ string) drops only files whose column_stats exclude it.
 
 from __future__ import annotations
 
+import fnmatch
 import logging
+import os
+import posixpath
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -35,7 +39,7 @@ from metadata import FileSlice, HudiTable
 from metadata.errors import HudiError
 from metadata.fs_view import FileSystemView
 from metadata.instant import Action, Instant, check_begin_instant, check_instant_time
-from metadata.storage import Storage, join
+from metadata.storage import Storage, hadoop_local_path, join
 
 log = logging.getLogger(__name__)
 CONSUME_MODE = "hoodie.{table}.consume.mode"
@@ -105,6 +109,8 @@ def predicate_of(conf: Mapping[str, str]) -> tuple[Expr | None, str]:
             return parse_search_argument(sarg), f"{SARG} (SearchArgument text): {sarg}"
     except ExpressionError as exc:
         return None, f"the pushed filter was not used: {exc}"
+    except RecursionError:  # a filter nested deeper than a tree walk goes: list unpruned, which is always sound
+        return None, "the pushed filter was not used: it is nested too deeply to read; every file is listed"
     if sarg or conf.get(FILTER_SERIALIZED):
         return None, "only a serialized (Kryo) filter was pushed; it is not decoded, so no predicate was used"
     return None, "no predicate was pushed"
@@ -247,11 +253,81 @@ def _list_plain(path: str, filesystem: pafs.FileSystem | None) -> list[ListedFil
             if info.type == pafs.FileType.File and not info.base_name.startswith(("_", "."))]
 
 
+_GLOB_CHARACTERS = frozenset("*?[{")
+
+
+def normalise_input_path(path: str) -> str:
+    """An input path as Hadoop qualifies it: absolute (a relative local path
+    from the working directory), `.` and `..` resolved, the scheme kept."""
+    if path.startswith("file:"):
+        return "file:" + posixpath.normpath(os.path.abspath(hadoop_local_path(path)))
+    if "://" in path:
+        scheme, _, rest = path.partition("://")
+        authority, _, inner = rest.partition("/")
+        return f"{scheme}://{authority}" + (posixpath.normpath("/" + inner) if inner else "")
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def _expand_braces(pattern: str) -> list[str]:
+    """Hadoop's `{a,b}` alternation, innermost first."""
+    match = re.search(r"\{([^{}]*)\}", pattern)
+    if match is None:
+        return [pattern]
+    return [expanded for choice in match.group(1).split(",")
+            for expanded in _expand_braces(pattern[:match.start()] + choice + pattern[match.end():])]
+
+
+def _glob(pattern: str, filesystem: pafs.FileSystem | None) -> list[str]:
+    """Paths matching a Hadoop glob (`*`, `?`, `[...]`, `{a,b}`), segment by segment, sorted."""
+    found: set[str] = set()
+    for expanded in _expand_braces(pattern):
+        head, _, rest = expanded.partition("://") if "://" in expanded else ("", "", expanded)
+        prefix = f"{head}://" if head else ""
+        segments = rest.split("/")
+        fixed = next((n for n, segment in enumerate(segments) if _GLOB_CHARACTERS & set(segment)), len(segments))
+        current = ["/".join(segments[:fixed]) or "/"]  # all of it when braces were the only glob
+        for segment in segments[fixed:]:
+            following = []
+            for folder in current:
+                if not _GLOB_CHARACTERS & set(segment):
+                    following.append(posixpath.join(folder, segment))
+                    continue
+                storage = Storage.open(prefix + folder, filesystem)
+                infos = storage.filesystem.get_file_info(pafs.FileSelector(storage.base_path, allow_not_found=True))
+                following += [posixpath.join(folder, i.base_name) for i in infos if fnmatch.fnmatchcase(i.base_name, segment)]
+            current = following
+        found |= {prefix + path for path in current if _exists(prefix + path, filesystem)}
+    return sorted(found)
+
+
+def _exists(path: str, filesystem: pafs.FileSystem | None) -> bool:
+    storage = Storage.open(path, filesystem)
+    return storage.filesystem.get_file_info(storage.base_path).type != pafs.FileType.NotFound
+
+
+def resolved_input_paths(conf: Mapping[str, str], filesystem: pafs.FileSystem | None = None) -> list[str]:
+    """The job's input paths qualified and globs expanded; a path that does not
+    exist, or a glob matching nothing, fails as in Hadoop's FileInputFormat."""
+    resolved: list[str] = []
+    for raw in input_paths(conf):
+        path = normalise_input_path(raw)
+        if _GLOB_CHARACTERS & set(path):
+            matches = _glob(path, filesystem)
+            if not matches:
+                raise HudiError(f"Input Pattern {path} matches 0 files")
+            resolved += matches
+        elif not _exists(path, filesystem):
+            raise HudiError(f"Input path does not exist: {path}")
+        else:
+            resolved.append(path)
+    return list(dict.fromkeys(resolved))
+
+
 def list_status(conf: Mapping[str, str], filesystem: pafs.FileSystem | None = None) -> ListStatus:
     expr, predicate_note = predicate_of(conf)
     by_table: dict[str, list[str]] = {}
     plain: list[str] = []
-    for path in input_paths(conf):
+    for path in resolved_input_paths(conf, filesystem):
         base = find_table_base(path, filesystem)
         if base is None:
             plain.append(path)
