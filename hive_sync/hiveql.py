@@ -46,6 +46,17 @@ def _server_message(exc: Exception) -> str:
     return message.splitlines()[0][:500] if message else type(exc).__name__
 
 
+def _whole_text(exc: BaseException) -> str:
+    """An error's text with its causes' (py4j keeps the Java cause chain in the text)."""
+    texts, seen = [], set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        texts.append(str(current))
+        current = current.__cause__ or current.__context__
+    return "\n".join(texts)
+
+
 def _properties(params: dict[str, str]) -> str:
     return ", ".join(f"{quote_literal(k)}={quote_literal(v)}" for k, v in sorted(params.items()))
 
@@ -88,7 +99,11 @@ class SqlClient:
             return self._execute(sql)
         except Exception as exc:  # pyhive and py4j raise their own types
             message = _server_message(exc)
-            if "org.apache.hudi" in message or "DATA_SOURCE_NOT_FOUND" in message:
+            whole = _whole_text(exc)  # the first line of a Spark error rarely names its cause
+            missing = re.search(r"ClassNotFoundException:?\s*([\w.$]+)", whole)
+            if missing and missing.group(1) not in message:
+                message += f" (caused by ClassNotFoundException: {missing.group(1)})"
+            if "org.apache.hudi" in whole or "DATA_SOURCE_NOT_FOUND" in whole:
                 message += " (the server lacks Hudi's jars: put Hudi's Hive/Spark bundle on its classpath, or sync with --mode hms)"
             raise SyncError(f"{self.where} refused {kind} ({sql[:200]}{'...' if len(sql) > 200 else ''}): {message}") from exc
 

@@ -84,3 +84,20 @@ def test_plan_and_incremental_commands(tmp_path) -> None:
     inc = json.loads(runner.invoke(main, ["incremental", path, "--begin", begin, "--json"]).output)
     assert inc["instants"] == [commits[-1].requested_time]
     assert inc["row_filter"] == f"_hoodie_commit_time IN ('{commits[-1].requested_time}')"
+
+
+def test_files_of_a_partition_that_does_not_exist_say_so(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from engine_bridge.cli import main
+    from metadata.testing.builder import TableBuilder
+
+    path = str(tmp_path / "t")
+    TableBuilder(path, pa.schema([("id", pa.int64()), ("region", pa.string())]), partition_fields=["region"]).write(
+        [{"id": 1, "region": "eu"}, {"id": 2, "region": "us"}])
+    hint = (f"no partition 'region=eur' in this table (did you mean 'region=eu', 'region=us'?); "
+            f"`hudi-bridge table partitions {path}` lists its 2 partition(s)")
+    human = CliRunner().invoke(main, ["table", "files", path, "--partition", "region=eur"])
+    assert human.exit_code == 0 and human.stdout.endswith(f"): {hint}\n") and human.stderr == ""
+    as_json = CliRunner().invoke(main, ["table", "files", path, "--partition", "region=eur", "--json"])
+    assert as_json.stdout.strip() == "[]" and as_json.stderr == f"warning: {hint}\n"

@@ -89,3 +89,23 @@ def test_schema_evolution_rules() -> None:
         schema_change(current, [HiveColumn("name", "int")], "db.t")
     with pytest.raises(SchemaEvolutionError, match="bigint to int"):
         schema_change([HiveColumn("id", "bigint")], [HiveColumn("id", "int")], "db.t")
+
+
+def test_a_spark_error_names_its_missing_class_and_hints_at_hudis_jars() -> None:
+    """Spark's first line says the table cannot be created; the class it lacks is further down (as py4j words it)."""
+    from hive_sync.errors import SyncError
+    from hive_sync.hiveql import SqlClient
+
+    def execute(sql: str) -> list[tuple[object, ...]]:
+        raise RuntimeError("[CANNOT_CREATE_TABLE] Cannot create the table `db`.`t`.\n"
+                           "\tat org.apache.spark.sql.hive.client.HiveClientImpl.createTable(HiveClientImpl.scala:571)\n"
+                           "Caused by: java.lang.ClassNotFoundException: org.apache.hudi.hadoop.HoodieParquetInputFormat\n"
+                           "\tat java.base/java.net.URLClassLoader.findClass(URLClassLoader.java:445)")
+
+    client = SqlClient(execute, "SparkSession", spark_sql=True)
+    with pytest.raises(SyncError) as caught:
+        client.run("create_table", "CREATE TABLE db.t (a INT)")
+    message = str(caught.value)
+    assert message.startswith("SparkSession refused create_table (CREATE TABLE db.t (a INT)): [CANNOT_CREATE_TABLE] Cannot create the table")
+    assert "(caused by ClassNotFoundException: org.apache.hudi.hadoop.HoodieParquetInputFormat)" in message
+    assert "the server lacks Hudi's jars" in message and "\n" not in message

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import difflib
+import logging
 from typing import Any
 
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, print_lines, print_table, slice_rows, strict_requested
+from engine_bridge.cli.output import Output, command_output, console, json_requested, print_lines, print_table, slice_rows, strict_requested
 from metadata import HudiTable
 from metadata.errors import MetadataTableUnavailable
 
 AS_OF_HELP = "Instant time (requested time) of the view."
 NO_METADATA_HELP = "List storage even when a metadata table exists."
+
+
+log = logging.getLogger(__name__)
 
 
 @main.group()
@@ -91,7 +96,16 @@ def table_files(path: str, partition: str | None, as_of: str | None, no_metadata
     """Latest file slices (base file and log files) per file group."""
     t = open_table(path, no_metadata)
     slices = t.file_slices(partition=partition, as_of=as_of)
-    return Output([s.to_dict() for s in slices], lambda: print_table(f"File slices ({t.listing_note})", slice_rows(slices)))
+    empty = "none"
+    if partition is not None and not slices:
+        known = t.partitions(as_of=as_of)
+        if partition not in known:
+            close = difflib.get_close_matches(partition, known, n=3)
+            empty = (f"no partition {partition!r} in this table" + (f" (did you mean {', '.join(map(repr, close))}?)" if close else "")
+                     + f"; `hudi-bridge table partitions {t.base_uri}` lists its {len(known)} partition(s)")
+            if json_requested():  # the human form says it in place of the table
+                log.warning("%s", empty)
+    return Output([s.to_dict() for s in slices], lambda: print_table(f"File slices ({t.listing_note})", slice_rows(slices), empty))
 
 
 @table.command("validate")
