@@ -415,3 +415,26 @@ def test_relative_paths_to_a_mor_table_with_logs(fixture_table: str, spark: Any,
     output = json.loads(pulled.stdout)["output"]
     assert output == str(table.parent.parent / "out" / Path(output).name)
     assert spark.read.parquet(output).count() == len(hudi_rs_rows(fixture_table, target, None))
+
+
+def test_register_makes_local_workers_run_an_interpreter_with_hudi_bridge(tmp_path: Path, spark: Any) -> None:
+    """`.venv/bin/python script.py` without the virtualenv activated: Spark would start workers with `python3`
+    from PATH, which lacks hudi-bridge; register() points them at this interpreter (and says so)."""
+    import shutil
+    import subprocess
+    import sys
+
+    system_python = shutil.which("python3", path="/usr/bin:/bin")
+    assert system_python and subprocess.run([system_python, "-c", "import engine_bridge"], cwd="/", capture_output=True).returncode != 0
+    context = spark.sparkContext
+    before = context.pythonExec
+    try:
+        context.pythonExec = system_python
+        registration = register(spark)
+        assert context.pythonExec == sys.executable
+        assert any(f"would run {system_python!r}, which cannot import hudi-bridge" in note for note in registration.notes)
+        path = _partitioned_table(tmp_path / "workers")
+        assert spark.read.format(registration.name).load(path).count() == 32
+    finally:
+        context.pythonExec = before
+        register(spark)

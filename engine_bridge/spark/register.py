@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,12 +45,46 @@ def pushdown_state_is_scoped(spark: Any) -> bool:
         return False
 
 
+def workers_run_this_interpreter(spark: Any) -> str | None:
+    """Spark starts the source's Python workers with the interpreter the
+    SparkContext names (PYSPARK_PYTHON, else `python3` from PATH), fixed when
+    the source is registered. On a local master whose interpreter cannot import
+    hudi-bridge (a virtualenv run as `.venv/bin/python script.py`), the workers
+    run this interpreter instead; elsewhere it is the cluster's to set. Returns
+    a note when something was changed or needs doing."""
+    context = getattr(spark, "sparkContext", None)
+    current = getattr(context, "pythonExec", None)
+    if context is None or not current:  # Spark Connect: the server's workers are the server's
+        return None
+    resolved = shutil.which(current) or current
+    if os.path.realpath(resolved) == os.path.realpath(sys.executable) or _imports_hudi_bridge(resolved):
+        return None
+    if not str(context.master).startswith("local"):
+        note = (f"Spark's Python workers run {current!r}, which cannot import hudi-bridge here: set spark.pyspark.python "
+                "(or PYSPARK_PYTHON) to an interpreter that has it, on every executor")
+        log.warning("%s", note)
+        return note
+    context.pythonExec = sys.executable
+    note = f"Spark's Python workers would run {current!r}, which cannot import hudi-bridge; they run {sys.executable} instead"
+    log.info("%s", note)
+    return note
+
+
+def _imports_hudi_bridge(python: str) -> bool:
+    """Whether `python` imports the source outside this project's folder (workers do not run from it)."""
+    try:
+        found = subprocess.run([python, "-c", "import engine_bridge.spark.datasource"], capture_output=True, timeout=60, cwd="/")
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return found.returncode == 0
+
+
 def register(spark: Any, name: str = NAME, fallback: str = FALLBACK_NAME) -> Registration:
     """Register the source as `name`; when a JVM source of that name is on
     the classpath (Apache Hudi's bundle), as `fallback`, and say so."""
     spark.conf.set(PUSHDOWN_CONF, "true")
     prune = pushdown_state_is_scoped(spark)
-    notes = []
+    notes = [note for note in (workers_run_this_interpreter(spark),) if note]
     if not prune:
         log.info("%s", PRUNING_OFF)
         notes.append(PRUNING_OFF)
