@@ -59,9 +59,17 @@ class Stage:
     total: int
     seconds: float
     note: str = ""
+    unit: str = "partitions"  # what `kept` counts
+    total_unit: str | None = None  # what `total` counts when not the same (column_stats counts files listed)
+
+    def describe(self) -> str:
+        if self.total_unit is None or self.total_unit == self.unit:
+            return f"kept {self.kept} of {self.total} {self.unit}"
+        return f"kept {self.kept} {self.unit} ({self.total} {self.total_unit} listed)"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"stage": self.name, "kept": self.kept, "of": self.total, "seconds": round(self.seconds, 4), "note": self.note}
+        return {"stage": self.name, "kept": self.kept, "of": self.total, "unit": self.unit, "of_unit": self.total_unit or self.unit,
+                "seconds": round(self.seconds, 4), "note": self.note}
 
 
 @dataclass(frozen=True)
@@ -78,7 +86,7 @@ class Plan:
         lines = [f"predicate: {self.predicate}", f"listing: {self.listing}"]
         for stage in self.stages:
             note = f" ({stage.note})" if stage.note else ""
-            lines.append(f"{stage.name}: kept {stage.kept} of {stage.total} in {stage.seconds * 1000:.1f} ms{note}")
+            lines.append(f"{stage.name}: {stage.describe()} in {stage.seconds * 1000:.1f} ms{note}")
         lines += [f"not used: {reason}" for reason in self.not_used]
         lines += [f"warning: {warning}" for warning in self.warnings]
         lines.append(f"residual predicate (engines still filter rows): {self.residual}")
@@ -369,7 +377,7 @@ class _Planner:
         covered = mdt.reader.synced_data_instants()
         kept = [s for s in slices if (s.partition, s.file_id) in allowed or not self._covered_by_index(s, covered)]
         self.stages.append(Stage(" + ".join(used), len(kept), len(slices), time.perf_counter() - start,
-                                 f"{len(keys)} record key(s) in {len(allowed)} file group(s)"))
+                                 f"{len(keys)} record key(s) in {len(allowed)} file group(s)", unit="file slices"))
         return kept
 
     def _duplicate_key_risk(self) -> str | None:
@@ -475,8 +483,9 @@ class _Planner:
             else:
                 log.debug("dropped %s/%s: statistics exclude the predicate for every file", s.partition, s.file_id)
         note = f"columns with stats: {', '.join(verdict.indexed)}"
-        if listed is not None:
-            note += f"; {len(slices)} file group(s) with a candidate built, of {listed} files listed"
+        if listed is not None:  # the slices of file groups without a candidate are never built (1M-file tables)
+            note += f"; {len(slices)} file group(s) with a candidate built"
         self.stages.append(Stage("column_stats", len(kept), listed if listed is not None else len(slices),
-                                 verdict.seconds + time.perf_counter() - start, note))
+                                 verdict.seconds + time.perf_counter() - start, note, unit="file slices",
+                                 total_unit="files" if listed is not None else None))
         return kept

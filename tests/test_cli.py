@@ -65,6 +65,23 @@ def test_demo_runs_and_syncs_into_an_embedded_metastore(tmp_path) -> None:
     assert spark["rows"] == len(expected) > 0
 
 
+@pytest.mark.services
+@pytest.mark.slow
+def test_demo_human_form_ends_with_a_summary_in_one_unit_and_cleans_up() -> None:
+    import tempfile
+
+    before = set(Path(tempfile.gettempdir()).glob("hudi-bridge-demo-*"))
+    result = CliRunner().invoke(main, ["demo", "--no-sync"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "WARN" not in result.output and "Stage" not in result.output
+    summary = out[out.index("\nSummary\n"):].splitlines()[2:]
+    assert summary == ["- the plan kept 4 of 12 file slices", "- Spark read 4 of 12 file slices for 12 rows",
+                       "- the temporary folder was removed (run with --keep, or --path DIR, to explore the table afterwards)"]
+    assert "column_stats: kept 4 file slices (13 files listed)" in out
+    assert set(Path(tempfile.gettempdir()).glob("hudi-bridge-demo-*")) == before
+
+
 def test_plan_and_incremental_commands(tmp_path) -> None:
     path = str(tmp_path / "trips")
     build_sample_table(path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -9,12 +11,12 @@ from typing import Any
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, json_requested, print_table, slice_rows
+from engine_bridge.cli.output import Output, command_output, console, json_requested, print_lines, print_table, progress
 from engine_bridge.cli.sync import render_sync, run_sync
 from engine_bridge.cli.table import print_summary, table_summary, timeline_rows
 from hive_sync import SyncMode, SyncOptions
 from listers import plan
-from metadata import HudiTable
+from metadata import FileSlice, HudiTable
 from metadata.mdt.writer import MetadataTableWriter
 from metadata.testing.sample import build_sample_table
 
@@ -41,54 +43,95 @@ def spark_read(target: str, query: str) -> dict[str, Any]:
         }
 
 
+def slices_per_partition(slices: list[FileSlice]) -> list[dict[str, Any]]:
+    """One row per partition: the demo's overview (`hudi-bridge table files` lists every file)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for s in slices:
+        row = rows.setdefault(s.partition, {"partition": s.partition, "file_slices": 0, "with_log_files": 0, "bytes": 0})
+        row["file_slices"] += 1
+        row["with_log_files"] += bool(s.log_files)
+        row["bytes"] += s.total_size
+    return [rows[p] for p in sorted(rows)]
+
+
 @main.command()
-@click.option("--path", default=None, help="Where to build the sample table (default: a temporary folder).")
+@click.option("--path", default=None, help="Where to build the sample table (kept; default: a temporary folder, removed at the end).")
+@click.option("--keep", is_flag=True, help="Keep the temporary folder (the table and the metastore's files) to explore it.")
 @click.option("--no-sync", is_flag=True, help="Skip the Hive sync into an embedded metastore.")
 @click.option("--no-spark", is_flag=True, help="Skip reading the table through Spark.")
 @command_output
-def demo(path: str | None, no_sync: bool, no_spark: bool) -> Output:
+def demo(path: str | None, keep: bool, no_sync: bool, no_spark: bool) -> Output:
     """Build the sample table, plan a query on it, read it through Spark and sync it into an embedded metastore."""
-    as_json = json_requested()
-    target = path or tempfile.mkdtemp(prefix="hudi-bridge-demo-") + "/trips"
+    folder = None if path else tempfile.mkdtemp(prefix="hudi-bridge-demo-")
+    try:
+        report = _run_demo(os.path.abspath(path) if path else os.path.join(folder or "", "trips"), no_sync, no_spark)
+    finally:
+        if folder is not None and not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    report["kept"] = bool(path or keep)
+    return Output(report, lambda: _render(report))
+
+
+def _run_demo(target: str, no_sync: bool, no_spark: bool) -> dict[str, Any]:
+    progress(f"building the sample table at {target}")
     build_sample_table(target)
     # The metadata table (files, column_stats, partition_stats) is what lets planning skip files.
     index = MetadataTableWriter(target).build()
     t = HudiTable.open(target)
     query = plan(target, DEMO_QUERY, dialect="trino")
+    slices = t.file_slices()
     report: dict[str, Any] = {
+        "path": target,
         "index": index.to_dict(),
         "table": table_summary(t),
         "timeline": timeline_rows(t),
         "partitions": t.partitions(),
-        "file_slices": [s.to_dict() for s in t.file_slices()],
+        "file_slices": [s.to_dict() for s in slices],
+        "per_partition": slices_per_partition(slices),
+        "listing": t.listing_note,
         "plan": query.to_dict(),
+        "plan_explained": query.explain(),
     }
-    if not as_json:
-        console.rule(f"Sample table at {target}")
-        print_summary(report["table"])
-        print_table("Timeline", report["timeline"])
-        console.print("[bold]partitions[/]: " + ", ".join(report["partitions"]))
-        print_table(f"Latest file slices ({t.listing_note})", slice_rows(t.file_slices()))
-        console.print(f"metadata table built: {', '.join(index.partitions)} ({index.files_indexed} files indexed, "
-                      f"{index.records_written} records, {index.seconds:.2f} s)")
-        console.rule("Planning a query")
-        console.print(query.explain())
     if not no_spark:
+        progress("reading it through a local Spark (starting Spark takes a few seconds)")
         report["spark"] = spark_read(target, DEMO_QUERY)
-        if not as_json:
-            spark = report["spark"]
-            console.rule("Reading it through Spark")
-            console.print(f"spark.read.format({spark['source']!r}).load(...).where(\"{DEMO_QUERY}\"): {spark['rows']} rows "
-                          f"from {spark['file_slices_read']} of {spark['file_slices_total']} file slices")
-    if no_sync:
-        return Output(report, lambda: None)
-    metastore_folder = str(Path(target).parent / "metastore")
-    result = run_sync(t, SyncOptions(database="demo"), SyncMode.HMS, None, None, metastore_folder, False, show_progress=not as_json)
-    report["sync"] = result.to_dict()
+    if not no_sync:
+        metastore_folder = str(Path(target).parent / "metastore")
+        result = run_sync(t, SyncOptions(database="demo"), SyncMode.HMS, None, None, metastore_folder, False,
+                          show_progress=not json_requested())
+        report["sync"] = result.to_dict()
+        report["metastore_folder"] = metastore_folder
+    return report
 
-    def render_sync_part() -> None:
-        render_sync(report["sync"])
-        console.print(f"(the metastore's Derby files are in {metastore_folder}; `hudi-bridge sync {target} --database demo "
-                      f"--embedded-metastore {metastore_folder}` syncs again)")
 
-    return Output(report, render_sync_part)
+def _render(report: dict[str, Any]) -> None:
+    target, slices = report["path"], report["file_slices"]
+    index = report["index"]
+    console.print(f"[bold]1. A sample Hudi table[/] at {target}")
+    print_summary(report["table"])
+    print_table("Timeline", report["timeline"])
+    print_table(f"Latest file slices per partition ({len(slices)} in all)", report["per_partition"])
+    console.print(f"metadata table built: {', '.join(index['partitions'])} ({index['files_indexed']} files indexed, "
+                  f"{index['records_written']} records, {index['seconds']:.2f} s)")
+    console.print(f"\n[bold]2. Planning[/] {DEMO_QUERY}")
+    console.print(report["plan_explained"])
+    kept = len(report["plan"]["files"])
+    lines = [f"the plan kept {kept} of {len(slices)} file slices"]
+    spark = report.get("spark")
+    if spark:
+        console.print(f"\n[bold]3. Reading it through Spark[/]: spark.read.format({spark['source']!r}).load(...).where(...)")
+        console.print(f"{spark['rows']} rows from {spark['file_slices_read']} of {spark['file_slices_total']} file slices")
+        lines.append(f"Spark read {spark['file_slices_read']} of {spark['file_slices_total']} file slices for {spark['rows']} rows")
+    sync = report.get("sync")
+    if sync:
+        console.print("\n[bold]4. Hive sync[/] into an embedded metastore")
+        render_sync(sync)
+        lines.append(f"Hive has {', '.join(t['table'] for t in sync['tables'])} ({sum(len(t['partitions']['ADD']) for t in sync['tables'])} "
+                     "partitions added)")
+    console.print("\n[bold]Summary[/]")
+    print_lines([f"- {line}" for line in lines])
+    if report["kept"]:
+        console.print(f"- the table is at {target}; try `hudi-bridge table files {target}` or "
+                      f"`hudi-bridge plan {target} --where \"city = 'chennai'\" --explain`")
+    else:
+        console.print("- the temporary folder was removed (run with --keep, or --path DIR, to explore the table afterwards)")

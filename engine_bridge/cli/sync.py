@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from engine_bridge.cli.app import main
 from engine_bridge.cli.output import Output, command_output, console, json_requested, strict_requested
+from engine_bridge.cli.output import progress as say
 from hive_sync import EmbeddedMetastore, SyncMode, SyncOptions, SyncResult, open_client, sync
 from hive_sync.client import EmptyMetastore, MetastoreClient
 from hive_sync.target import DEFAULT_BATCH_SIZE
@@ -61,7 +62,7 @@ def run_sync(t: HudiTable, options: SyncOptions, mode: SyncMode, metastore_uri: 
             if metastore_uri:
                 raise click.UsageError("give either --metastore-uri or --embedded-metastore, not both")
             if show_progress:
-                console.print(f"starting an embedded metastore in {embedded} ...")
+                say(f"starting an embedded metastore in {embedded} ...")
             metastore_uri = stack.enter_context(EmbeddedMetastore(embedded)).uri
         spark = None
         if mode is SyncMode.SPARK:
