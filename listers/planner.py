@@ -126,11 +126,9 @@ def plan(
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
     if isinstance(path_or_uri, DirectoryLister):
-        _use_cache_dir(path_or_uri, cache_dir)
-        return _Planner(path_or_uri, expr, dialect, assume_unique_keys).run(text)
+        return _Planner(path_or_uri, expr, dialect, assume_unique_keys).run(text, cache_dir)
     with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict) as lister:
-        _use_cache_dir(lister, cache_dir)
-        return _Planner(lister, expr, dialect, assume_unique_keys).run(text)
+        return _Planner(lister, expr, dialect, assume_unique_keys).run(text, cache_dir)
 
 
 def _use_cache_dir(lister: DirectoryLister, cache_dir: str | None) -> None:
@@ -192,7 +190,7 @@ class _Planner:
         self.expr = expr
         self.dialect = dialect
         self.not_used: list[str] = []
-        self.warnings: list[str] = [w for w in (lister.table.listing.warning,) if w]
+        self.warnings: list[str] = []
         self.stages: list[Stage] = []
 
     def _types(self) -> dict[str, pa.DataType]:
@@ -264,15 +262,17 @@ class _Planner:
             self.not_used.append("partition_stats and column_stats: no metadata table in use (see listing)")
         return mdt
 
-    def run(self, text: str) -> Plan:
+    def run(self, text: str, cache_dir: str | None = None) -> Plan:
         config = self.table.config
+        types = self._types()
+        # Unknown columns and impossible literals are user errors: say so (before
+        # the listing is chosen, or its warnings said) rather than plan without pruning.
+        bind(self.expr, pa.schema(list(types.items())), strict=True)
+        _use_cache_dir(self.lister, cache_dir)
+        self.warnings[:0] = [w for w in (self.table.listing.warning,) if w]
         start = time.perf_counter()
         partitions = self.lister.list_partitions()
         self.stages.append(Stage("list partitions", len(partitions), len(partitions), time.perf_counter() - start))
-        types = self._types()
-        # Unknown columns and impossible literals are user errors: say so
-        # rather than silently planning without pruning.
-        bind(self.expr, pa.schema(list(types.items())), strict=True)
         columns = sorted({r.path[0] if len(r.path) == 1 else r.name for r in references(self.expr)})
 
         start = time.perf_counter()

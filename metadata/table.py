@@ -9,7 +9,7 @@ import pyarrow.fs as pafs
 
 from metadata.file_group import FileSlice
 from metadata.fs_view import FileSystemView
-from metadata.instant import Instant
+from metadata.instant import Instant, check_instant_time
 from metadata.listing import FileListing
 from metadata.mdt.listing import MetadataListing, choose_listing
 from metadata.mdt.metadata_table import MetadataTable
@@ -94,6 +94,8 @@ class HudiTable:
 
     # Views ----------------------------------------------------------------------
     def view(self, as_of: str | None = None) -> FileSystemView:
+        if as_of is not None:
+            check_instant_time(as_of, "as-of instant")  # before the listing is chosen (and its warnings said)
         with self._lock:
             existing = self._views.get(as_of)
         if existing is not None:

@@ -299,6 +299,8 @@ def _read_properties(storage: Storage, relative: str) -> tuple[dict[str, str] | 
     except FileNotFoundError:
         return None, None
     except OSError as exc:  # StorageError: the message names the file
+        if isinstance(exc.__cause__, NotADirectoryError) or "Not a directory" in str(exc):
+            raise HudiTableNotFound(f"{storage.uri} is a file, not a Hudi table folder") from exc
         raise HudiTableNotFound(str(exc)) from exc
     try:
         props = parse_java_properties(data.decode("utf-8"))

@@ -62,6 +62,9 @@ def slices_per_partition(slices: list[FileSlice]) -> list[dict[str, Any]]:
 @command_output
 def demo(path: str | None, keep: bool, no_sync: bool, no_spark: bool) -> Output:
     """Build the sample table, plan a query on it, read it through Spark and sync it into an embedded metastore."""
+    if path and os.path.exists(path) and not (os.path.isdir(path) and not os.listdir(path)):
+        raise click.BadParameter(f"{os.path.abspath(path)} exists: the demo builds a new table, so give a path that does not exist yet",
+                                 param_hint="--path")
     folder = None if path else tempfile.mkdtemp(prefix="hudi-bridge-demo-")
     try:
         report = _run_demo(os.path.abspath(path) if path else os.path.join(folder or "", "trips"), no_sync, no_spark)

@@ -21,11 +21,12 @@ from engine_bridge.cli.output import Output, command_output, console, progress
 def pull(path: str, out: str, output_format: str, begin: str | None, checkpoint: str | None, end: str | None,
          max_commits: int | None, where: str | None) -> Output:
     """Write the rows changed in a range of commits, then advance the checkpoint."""
-    if begin and checkpoint:
-        raise click.UsageError("give --begin or --checkpoint, not both")
     from engine_bridge.spark import register
+    from engine_bridge.spark.pull import check_pull
     from engine_bridge.spark.pull import pull as run_pull
     from engine_bridge.spark.session import command_spark_session
+
+    check_pull(out, begin, checkpoint)  # before Spark starts
 
     progress("starting Spark")
     with command_spark_session("hudi-bridge-pull") as spark:

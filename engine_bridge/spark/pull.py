@@ -79,6 +79,17 @@ def _remove_staging(out: Path) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
+def check_pull(out: str, begin: str | None, checkpoint: str | None) -> tuple[str, str]:
+    """(the instant to pull after, the absolute output folder), or the error, before Spark starts."""
+    if begin and checkpoint:
+        raise PullError("give --begin or --checkpoint, not both")
+    start = check_begin_instant((read_checkpoint(checkpoint) if checkpoint else None) or begin or BEFORE_ALL_INSTANTS)
+    out = os.path.abspath(os.path.expanduser(out))
+    if Path(out).exists() and not Path(out).is_dir():
+        raise PullError(f"output {out} is a file, not a folder")
+    return start, out
+
+
 def pull(
     spark: Any,
     path: str,
@@ -94,11 +105,7 @@ def pull(
 ) -> PullResult:
     """Pull (begin, end] (begin from the checkpoint when it exists) into a new
     range folder under `out`, then move the checkpoint to the range's end."""
-    start = (read_checkpoint(checkpoint) if checkpoint else None) or begin or BEFORE_ALL_INSTANTS
-    start = check_begin_instant(start)
-    out = os.path.abspath(os.path.expanduser(out))
-    if Path(out).exists() and not Path(out).is_dir():
-        raise PullError(f"output {out} is a file, not a folder")
+    start, out = check_pull(out, begin, checkpoint)
     table = HudiTable.open(path)
     path = table.base_uri  # absolute from here on: Spark's workers and hudi-rs are handed it
     progress(f"planning ({start}, {end or 'latest'}] on {path}")

@@ -17,6 +17,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -58,9 +59,12 @@ from metadata.table import HudiTable
 from metadata.table_config import (
     METADATA_PARTITIONS_INFLIGHT_KEY,
     METADATA_PARTITIONS_KEY,
+    PROPERTIES_BACKUP_PATH,
+    PROPERTIES_PATH,
     BaseFileFormat,
     TableConfig,
     TableType,
+    parse_java_properties,
     update_table_config,
 )
 from metadata.timeline_models import COMPACTION_PLAN, commit_metadata_schema
@@ -110,6 +114,8 @@ class MetadataTableWriter:
         self.batch_files = batch_files
         self._token = 0
         self._last_time = ""
+        self._requested: list[str] = []  # MDT instants this operation started (undone if it fails)
+        self._initialising: list[tuple[str, MdtPartition]] = []  # (instant, partition) of new partitions
 
     # Public operations ---------------------------------------------------------------
     def build(self, partitions: Sequence[MdtPartition] = BUILD_ORDER, columns: Sequence[str] | None = None,
@@ -123,8 +129,7 @@ class MetadataTableWriter:
         report = IndexReport("build")
         check_columns(self.data, columns)  # before anything is touched
         asked = [p for p in PARTITION_ORDER if p in partitions]
-        with WriterLock(self.storage):
-            self._reload()
+        with self._writing():
             built = set(self.data.config.metadata_partitions)
             if MdtPartition.FILES.value not in built:
                 self._reset_metadata_folder()
@@ -163,8 +168,7 @@ class MetadataTableWriter:
     def sync(self) -> IndexReport:
         started = time.monotonic()
         report = IndexReport("sync")
-        with WriterLock(self.storage):
-            self._reload()
+        with self._writing():
             if MdtPartition.FILES.value not in self.data.config.metadata_partitions:
                 raise IndexWriteError(f"{self.storage.uri}: no metadata table to sync; run `hudi-bridge index build` first")
             self._sync_locked(report)
@@ -174,8 +178,7 @@ class MetadataTableWriter:
     def compact(self, force: bool = False) -> IndexReport:
         started = time.monotonic()
         report = IndexReport("compact")
-        with WriterLock(self.storage):
-            self._reload()
+        with self._writing():
             self._compact_locked(report, force=force)
         report.seconds = time.monotonic() - started
         return report
@@ -183,11 +186,56 @@ class MetadataTableWriter:
     def drop(self, partitions: Sequence[MdtPartition]) -> IndexReport:
         started = time.monotonic()
         report = IndexReport("drop")
-        with WriterLock(self.storage):
-            self._reload()
+        with self._writing():
             self._drop(list(partitions), report)
         report.seconds = time.monotonic() - started
         return report
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The writer lock and a fresh look at the table; when the operation
+        fails, what it left pending is undone (its files and instants, a
+        metadata folder it created, hoodie.properties as it was), so a failed
+        write leaves the table as it found it. What it completed stays: each
+        completed instant is a consistent state. A killed process cannot undo:
+        the next run rolls its pending instants back."""
+        with WriterLock(self.storage):
+            self._reload()
+            properties = self.storage.read_bytes(PROPERTIES_PATH)
+            had_metadata = self.storage.exists(METADATA_FOLDER)
+            self._requested = []
+            self._initialising = []
+            try:
+                yield
+            except BaseException:
+                try:
+                    self._undo(properties, had_metadata)
+                except Exception as undo_error:  # the failure itself is what the caller hears about
+                    log.warning("%s: could not undo the failed write (%s); the next index build or sync rolls it back",
+                                self.storage.uri, undo_error)
+                raise
+
+    def _undo(self, properties: bytes, had_metadata: bool) -> None:
+        if not had_metadata:
+            if self.storage.exists(METADATA_FOLDER):
+                self.storage.filesystem.delete_dir(self.storage.full_path(METADATA_FOLDER))
+        elif self._requested:
+            listed = parse_java_properties(properties.decode("utf-8")).get(METADATA_PARTITIONS_KEY, "").split(",")
+            mdt = self._mdt()
+            initialised = {ts for ts, partition in self._initialising if partition.value not in listed}
+            for ts in self._requested:
+                # a new partition's instants count only once hoodie.properties lists it: completed or not, they go
+                if ts in initialised or not mdt.timeline.is_completed(ts):
+                    self._remove_instant(mdt, ts)
+            for partition in MdtPartition:  # a partition folder this run created and left empty
+                if self.mdt_storage.exists(partition.value):
+                    files, folders = self.mdt_storage.list_dir(partition.value)
+                    if not folders and [f.name for f in files] == [".hoodie_partition_metadata"] and partition.value not in listed:
+                        self.storage.filesystem.delete_dir(self.mdt_storage.full_path(partition.value))
+        if self.storage.read_bytes(PROPERTIES_PATH) != properties:
+            self.storage.write_bytes(PROPERTIES_PATH, properties)
+        if self.storage.exists(PROPERTIES_BACKUP_PATH):
+            self.storage.delete_file(PROPERTIES_BACKUP_PATH)
 
     # State -------------------------------------------------------------------------------
     def _file_ranges(self, files: Sequence[tuple[str, str | None]], columns: Sequence[str], schema: pa.Schema) -> list[ColumnRange]:
@@ -261,6 +309,7 @@ class MetadataTableWriter:
     def _initialise(self, partition: MdtPartition, snapshot: _Snapshot, report: IndexReport) -> None:
         mdt = self._mdt()
         ts = self._initialisation_time(mdt, partition)
+        self._initialising.append((ts, partition))
         self.progress(f"building {partition.value} at metadata instant {ts}")
         groups = self._file_group_count(partition)
         if partition is MdtPartition.RECORD_INDEX and not self._existing_groups(partition):
@@ -318,6 +367,7 @@ class MetadataTableWriter:
 
     # Timeline files of the MDT ---------------------------------------------------------
     def _write_pending(self, mdt: TableParts, ts: str, action: Action, requested: bytes = b"") -> None:
+        self._requested.append(ts)
         path = mdt.config.timeline_path
         self.mdt_storage.write_bytes(join(path, f"{ts}.{action}.requested"), requested)
         inflight = f"{ts}.inflight" if action is Action.COMMIT else f"{ts}.{action}.inflight"
@@ -354,21 +404,24 @@ class MetadataTableWriter:
         if not pending:
             return mdt
         for instant in pending:
-            ts = instant.requested_time
-            for partition in MdtPartition:
-                if not self.mdt_storage.exists(partition.value):
-                    continue
-                files, _ = self.mdt_storage.list_dir(partition.value)
-                for f in files:
-                    parsed = classify(f.name, ".hfile", f.relative_path)
-                    if isinstance(parsed, (BaseFileName, LogFileName)) and (
-                        parsed.instant_time == ts or isinstance(parsed, LogFileName) and self._written_only_by(f.relative_path, ts)
-                    ):
-                        self.mdt_storage.delete_file(f.relative_path)
-            for name in [n for n in self._timeline_names(mdt) if n.startswith(ts + ".")]:
-                self.mdt_storage.delete_file(join(mdt.config.timeline_path, name))
-            report.notes.append(f"metadata instant {ts} had not completed; what it wrote was removed and is redone")
+            self._remove_instant(mdt, instant.requested_time)
+            report.notes.append(f"metadata instant {instant.requested_time} had not completed; what it wrote was removed and is redone")
         return self._mdt()
+
+    def _remove_instant(self, mdt: TableParts, ts: str) -> None:
+        """The files a pending MDT instant wrote, then its timeline files."""
+        for partition in MdtPartition:
+            if not self.mdt_storage.exists(partition.value):
+                continue
+            files, _ = self.mdt_storage.list_dir(partition.value)
+            for f in files:
+                parsed = classify(f.name, ".hfile", f.relative_path)
+                if isinstance(parsed, (BaseFileName, LogFileName)) and (
+                    parsed.instant_time == ts or isinstance(parsed, LogFileName) and self._written_only_by(f.relative_path, ts)
+                ):
+                    self.mdt_storage.delete_file(f.relative_path)
+        for name in [n for n in self._timeline_names(mdt) if n.startswith((ts + ".", ts + "_"))]:  # v8+: <ts>_<completion>.<action>
+            self.mdt_storage.delete_file(join(mdt.config.timeline_path, name))
 
     def _written_only_by(self, relative: str, ts: str) -> bool:
         """v6 log names carry their slice's base instant, not the writer: a log
@@ -627,6 +680,7 @@ class MetadataTableWriter:
                                              "dataFilePath": s.base_file_name, "fileId": s.file_id, "partitionPath": p.value, "metrics": {}}
                                             for p in partitions for s in slices_of[p]]
         plan = encode_avro_instant(COMPACTION_PLAN, {"operations": operations, "extraMetadata": None, "version": 2})
+        self._requested.append(ts)
         self.mdt_storage.write_bytes(join(mdt.config.timeline_path, f"{ts}.compaction.requested"), plan)
         self.mdt_storage.write_bytes(join(mdt.config.timeline_path, f"{ts}.compaction.inflight"), b"")
         self.fault("compaction: after requested")
