@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from expressions import Expr, bind, may_match, parse_sql, to_sql
+from expressions import Expr, UnknownColumnError, bind, may_match, parse_sql, to_sql
 from expressions.eval_partitions import map_to_path_values, prune_partitions
 from expressions.tree import references, values_required
 from listers.directory_lister import DirectoryLister
@@ -191,6 +191,7 @@ class _Planner:
         self.dialect = dialect
         self.not_used: list[str] = []
         self.warnings: list[str] = []
+        self.schema_error: HudiError | None = None
         self.stages: list[Stage] = []
 
     def _types(self) -> dict[str, pa.DataType]:
@@ -201,11 +202,10 @@ class _Planner:
             raise  # a damaged commit file: say which, rather than plan without types
         except NoSchemaError as exc:  # a table not written yet
             self.not_used.append(f"table schema ({exc}); partition values compared as text")
-        except HudiError as exc:  # an unreadable commit: planning without types is a fallback
+        except HudiError as exc:  # an unreadable commit: planning without types is a fallback (said once the predicate binds)
             if self.table.strict:
                 raise
-            log.warning("table schema not read (%s); partition values compared as text", exc)
-            self.warnings.append(f"table schema not read ({exc}); partition values compared as text")
+            self.schema_error = exc
         # Partition columns the writer dropped from the files (and the schema) are the path's text.
         for field in self.table.config.partition_fields:
             types.setdefault(field, pa.string())
@@ -267,7 +267,15 @@ class _Planner:
         types = self._types()
         # Unknown columns and impossible literals are user errors: say so (before
         # the listing is chosen, or its warnings said) rather than plan without pruning.
-        bind(self.expr, pa.schema(list(types.items())), strict=True)
+        try:
+            bind(self.expr, pa.schema(list(types.items())), strict=True)
+        except UnknownColumnError:
+            if self.schema_error is not None:  # the column is unknown because the schema could not be read: say that
+                raise self.schema_error from None
+            raise
+        if self.schema_error is not None:
+            log.warning("table schema not read (%s); partition values compared as text", self.schema_error)
+            self.warnings.append(f"table schema not read ({self.schema_error}); partition values compared as text")
         _use_cache_dir(self.lister, cache_dir)
         self.warnings[:0] = [w for w in (self.table.listing.warning,) if w]
         start = time.perf_counter()
