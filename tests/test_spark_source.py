@@ -438,3 +438,30 @@ def test_register_makes_local_workers_run_an_interpreter_with_hudi_bridge(tmp_pa
     finally:
         context.pythonExec = before
         register(spark)
+
+
+def test_empty_results_are_zero_rows_with_the_schema(tmp_path: Path, spark: Any, source: str) -> None:
+    """A table never written, a time-travel read before the first commit, an incremental range with no commit
+    and a plan that keeps no file: zero rows with the table's schema, never an error in a worker."""
+    schema = pa.schema([("id", pa.int64()), ("city", pa.string())])
+    empty = str(tmp_path / "empty")
+    TableBuilder(empty, schema, partition_fields=["city"], version=8)
+    written = str(tmp_path / "written")
+    builder = TableBuilder(written, schema, partition_fields=["city"], version=8)
+    first = builder.write([{"id": 1, "city": "sf"}, {"id": 2, "city": "la"}])
+    last = HudiTable.open(written).timeline.commits()[-1]
+    frames = {
+        "never written": spark.read.format(source).load(empty),
+        "before the first commit": spark.read.format(source).option("as.of.instant", "20000101000000000").load(written),
+        "a range with no commit": spark.read.format(source).options(**{QUERY_TYPE: "incremental", BEGIN: last.completion_time or first})
+        .load(written),
+        "a plan keeping no file": read(spark, written, where="city = 'nowhere'"),
+    }
+    expected = spark_schema(table_arrow_schema(HudiTable.open(written))).names
+    for what, frame in frames.items():
+        assert frame.count() == 0, what
+        assert frame.collect() == [], what
+        if what != "never written":
+            assert frame.schema.names == expected, what
+    frames["never written"].createOrReplaceTempView("never_written")
+    assert spark.sql("SELECT count(*) AS n FROM never_written").collect()[0].n == 0

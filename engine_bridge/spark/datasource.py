@@ -55,7 +55,8 @@ class HudiBatchReader(DataSourceReader):
         return [HudiInputPartition(i, scan.spec, split) for i, split in enumerate(scan.splits)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, HudiInputPartition)
+        if not isinstance(partition, HudiInputPartition):
+            return  # a plan with no split (an empty table, a range with no commit): Spark still asks for one partition
         yield from read_split(partition.spec, partition.split, spark_arrow_schema(self.schema))
 
 
