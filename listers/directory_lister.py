@@ -8,6 +8,7 @@ O(1) metadata-table reads. Safe to share between threads.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from types import TracebackType
 
 import numpy as np
@@ -37,11 +38,13 @@ class DirectoryLister:
         as_of: str | None = None,
         filesystem: pafs.FileSystem | None = None,
         strict: bool = False,
+        storage_options: Mapping[str, str] | None = None,
     ) -> DirectoryLister:
         """`use_metadata=True` uses the MDT when the table has one and falls
         back to storage listing otherwise (`listing_note` says why); False
         always lists storage. `strict`: a damaged MDT is an error, not a fallback."""
-        table = HudiTable.open(path_or_uri, filesystem=filesystem, use_metadata=None if use_metadata else False, strict=strict)
+        table = HudiTable.open(path_or_uri, filesystem=filesystem, use_metadata=None if use_metadata else False, strict=strict,
+                               storage_options=storage_options)
         return cls(table, as_of)
 
     def __enter__(self) -> DirectoryLister:

@@ -9,6 +9,7 @@ v8+ the filter lists the instants in range).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,10 +72,12 @@ def incremental(
     fallback_to_full_scan: bool = False,
     use_metadata: bool | None = None,
     strict: bool = False,
+    storage_options: Mapping[str, str] | None = None,
 ) -> IncrementalPlan:
     """Plan the changes in (begin, end]; `max_commits` caps the instants (-1 or None: all).
     `strict`: a damaged metadata table is an error rather than a fallback to storage."""
-    table = path_or_uri if isinstance(path_or_uri, HudiTable) else HudiTable.open(path_or_uri, use_metadata=use_metadata, strict=strict)
+    table = path_or_uri if isinstance(path_or_uri, HudiTable) else HudiTable.open(path_or_uri, use_metadata=use_metadata, strict=strict,
+                                                                                                storage_options=storage_options)
     begin = check_begin_instant(begin)
     if end is not None:
         check_instant_time(end, "end instant")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, TypeVar
@@ -114,6 +115,7 @@ def plan(
     strict: bool = False,
     cache_dir: str | None = None,
     assume_unique_keys: bool = False,
+    storage_options: Mapping[str, str] | None = None,
 ) -> Plan:
     """Candidate file slices for a predicate, with an explanation.
 
@@ -127,7 +129,7 @@ def plan(
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
     if isinstance(path_or_uri, DirectoryLister):
         return _Planner(path_or_uri, expr, dialect, assume_unique_keys).run(text, cache_dir)
-    with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict) as lister:
+    with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict, storage_options=storage_options) as lister:
         return _Planner(lister, expr, dialect, assume_unique_keys).run(text, cache_dir)
 
 

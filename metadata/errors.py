@@ -34,6 +34,10 @@ class StorageError(HudiError, OSError):
     the message names the path. Still an OSError for callers that expect one."""
 
 
+class TransientStorageError(StorageError):
+    """The store failed for a moment (throttling, a 5xx, a dropped connection): asked again with backoff."""
+
+
 class StoredFileNotFound(StorageError, FileNotFoundError):
     """A file is not (or no longer) in storage."""
 

@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import os
 import posixpath
-import threading
+import random
+import re
+import shutil
+import tempfile
+import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import BinaryIO, TypeVar, cast
+from typing import Any, BinaryIO, TypeVar, cast
 from urllib.parse import unquote
 
 import pyarrow.fs as pafs
 
-from metadata.errors import HudiError, StorageError, StoredFileNotFound, UnsafePathError
+from metadata.errors import HudiError, StorageError, StoredFileNotFound, TransientStorageError, UnsafePathError
+from metadata.storage_options import object_store_filesystem
 
 
 @dataclass(frozen=True)
@@ -69,38 +73,67 @@ def set_default_timeout(seconds: float) -> None:
     _timeout_seconds = seconds
 
 
-def remote_filesystem(uri: str, timeout: float | None = None) -> tuple[pafs.FileSystem, str]:
+def remote_filesystem(uri: str, timeout: float | None = None,
+                      storage_options: Mapping[str, str] | None = None) -> tuple[pafs.FileSystem, str]:
     """A pyarrow filesystem and the path inside it, with connect and request
-    timeouts where the filesystem has them."""
+    timeouts where the filesystem has them (`metadata.storage_options` says
+    how object stores are configured)."""
     seconds = timeout or _timeout_seconds
-    scheme, _, rest = uri.partition("://")
-    if scheme in ("gs", "gcs"):
-        return pafs.GcsFileSystem(retry_time_limit=timedelta(seconds=seconds)), rest.rstrip("/")
-    if scheme in ("s3", "s3a"):
-        bucket = rest.split("/", 1)[0]
-        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or _s3_region(bucket, seconds)
-        return pafs.S3FileSystem(region=region, connect_timeout=seconds, request_timeout=seconds), rest.rstrip("/")
+    found = object_store_filesystem(uri, storage_options, seconds)
+    if found is not None:
+        return found
     return pafs.FileSystem.from_uri(uri)
 
 
-def _s3_region(bucket: str, seconds: float) -> str:
-    """The bucket's region (what FileSystem.from_uri looks up), within the timeout."""
-    found: list[str] = []
-    failed: list[BaseException] = []
+OBJECT_STORES = frozenset({"s3", "gcs", "abfs"})  # pyarrow type names: a PUT is atomic, nothing can be renamed
 
-    def resolve() -> None:
+
+_TRANSIENT = ("SlowDown", "503", "500 ", "INTERNAL_FAILURE", "NETWORK_CONNECTION", "ServiceUnavailable", "RequestTimeout",
+              "Throttl", "Connection reset", "timed out", "Timeout", "Failed to flush response stream")
+RETRY_ATTEMPTS = 6
+
+
+def _is_transient(text: str) -> bool:
+    return any(marker in text for marker in _TRANSIENT)
+
+
+def retrying(call: Callable[[], T]) -> T:
+    """`call()`, again after a TransientStorageError with exponential backoff
+    (0.1 s doubling, with jitter), at most RETRY_ATTEMPTS times and within
+    the remote timeout; the last error is the one raised."""
+    deadline = time.monotonic() + _timeout_seconds
+    delay = 0.1
+    for attempt in range(1, RETRY_ATTEMPTS + 1):
         try:
-            found.append(pafs.resolve_s3_region(bucket))
-        except BaseException as exc:  # reported below with the bucket named
-            failed.append(exc)
+            return call()
+        except TransientStorageError:
+            if attempt == RETRY_ATTEMPTS or time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay * (0.5 + random.random()))
+            delay *= 2
+    raise AssertionError("unreachable")
 
-    worker = threading.Thread(target=resolve, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if found:
-        return found[0]
-    why = f"{failed[0]}" if failed else f"no answer within {seconds:g} s"
-    raise StorageError(f"s3://{bucket}: cannot find the bucket's region ({why}); set AWS_REGION to skip the lookup")
+
+class RetryingFile:
+    """A random-access object-store file whose reads are asked again when the store fails for a moment."""
+
+    def __init__(self, handle: pafs.NativeFile, guard: Callable[[Callable[[], Any]], Any]) -> None:
+        self._handle, self._guard = handle, guard
+
+    def read_at(self, length: int, offset: int) -> Any:
+        return self._guard(lambda: self._handle.read_at(length, offset))
+
+    def size(self) -> int:
+        return int(self._guard(self._handle.size))
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> RetryingFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class Storage:
@@ -112,8 +145,10 @@ class Storage:
         self.uri = uri or base_path
 
     @classmethod
-    def open(cls, path_or_uri: str, filesystem: pafs.FileSystem | None = None) -> Storage:
-        """Resolve a local path or URI; `filesystem` overrides the resolved one."""
+    def open(cls, path_or_uri: str, filesystem: pafs.FileSystem | None = None,
+             storage_options: Mapping[str, str] | None = None) -> Storage:
+        """Resolve a local path or URI; `filesystem` overrides the resolved one;
+        `storage_options` configure an object store (`metadata.storage_options`)."""
         if filesystem is not None:
             if "://" in path_or_uri:
                 _, base = pafs.FileSystem.from_uri(path_or_uri)
@@ -122,7 +157,7 @@ class Storage:
             return cls(filesystem, _normalise_local(base) if "://" not in path_or_uri else base, path_or_uri)
         if "://" in path_or_uri and not path_or_uri.startswith("file://"):
             try:
-                fs, base = remote_filesystem(path_or_uri)
+                fs, base = remote_filesystem(path_or_uri, storage_options=storage_options)
             except StorageError:
                 raise
             except Exception as exc:  # pyarrow raises several types here
@@ -139,10 +174,15 @@ class Storage:
 
     def _call(self, what: str, relative: str, call: Callable[[str], T]) -> T:
         """`call(full path)` below the base, with OS and connection errors turned
-        into the project's errors naming the file as the user knows it."""
+        into the project's errors naming the file as the user knows it. A store
+        that throttles or fails for a moment (503 SlowDown, 500, a dropped
+        connection) is asked again with backoff, within the timeout."""
         path = self.full_path(relative)
+        return retrying(lambda: self._translated(what, relative, lambda: call(path)))
+
+    def _translated(self, what: str, relative: str, call: Callable[[], T]) -> T:
         try:
-            return call(path)
+            return call()
         except StorageError:
             raise
         except FileNotFoundError as exc:
@@ -150,7 +190,14 @@ class Storage:
         except PermissionError as exc:
             raise StorageError(f"{self.display_path(relative)}: permission denied ({what})") from exc
         except OSError as exc:
-            raise StorageError(f"{self.display_path(relative)}: cannot {what}: {exc}") from exc
+            text = str(exc)
+            if "ACCESS_DENIED" in text or "AccessDenied" in text:
+                raise StorageError(f"{self.display_path(relative)}: access denied ({what}); check the keys and the bucket's policy") from exc
+            bucket = re.search(r"Bucket '([^']+)' not found|NoSuchBucket", text)
+            if bucket:
+                raise StorageError(f"{self.display_path(relative)}: no bucket {bucket.group(1) or self.uri.split('/')[2]!r} ({what})") from exc
+            raise (TransientStorageError if _is_transient(text) else StorageError)(
+                f"{self.display_path(relative)}: cannot {what}: {text}") from exc
 
     def display_path(self, relative: str) -> str:
         """Where a file is, as the user named the table (with its scheme)."""
@@ -172,7 +219,16 @@ class Storage:
         return self._call("read", relative, read)
 
     def open_random_access(self, relative: str) -> pafs.NativeFile:
+        """A file for pyarrow's own readers (Parquet), which retry by the filesystem's strategy."""
         return self._call("open", relative, self.filesystem.open_input_file)
+
+    def open_ranges(self, relative: str) -> pafs.NativeFile | RetryingFile:
+        """A file read by `read_at` ranges (HFiles, log files); on an object
+        store each read is asked again when the store fails for a moment."""
+        handle = self.open_random_access(relative)
+        if self.filesystem.type_name not in OBJECT_STORES:
+            return handle
+        return RetryingFile(handle, lambda call: retrying(lambda: self._translated("read", relative, call)))
 
     def exists(self, relative: str) -> bool:
         return bool(self._call("look up", relative, self.filesystem.get_file_info).type != pafs.FileType.NotFound)
@@ -213,6 +269,10 @@ class Storage:
         still all-or-nothing for readers of the final name.
         """
         target = self.full_path(relative)
+        if self.filesystem.type_name in OBJECT_STORES:
+            with self._object_stream(relative, target) as out:
+                yield out
+            return
         folder = posixpath.dirname(target)
         temp = posixpath.join(folder, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(target)}")
         self._call("write", relative, lambda _: self.filesystem.create_dir(folder, recursive=True))
@@ -229,6 +289,21 @@ class Storage:
                 raise StorageError(f"{self.display_path(relative)}: cannot write: {exc}") from exc
             raise
         self._call("write", relative, lambda _: self.filesystem.move(temp, target))
+
+    @contextmanager
+    def _object_stream(self, relative: str, target: str) -> Iterator[BinaryIO]:
+        """On an object store nothing can be renamed, but an upload is all or
+        nothing: the bytes gather here (on disk past 64 MiB) and go up in one
+        PUT only when the block ends without error."""
+        with tempfile.SpooledTemporaryFile(max_size=64 * 2**20) as spool:
+            yield cast(BinaryIO, spool)
+            spool.seek(0)
+
+            def upload(_: str) -> None:
+                with self.filesystem.open_output_stream(target) as out:
+                    shutil.copyfileobj(spool, out, 8 * 2**20)
+
+            self._call("write", relative, upload)
 
     def delete_file(self, relative: str) -> None:
         self._call("delete", relative, self.filesystem.delete_file)

@@ -8,6 +8,7 @@ other way round).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,8 +39,9 @@ class TableParts:
     timeline: Timeline
 
     @classmethod
-    def load(cls, path_or_uri: str, filesystem: pafs.FileSystem | None = None) -> TableParts:
-        return cls.load_storage(Storage.open(path_or_uri, filesystem))
+    def load(cls, path_or_uri: str, filesystem: pafs.FileSystem | None = None,
+             storage_options: Mapping[str, str] | None = None) -> TableParts:
+        return cls.load_storage(Storage.open(path_or_uri, filesystem, storage_options))
 
     @classmethod
     def load_storage(cls, storage: Storage) -> TableParts:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow.fs as pafs
@@ -56,8 +57,11 @@ class HudiTable:
         filesystem: pafs.FileSystem | None = None,
         use_metadata: bool | None = None,
         strict: bool = False,
+        storage_options: Mapping[str, str] | None = None,
     ) -> HudiTable:
-        parts = TableParts.load(path_or_uri, filesystem)
+        """`storage_options` configure an object store as deltalake and hudi-rs take them
+        (`metadata.storage_options`: endpoint, keys, region, Hadoop's fs.s3a.* names)."""
+        parts = TableParts.load(path_or_uri, filesystem, storage_options)
         return cls(parts.storage, parts.config, parts.timeline, use_metadata=use_metadata, strict=strict)
 
     @property

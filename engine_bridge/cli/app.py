@@ -8,7 +8,9 @@ from typing import Any
 
 import click
 
+from engine_bridge.cli.output import key_values
 from metadata.storage import DEFAULT_TIMEOUT_SECONDS, set_default_timeout
+from metadata.storage_options import set_default_storage_options
 
 
 class _OneLineErrors(click.Group):
@@ -39,11 +41,16 @@ class _OneLineErrors(click.Group):
 @click.option("--strict", is_flag=True, help="Fail on a damaged metadata table instead of listing storage (which is said in a warning).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=DEFAULT_TIMEOUT_SECONDS, show_default=True,
               help="Seconds before a call to remote storage (s3://, gs://) gives up.")
+@click.option("--storage-option", "storage_options", multiple=True, metavar="KEY=VALUE",
+              help="Object-store setting, as deltalake names them (AWS_ENDPOINT_URL=http://127.0.0.1:9000, "
+                   "AWS_ACCESS_KEY_ID=..., fs.s3a.path.style.access=true, ...); the AWS environment applies too.")
 @click.pass_context
-def main(ctx: click.Context, debug: bool, strict: bool, timeout: float) -> None:
+def main(ctx: click.Context, debug: bool, strict: bool, timeout: float, storage_options: tuple[str, ...]) -> None:
     """Plan and serve Apache Hudi tables to Hive, Presto/Trino and Spark."""
     set_default_timeout(timeout)
+    set_default_storage_options(key_values(storage_options, "--storage-option"))
     ctx.meta["hudi_bridge.debug"] = debug
     ctx.meta["hudi_bridge.strict"] = strict
     # Records reach stderr through the handler each command installs (engine_bridge.cli.output).
     logging.getLogger().setLevel(logging.DEBUG if debug else logging.WARNING)
+

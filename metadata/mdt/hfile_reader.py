@@ -138,7 +138,7 @@ class HFileReader:
     @classmethod
     def open(cls, storage: Storage, relative: str) -> HFileReader:
         """Random-access reader on a file in a Storage (reads on demand)."""
-        handle = storage.open_random_access(relative)
+        handle = storage.open_ranges(relative)
         lock = threading.Lock()
 
         def read_at(offset: int, length: int) -> bytes:

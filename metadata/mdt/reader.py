@@ -283,7 +283,7 @@ class MetadataTableReader:
             content = self._logs.get(relative)
         if content is None:
             path = self.mdt.storage.full_path(relative)
-            with self.mdt.storage.open_random_access(relative) as handle:
+            with self.mdt.storage.open_ranges(relative) as handle:
                 # Blocks of instants that do not count are skipped unread.
                 result = scan_log_blocks(lambda offset, length: handle.read_at(length, offset), handle.size(), path, self.is_valid_block)
             content = _LogContent(result.blocks, result.problems)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -97,11 +97,12 @@ Fault = Callable[[str], None]
 class MetadataTableWriter:
     def __init__(self, path: str, engine: StatsEngine | None = None, fault: Fault | None = None,
                  compact_after: int = DEFAULT_COMPACT_AFTER, progress: Callable[[str], None] | None = None,
-                 memory_budget: int = DEFAULT_BUDGET_BYTES, batch_files: int = DEFAULT_BATCH_FILES) -> None:
+                 memory_budget: int = DEFAULT_BUDGET_BYTES, batch_files: int = DEFAULT_BATCH_FILES,
+                 storage_options: Mapping[str, str] | None = None) -> None:
         """`memory_budget`: bytes of encoded records a build holds before
         spilling sorted runs to temporary files; `batch_files`: files whose
         statistics are computed (and held) at once."""
-        self.data = TableParts.load(path)
+        self.data = TableParts.load(path, storage_options=storage_options)
         self.storage = self.data.storage
         self.mdt_storage = self.storage.child(METADATA_FOLDER)
         self.version = self.data.config.version

@@ -1,0 +1,129 @@
+"""A real S3-protocol server on 127.0.0.1 for the test session (moto's
+standalone server), and a proxy of our own in front of it that counts
+requests by method and injects latency, throttling (503 SlowDown) and errors.
+Loopback only; both stop with the session."""
+
+from __future__ import annotations
+
+import http.client
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from hive_sync.embedded import free_port
+
+ACCESS_KEY = "testing"
+SECRET_KEY = "testing"
+REGION = "us-east-1"
+
+
+@dataclass
+class Faults:
+    """What the proxy does to the requests passing through it."""
+
+    latency_seconds: float = 0.0
+    throttle_every: int = 0  # every Nth request answered 503 SlowDown (0: never)
+    seen: int = 0
+    counts: Counter[str] = field(default_factory=Counter)  # method (GET with a Range header: RANGED_GET) -> requests
+    bytes_read: int = 0
+    throttled: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reset(self) -> None:
+        with self.lock:
+            self.latency_seconds, self.throttle_every, self.seen, self.bytes_read, self.throttled = 0.0, 0, 0, 0, 0
+            self.counts = Counter()
+
+
+@dataclass
+class S3Server:
+    endpoint: str  # straight to the server
+    proxy_endpoint: str  # through the counting, delaying and failing proxy
+    faults: Faults
+
+    def options(self, through_proxy: bool = False) -> dict[str, str]:
+        """storage_options as deltalake spells them."""
+        return {"AWS_ENDPOINT_URL": self.proxy_endpoint if through_proxy else self.endpoint, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+                "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION}
+
+
+def _proxy_handler(upstream_port: int, faults: Faults) -> type[BaseHTTPRequestHandler]:
+    class Proxy(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            pass
+
+        def _forward(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            kind = "RANGED_GET" if self.command == "GET" and "Range" in self.headers else self.command
+            if self.command == "GET" and "list-type" in self.path or self.command == "GET" and "prefix=" in self.path:
+                kind = "LIST"
+            with faults.lock:
+                faults.seen += 1
+                faults.counts[kind] += 1
+                throttle = faults.throttle_every and faults.seen % faults.throttle_every == 0
+                latency = faults.latency_seconds
+            if latency:
+                time.sleep(latency)
+            if throttle:
+                with faults.lock:
+                    faults.throttled += 1
+                message = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+                self.send_response(503)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(message)))
+                self.end_headers()
+                self.wfile.write(message)
+                return
+            upstream = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=60)
+            try:
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "keep-alive")}
+                upstream.request(self.command, self.path, body=body, headers=headers)
+                answer = upstream.getresponse()
+                data = answer.read()
+            finally:
+                upstream.close()
+            if self.command == "GET":
+                with faults.lock:
+                    faults.bytes_read += len(data)
+            self.send_response(answer.status)
+            for key, value in answer.getheaders():
+                if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                    self.send_header(key, value)
+            # A HEAD answer carries the object's length, not its body's.
+            self.send_header("Content-Length", answer.getheader("Content-Length", "0") if self.command == "HEAD" else str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+
+    return Proxy
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """moto's S3 server on 127.0.0.1, and the proxy in front of it."""
+    moto_server = pytest.importorskip("moto.server", reason="moto is a test extra (scripts/setup.sh --test)")
+    port = free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    faults = Faults()
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), _proxy_handler(port, faults))
+    proxy.daemon_threads = True
+    thread = threading.Thread(target=proxy.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield S3Server(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{proxy.server_address[1]}", faults)
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+        server.stop()

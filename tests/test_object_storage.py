@@ -1,0 +1,166 @@
+"""Tables on an S3-protocol server (moto's, on 127.0.0.1) read as on local disk:
+configuration as the ecosystem spells it, the same slices, plans and
+incremental results for every fixture, writes that stay whole, and a
+throttled server giving the same answers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow.fs as pafs
+import pytest
+from click.testing import CliRunner
+
+from engine_bridge.cli import main
+from listers import incremental, plan
+from metadata import HudiTable
+from metadata.storage import Storage
+from tests.conftest import FIXTURE_ZIPS, requires_fixtures, table_path
+from tests.s3_services import ACCESS_KEY, REGION, SECRET_KEY, S3Server
+
+BUCKET = "lake"
+READ_FIXTURES = [z.stem for z in FIXTURE_ZIPS if "empty" not in z.stem]
+
+
+def _filesystem(server: S3Server) -> pafs.S3FileSystem:
+    """The test's own client, which may create buckets (hudi-bridge's never does)."""
+    return pafs.S3FileSystem(access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION, scheme="http",
+                             endpoint_override=server.endpoint.removeprefix("http://"), allow_bucket_creation=True)
+
+
+@pytest.fixture(scope="module")
+def uploaded(s3_server: S3Server, fixture_root: Path) -> dict[str, str]:
+    """Every fixture table uploaded under s3://lake/<fixture>/: stem -> its s3:// URI."""
+    filesystem = _filesystem(s3_server)
+    filesystem.create_dir(BUCKET)
+    uris = {}
+    for stem in READ_FIXTURES:
+        local = Path(table_path(fixture_root, stem))
+        target = f"{BUCKET}/{stem}/{local.name}"
+        pafs.copy_files(str(local), target, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=filesystem)
+        uris[stem] = f"s3://{target}"
+    return uris
+
+
+def _slices(table: HudiTable) -> list[tuple[Any, ...]]:
+    return sorted((s.partition, s.file_id, s.base_instant, s.base_file, tuple(s.log_files), s.total_size) for s in table.file_slices())
+
+
+@requires_fixtures
+@pytest.mark.parametrize("stem", READ_FIXTURES)
+def test_every_fixture_reads_the_same_from_s3(uploaded: dict[str, str], fixture_root: Path, s3_server: S3Server, stem: str) -> None:
+    local = table_path(fixture_root, stem)
+    remote = HudiTable.open(uploaded[stem], storage_options=s3_server.options())
+    here = HudiTable.open(local)
+    assert _slices(remote) == _slices(here)
+    assert remote.listing_note == here.listing_note
+    assert remote.partitions() == here.partitions()
+    predicate = "_hoodie_record_key >= 'a' OR _hoodie_record_key IS NULL"
+    assert [(s.partition, s.file_id) for s in plan(uploaded[stem], predicate, storage_options=s3_server.options()).files] == \
+        [(s.partition, s.file_id) for s in plan(local, predicate).files]
+    remote_inc = incremental(uploaded[stem], "0", storage_options=s3_server.options())
+    local_inc = incremental(local, "0")
+    assert [i.requested_time for i in remote_inc.instants] == [i.requested_time for i in local_inc.instants]
+    assert sorted((s.partition, s.file_id) for s in remote_inc.files) == sorted((s.partition, s.file_id) for s in local_inc.files)
+
+
+@requires_fixtures
+def test_the_cli_takes_storage_options_and_the_aws_environment(uploaded: dict[str, str], fixture_root: Path, s3_server: S3Server,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    stem = "sample_table__cow__v9_txns_simple_meta"
+    expected = json.loads(CliRunner().invoke(main, ["table", "files", table_path(fixture_root, stem), "--json"]).stdout)
+
+    def relative(slices: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return sorted((s["partition"], s["file_id"], s["base_file"], tuple(s["log_files"])) for s in slices)
+
+    options = [arg for key, value in s3_server.options().items() for arg in ("--storage-option", f"{key}={value}")]
+    given = CliRunner().invoke(main, [*options, "table", "files", uploaded[stem], "--json"])
+    assert given.exit_code == 0, given.output
+    assert relative(json.loads(given.stdout)) == relative(expected)
+    for key, value in s3_server.options().items():
+        monkeypatch.setenv(key, value)
+    hadoop = uploaded[stem].replace("s3://", "s3a://")  # as Spark and Hive write locations
+    from_environment = CliRunner().invoke(main, ["table", "files", hadoop, "--json"])
+    assert from_environment.exit_code == 0, from_environment.output
+    assert relative(json.loads(from_environment.stdout)) == relative(expected)
+    hive = CliRunner().invoke(main, ["hive", "list-status", "--set", f"mapreduce.input.fileinputformat.inputdir={hadoop}", "--json"])
+    assert hive.exit_code == 0, hive.output
+    assert all(f["path"].startswith(hadoop + "/") for f in json.loads(hive.stdout)["files"])
+    rewrite = CliRunner().invoke(main, ["trino", "rewrite", "--table-path", hadoop, "SELECT * FROM t WHERE amount > 0", "--json"])
+    assert rewrite.exit_code == 0, rewrite.output
+    assert all(p.startswith(hadoop + "/") for p in json.loads(rewrite.stdout)["files"])
+
+
+def test_hadoop_names_configure_the_same_filesystem(s3_server: S3Server) -> None:
+    filesystem = _filesystem(s3_server)
+    filesystem.create_dir("hadoop-names")
+    filesystem.open_output_stream("hadoop-names/x").close()
+    endpoint = s3_server.endpoint.removeprefix("http://")
+    hadoop = {"fs.s3a.endpoint": endpoint, "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": ACCESS_KEY,
+              "fs.s3a.secret.key": SECRET_KEY, "fs.s3a.path.style.access": "true", "fs.s3a.endpoint.region": REGION}
+    storage = Storage.open("s3a://hadoop-names", storage_options=hadoop)
+    assert storage.exists("x")
+
+
+def test_a_missing_bucket_and_bad_keys_are_named(s3_server: S3Server) -> None:
+    result = CliRunner().invoke(main, [*(a for k, v in s3_server.options().items() for a in ("--storage-option", f"{k}={v}")),
+                                       "table", "show", "s3://no-such-bucket/t"])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "no-such-bucket" in result.stderr
+
+
+def test_writes_on_s3_appear_whole_and_a_failed_one_leaves_nothing(s3_server: S3Server) -> None:
+    filesystem = _filesystem(s3_server)
+    filesystem.create_dir("writes")
+    storage = Storage.open("s3://writes/t", storage_options=s3_server.options())
+    storage.write_bytes("a/whole.bin", b"x" * 100_000)
+    assert storage.read_bytes("a/whole.bin") == b"x" * 100_000
+
+    class Interrupted(Exception):
+        pass
+
+    with pytest.raises(Interrupted), storage.write_stream("a/half.bin") as out:
+        out.write(b"y" * 50_000)
+        raise Interrupted
+    assert not storage.exists("a/half.bin")
+    assert [f.relative_path for f in storage.list_dir("a")[0]] == ["a/whole.bin"]  # no temporary object either
+
+
+@requires_fixtures
+def test_a_throttled_server_gives_the_same_answer(uploaded: dict[str, str], fixture_root: Path, s3_server: S3Server) -> None:
+    stem = "sample_table__mor__avro__v9_txns_simple_meta"
+    expected = _slices(HudiTable.open(uploaded[stem], storage_options=s3_server.options()))
+    s3_server.faults.reset()
+    s3_server.faults.throttle_every = 5
+    try:
+        throttled = HudiTable.open(uploaded[stem], storage_options=s3_server.options(through_proxy=True))
+        assert _slices(throttled) == expected
+        assert s3_server.faults.throttled > 0  # the proxy did throttle, and the client retried
+    finally:
+        s3_server.faults.reset()
+
+
+@requires_fixtures
+def test_index_build_and_sync_on_s3(uploaded: dict[str, str], fixture_root: Path, s3_server: S3Server, tmp_path: Path) -> None:
+    """The metadata-table writer on a store without rename: a rebuild from scratch equals the local one."""
+    from metadata.mdt.writer import MetadataTableWriter
+    from metadata.table_config import METADATA_PARTITIONS_INFLIGHT_KEY, METADATA_PARTITIONS_KEY, update_table_config
+
+    stem = "sample_table__cow__v9_txns_simple_nometa"
+    local = tmp_path / "t"
+    shutil.copytree(table_path(fixture_root, stem), local)
+    remote = uploaded[stem]
+    options = s3_server.options()
+    for path, storage_options in ((str(local), None), (remote, options)):
+        storage = Storage.open(path, storage_options=storage_options)
+        update_table_config(storage, {METADATA_PARTITIONS_KEY: None, METADATA_PARTITIONS_INFLIGHT_KEY: None})
+        MetadataTableWriter(path, storage_options=storage_options).build()
+        assert MetadataTableWriter(path, storage_options=storage_options).sync().instants == []
+    assert _slices(HudiTable.open(remote, storage_options=options)) == _slices(HudiTable.open(str(local)))
+    assert HudiTable.open(remote, storage_options=options).listing_note.startswith("metadata table")
+    from metadata.mdt.validate import validate_metadata
+
+    assert validate_metadata(HudiTable.open(remote, storage_options=options, use_metadata=False)).ok
