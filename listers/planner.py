@@ -13,6 +13,7 @@ then kept. Without statistics, planning still prunes partitions.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import time
@@ -43,6 +44,7 @@ from metadata.mdt.indexes import (
 )
 from metadata.mdt.stats_cache import PersistentStatsCache
 from metadata.stats_table import FILE_NAME, PARTITION, min_field, stats_rows_of
+from metadata.storage import RequestCounts, describe_requests
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -82,6 +84,7 @@ class Plan:
     residual: str = ""
     listing: str = ""
     warnings: tuple[str, ...] = ()  # what the view had to assume (damaged or empty files)
+    requests: Mapping[str, int] = dataclasses.field(default_factory=dict)  # storage requests by kind, `total` and `bytes_read`
 
     def explain(self) -> str:
         lines = [f"predicate: {self.predicate}", f"listing: {self.listing}"]
@@ -91,6 +94,8 @@ class Plan:
         lines += [f"not used: {reason}" for reason in self.not_used]
         lines += [f"warning: {warning}" for warning in self.warnings]
         lines.append(f"residual predicate (engines still filter rows): {self.residual}")
+        if self.requests:
+            lines.append(describe_requests(self.requests))
         lines.append(f"candidate file slices: {len(self.files)}")
         return "\n".join(lines)
 
@@ -102,6 +107,7 @@ class Plan:
             "not_used": list(self.not_used),
             "residual": self.residual,
             "warnings": list(self.warnings),
+            "requests": dict(self.requests),
             "files": [s.to_dict() for s in self.files],
         }
 
@@ -127,10 +133,11 @@ def plan(
     `assume_unique_keys` trusts it regardless, as Apache Hudi does."""
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
-    if isinstance(path_or_uri, DirectoryLister):
-        return _Planner(path_or_uri, expr, dialect, assume_unique_keys).run(text, cache_dir)
+    if isinstance(path_or_uri, DirectoryLister):  # a lister's earlier requests are not this plan's
+        baseline = path_or_uri.table.storage.requests.snapshot()
+        return _Planner(path_or_uri, expr, dialect, assume_unique_keys).run(text, cache_dir, baseline)
     with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict, storage_options=storage_options) as lister:
-        return _Planner(lister, expr, dialect, assume_unique_keys).run(text, cache_dir)
+        return _Planner(lister, expr, dialect, assume_unique_keys).run(text, cache_dir, {})
 
 
 def _use_cache_dir(lister: DirectoryLister, cache_dir: str | None) -> None:
@@ -264,7 +271,7 @@ class _Planner:
             self.not_used.append("partition_stats and column_stats: no metadata table in use (see listing)")
         return mdt
 
-    def run(self, text: str, cache_dir: str | None = None) -> Plan:
+    def run(self, text: str, cache_dir: str | None = None, baseline: dict[str, int] | None = None) -> Plan:
         config = self.table.config
         types = self._types()
         # Unknown columns and impossible literals are user errors: say so (before
@@ -326,6 +333,7 @@ class _Planner:
             residual=to_sql(self.expr, self.dialect),
             listing=self.lister.listing_note,
             warnings=(*self.warnings, *self.lister.view.warnings),
+            requests=RequestCounts.since(baseline or {}, self.table.storage.requests.snapshot()),
         )
 
     def _stage_unusable(self, stage: str, exc: MetadataTableUnavailable, kept: list[T]) -> list[T]:

@@ -51,6 +51,10 @@ class HudiTableNotFound(HudiError):
     """The path holds no readable Hudi table."""
 
 
+class PropertiesMissing(HudiTableNotFound):
+    """Neither hoodie.properties nor its backup exists: no table is there."""
+
+
 class UnsupportedTableError(HudiError):
     """A valid Hudi table this project cannot serve (version, base format...)."""
 

@@ -13,6 +13,7 @@ import random
 import re
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -88,6 +89,44 @@ def remote_filesystem(uri: str, timeout: float | None = None,
 OBJECT_STORES = frozenset({"s3", "gcs", "abfs"})  # pyarrow type names: a PUT is atomic, nothing can be renamed
 
 
+# What each storage call costs on an object store, by request kind (pyarrow may split a large
+# listing or upload into more than one request; the tests' proxy counts those exactly).
+_REQUEST_KIND = {"read": "RANGED_GET", "open": "HEAD", "look up": "HEAD", "list": "LIST", "write": "PUT", "delete": "DELETE",
+                 "create": "PUT"}
+
+
+class RequestCounts:
+    """Storage requests by kind, and bytes read, of one table (its metadata table included)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.counts: dict[str, int] = {}
+        self.bytes_read = 0
+
+    def add(self, kind: str) -> None:
+        with self._lock:
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+
+    def add_bytes(self, count: int) -> None:
+        with self._lock:
+            self.bytes_read += count
+
+    def snapshot(self) -> dict[str, int]:
+        """Counts by kind, with `total` and `bytes_read`."""
+        with self._lock:
+            return {**dict(sorted(self.counts.items())), "total": sum(self.counts.values()), "bytes_read": self.bytes_read}
+
+    @staticmethod
+    def since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+        return {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0)}
+
+
+def describe_requests(requests: Mapping[str, int]) -> str:
+    """`storage requests: 12 (HEAD 4, LIST 3, RANGED_GET 5); 24,224 bytes read`."""
+    kinds = ", ".join(f"{k} {v}" for k, v in requests.items() if k not in ("total", "bytes_read"))
+    return f"storage requests: {requests.get('total', 0)} ({kinds or 'none'}); {requests.get('bytes_read', 0):,} bytes read"
+
+
 _TRANSIENT = ("SlowDown", "503", "500 ", "INTERNAL_FAILURE", "NETWORK_CONNECTION", "ServiceUnavailable", "RequestTimeout",
               "Throttl", "Connection reset", "timed out", "Timeout", "Failed to flush response stream")
 RETRY_ATTEMPTS = 6
@@ -114,22 +153,60 @@ def retrying(call: Callable[[], T]) -> T:
     raise AssertionError("unreachable")
 
 
-class RetryingFile:
-    """A random-access object-store file whose reads are asked again when the store fails for a moment."""
+class RangedFile:
+    """A file read by `read_at` ranges: each read counted and, on an object
+    store, asked again when the store fails for a moment. On an object store
+    a request costs a round trip, so a file under WHOLE_BELOW bytes is read in
+    one request, and a miss reads at least WINDOW bytes (an HFile's trailer,
+    index and file info sit together at its end; a block's header and its
+    payload together); the tail and the last window are kept."""
 
-    def __init__(self, handle: pafs.NativeFile, guard: Callable[[Callable[[], Any]], Any]) -> None:
-        self._handle, self._guard = handle, guard
+    WHOLE_BELOW = 2 * 2**20
+    WINDOW = 256 * 2**10
 
-    def read_at(self, length: int, offset: int) -> Any:
-        return self._guard(lambda: self._handle.read_at(length, offset))
+    def __init__(self, handle: pafs.NativeFile, guard: Callable[[Callable[[], Any]], Any], requests: RequestCounts,
+                 windowed: bool) -> None:
+        self._handle, self._guard, self._requests, self._windowed = handle, guard, requests, windowed
+        self._size: int | None = None
+        self._tail: tuple[int, bytes] | None = None
+        self._last: tuple[int, bytes] | None = None
+
+    def _fetch(self, length: int, offset: int) -> bytes:
+        self._requests.add("RANGED_GET")
+        data = self._guard(lambda: self._handle.read_at(length, offset))
+        self._requests.add_bytes(len(data))
+        return bytes(data)
+
+    def read_at(self, length: int, offset: int) -> bytes:
+        if not self._windowed:
+            return self._fetch(length, offset)
+        for window in (self._tail, self._last):
+            if window is not None and window[0] <= offset and offset + length <= window[0] + len(window[1]):
+                start = offset - window[0]
+                return window[1] if start == 0 and length == len(window[1]) else window[1][start : start + length]
+        size = self.size()
+        if size <= self.WHOLE_BELOW:
+            self._tail = (0, self._fetch(size, 0))
+            return self._tail[1][offset : offset + length]
+        if offset + length > size - self.WINDOW:  # the tail: trailer, index, file info
+            start = min(offset, size - self.WINDOW)
+            self._tail = (start, self._fetch(size - start, start))
+            return self._tail[1][offset - start : offset - start + length]
+        end = min(size, offset + max(length, self.WINDOW))
+        self._last = (offset, self._fetch(end - offset, offset))
+        data = self._last[1]
+        return data if length == len(data) else data[:length]
 
     def size(self) -> int:
-        return int(self._guard(self._handle.size))
+        if self._size is None:
+            self._size = int(self._guard(self._handle.size))
+        return self._size
 
     def close(self) -> None:
+        self._tail = self._last = None
         self._handle.close()
 
-    def __enter__(self) -> RetryingFile:
+    def __enter__(self) -> RangedFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -139,10 +216,13 @@ class RetryingFile:
 class Storage:
     """Files below one base path on one filesystem."""
 
-    def __init__(self, filesystem: pafs.FileSystem, base_path: str, uri: str | None = None) -> None:
+    def __init__(self, filesystem: pafs.FileSystem, base_path: str, uri: str | None = None,
+                 requests: RequestCounts | None = None, sizes: dict[str, int] | None = None) -> None:
         self.filesystem = filesystem
         self.base_path = base_path.rstrip("/") or "/"
         self.uri = uri or base_path
+        self.requests = requests or RequestCounts()  # shared with child storages (the metadata table's)
+        self._sizes = sizes if sizes is not None else {}  # full path -> size, from listings: opening needs no HEAD
 
     @classmethod
     def open(cls, path_or_uri: str, filesystem: pafs.FileSystem | None = None,
@@ -170,7 +250,8 @@ class Storage:
 
     def child(self, relative: str) -> Storage:
         """Storage rooted at a folder below this one (e.g. the metadata table)."""
-        return Storage(self.filesystem, self.full_path(relative), join(self.uri, relative) if "://" in self.uri else self.full_path(relative))
+        return Storage(self.filesystem, self.full_path(relative), join(self.uri, relative) if "://" in self.uri else self.full_path(relative),
+                       self.requests, self._sizes)
 
     def _call(self, what: str, relative: str, call: Callable[[str], T]) -> T:
         """`call(full path)` below the base, with OS and connection errors turned
@@ -178,6 +259,7 @@ class Storage:
         that throttles or fails for a moment (503 SlowDown, 500, a dropped
         connection) is asked again with backoff, within the timeout."""
         path = self.full_path(relative)
+        self.requests.add(_REQUEST_KIND.get(what, "OTHER"))
         return retrying(lambda: self._translated(what, relative, lambda: call(path)))
 
     def _translated(self, what: str, relative: str, call: Callable[[], T]) -> T:
@@ -216,19 +298,22 @@ class Storage:
             with self.filesystem.open_input_stream(path) as stream:
                 return bytes(stream.read())
 
-        return self._call("read", relative, read)
+        data = self._call("read", relative, read)
+        if self.filesystem.type_name in OBJECT_STORES:
+            self.requests.add("HEAD")  # pyarrow asks for the object's size before it reads
+        self.requests.add_bytes(len(data))
+        return data
 
     def open_random_access(self, relative: str) -> pafs.NativeFile:
         """A file for pyarrow's own readers (Parquet), which retry by the filesystem's strategy."""
         return self._call("open", relative, self.filesystem.open_input_file)
 
-    def open_ranges(self, relative: str) -> pafs.NativeFile | RetryingFile:
-        """A file read by `read_at` ranges (HFiles, log files); on an object
-        store each read is asked again when the store fails for a moment."""
+    def open_ranges(self, relative: str) -> RangedFile:
+        """A file read by `read_at` ranges (HFiles, log files), each read
+        counted, and asked again when an object store fails for a moment."""
         handle = self.open_random_access(relative)
-        if self.filesystem.type_name not in OBJECT_STORES:
-            return handle
-        return RetryingFile(handle, lambda call: retrying(lambda: self._translated("read", relative, call)))
+        return RangedFile(handle, lambda call: retrying(lambda: self._translated("read", relative, call)), self.requests,
+                          windowed=self.filesystem.type_name in OBJECT_STORES)
 
     def exists(self, relative: str) -> bool:
         return bool(self._call("look up", relative, self.filesystem.get_file_info).type != pafs.FileType.NotFound)
@@ -249,6 +334,8 @@ class Storage:
                 folders.append(name)
             elif info.type == pafs.FileType.File:
                 files.append(StoredFile(join(relative, name), int(info.size or 0)))
+                if self.filesystem.type_name in OBJECT_STORES:
+                    self._sizes[info.path] = int(info.size or 0)
         files.sort(key=lambda f: f.relative_path)
         folders.sort()
         return files, folders

@@ -8,7 +8,7 @@ import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from metadata.errors import HudiFormatError, HudiTableNotFound, UnsupportedTableError
+from metadata.errors import HudiFormatError, HudiTableNotFound, PropertiesMissing, UnsupportedTableError
 from metadata.key_generator import KeyGenerator
 from metadata.storage import Storage
 from metadata.text_enum import TextEnum
@@ -204,7 +204,7 @@ class TableConfig:
             return cls.from_properties(backup, source=storage.full_path(PROPERTIES_BACKUP_PATH))
         if problem is not None:
             raise problem
-        raise HudiTableNotFound(f"{path}: no hoodie.properties; {storage.uri} is not a Hudi table")
+        raise PropertiesMissing(f"{path}: no hoodie.properties; {storage.uri} is not a Hudi table")
 
     @classmethod
     def from_properties(cls, props: dict[str, str], source: str = PROPERTIES_PATH) -> TableConfig:

@@ -31,6 +31,7 @@ class Faults:
     throttle_every: int = 0  # every Nth request answered 503 SlowDown (0: never)
     seen: int = 0
     counts: Counter[str] = field(default_factory=Counter)  # method (GET with a Range header: RANGED_GET) -> requests
+    requests: list[tuple[str, str]] = field(default_factory=list)  # (kind, path) in order
     bytes_read: int = 0
     throttled: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -39,6 +40,7 @@ class Faults:
         with self.lock:
             self.latency_seconds, self.throttle_every, self.seen, self.bytes_read, self.throttled = 0.0, 0, 0, 0, 0
             self.counts = Counter()
+            self.requests = []
 
 
 @dataclass
@@ -61,14 +63,14 @@ def _proxy_handler(upstream_port: int, faults: Faults) -> type[BaseHTTPRequestHa
             pass
 
         def _forward(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
+            body = self._body()
             kind = "RANGED_GET" if self.command == "GET" and "Range" in self.headers else self.command
             if self.command == "GET" and "list-type" in self.path or self.command == "GET" and "prefix=" in self.path:
                 kind = "LIST"
             with faults.lock:
                 faults.seen += 1
                 faults.counts[kind] += 1
+                faults.requests.append((kind, self.path))
                 throttle = faults.throttle_every and faults.seen % faults.throttle_every == 0
                 latency = faults.latency_seconds
             if latency:
@@ -85,7 +87,8 @@ def _proxy_handler(upstream_port: int, faults: Faults) -> type[BaseHTTPRequestHa
                 return
             upstream = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=60)
             try:
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "keep-alive")}
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "keep-alive", "transfer-encoding", "expect")}
+                headers["Content-Length"] = str(len(body))
                 upstream.request(self.command, self.path, body=body, headers=headers)
                 answer = upstream.getresponse()
                 data = answer.read()
@@ -103,6 +106,20 @@ def _proxy_handler(upstream_port: int, faults: Faults) -> type[BaseHTTPRequestHa
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(data)
+
+        def _body(self) -> bytes:
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                chunks = []
+                while True:
+                    size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                            pass  # trailers
+                        return b"".join(chunks)
+                    chunks.append(self.rfile.read(size))
+                    self.rfile.readline()
+            length = int(self.headers.get("Content-Length") or 0)
+            return self.rfile.read(length) if length else b""
 
         do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 

@@ -12,6 +12,7 @@ from engine_bridge.cli.app import main
 from engine_bridge.cli.output import Output, command_output, console, json_requested, print_lines, print_table, slice_rows, strict_requested
 from metadata import HudiTable
 from metadata.errors import MetadataTableUnavailable
+from metadata.storage import describe_requests
 
 AS_OF_HELP = "Instant time (requested time) of the view."
 NO_METADATA_HELP = "List storage even when a metadata table exists."
@@ -91,11 +92,22 @@ def table_partitions(path: str, as_of: str | None, no_metadata: bool) -> Output:
 @click.option("--partition", default=None, help="Only this partition.")
 @click.option("--as-of", default=None, help=AS_OF_HELP)
 @click.option("--no-metadata", is_flag=True, help=NO_METADATA_HELP)
+@click.option("--explain", is_flag=True, help="Say how the files were listed and what it cost in storage requests.")
 @command_output
-def table_files(path: str, partition: str | None, as_of: str | None, no_metadata: bool) -> Output:
+def table_files(path: str, partition: str | None, as_of: str | None, no_metadata: bool, explain: bool) -> Output:
     """Latest file slices (base file and log files) per file group."""
     t = open_table(path, no_metadata)
     slices = t.file_slices(partition=partition, as_of=as_of)
+    if explain:
+        requests = t.storage.requests.snapshot()
+        payload = {"listing": t.listing_note, "warning": t.listing.warning, "requests": requests, "files": [s.to_dict() for s in slices]}
+        lines = [f"listing: {t.listing_note}", describe_requests(requests)]
+
+        def render() -> None:
+            print_lines(lines)
+            print_table("File slices", slice_rows(slices))
+
+        return Output(payload, render)
     empty = "none"
     if partition is not None and not slices:
         known = t.partitions(as_of=as_of)

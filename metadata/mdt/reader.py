@@ -21,7 +21,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata.errors import HudiError, HudiFormatError, MetadataTableAbsent, MetadataTableDamaged, MetadataTableUnavailable
+from metadata.errors import (
+    HudiError,
+    HudiFormatError,
+    MetadataTableAbsent,
+    MetadataTableDamaged,
+    MetadataTableUnavailable,
+    PropertiesMissing,
+)
 from metadata.file_group import FileSlice
 from metadata.file_naming import LogFileName
 from metadata.fs_view import FileSystemView
@@ -181,10 +188,10 @@ class MetadataTableReader:
         self.data_table = data_table
         base_uri = data_table.storage.uri
         storage = data_table.storage.child(METADATA_FOLDER)
-        if not storage.exists(".hoodie/hoodie.properties"):
-            raise MetadataTableAbsent(base_uri, f"no metadata table at {METADATA_FOLDER}")
-        try:
+        try:  # read, not looked up first: on an object store a look-up is a request of its own
             self.mdt = TableParts.load_storage(storage)
+        except PropertiesMissing:
+            raise MetadataTableAbsent(base_uri, f"no metadata table at {METADATA_FOLDER}") from None
         except HudiError as exc:
             raise MetadataTableUnavailable(base_uri, f"metadata table unreadable ({exc})") from exc
         latest = self.mdt.timeline.latest_completed()
