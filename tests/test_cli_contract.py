@@ -71,6 +71,7 @@ CASES = [
     (["sync", "{t}", "--database", "bad db", "--dry-run"], "'bad db' is not a valid Hive database name"),
     (["sync", "{t}", "--database", "ok", "--metastore-uri", "thrift://127.0.0.1:1"], "metastore thrift://127.0.0.1:1: open failed"),
     (["sync", "{t}", "--database", "ok"], "mode hms needs a metastore URI"),
+    (["sync", "{t}", "--database", "ok", "--metastore-uri", "thrift://no-such-host.invalid:9083"], "no-such-host.invalid"),
     (["index", "build", "{t}", "--columns", "nosuchcol", "--rebuild"], "no column 'nosuchcol' in the table schema"),
     (["index", "build", "{t}", "--partitions", "bloom"], "unknown metadata partition bloom"),
     (["index", "build", "{missing}"], "not a Hudi table"),
@@ -81,6 +82,8 @@ CASES = [
     (["hive", "list-status", "--set", "nokeyvalue"], "'nokeyvalue' is not KEY=VALUE"),
     (["hive", "pull", "--hiveserver2", "127.0.0.1:1", "--source-db", "s", "--source-table", "t", "--target-db", "d",
       "--target-table", "x", "--extract-sql", "{sql}", "--begin", "0", "--table-path", "{t}"], "must be exactly one SELECT statement"),
+    (["hive", "pull", "--hiveserver2", "no-such-host.invalid:10000", "--source-db", "s", "--source-table", "t", "--target-db", "d",
+      "--target-table", "x", "--extract-sql", "{good_sql}", "--begin", "0"], "cannot connect to HiveServer2 no-such-host.invalid:10000"),
     (["trino", "rewrite", "--table-path", "{t}", "DELETE FROM t"], "expected a SELECT"),
     (["trino", "rewrite", "--table-path", "{t}", "SELECT * FROM (SELECT * FROM t) s"], "the FROM clause holds a subquery"),
     (["trino", "rewrite", "--table-path", "{t}", "SELECT * FROM t WHERE x = E'it\\'s'"], "cannot read the query's text"),
@@ -96,9 +99,11 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(table: Path, tmp_path:
     plain.write_text("not a table\n")
     sql = tmp_path / "extract.sql"
     sql.write_text("SELECT * FROM s.t WHERE `_hoodie_commit_time` > '%s'; DROP TABLE s.t")
+    good_sql = tmp_path / "good.sql"
+    good_sql.write_text("SELECT * FROM s.t WHERE `_hoodie_commit_time` > '%s'")
     (tmp_path / "out").mkdir()
     before = tree_digest(tmp_path)
-    filled = [a.format(t=table, missing=tmp_path / "missing", file=plain, out=tmp_path / "out", sql=sql) for a in args]
+    filled = [a.format(t=table, missing=tmp_path / "missing", file=plain, out=tmp_path / "out", sql=sql, good_sql=good_sql) for a in args]
     result = CliRunner().invoke(main, filled)
     assert result.exit_code == 2, result.output
     lines = result.stderr.splitlines()
