@@ -193,3 +193,14 @@ def test_null_counts_still_prune_where_no_file_can_overflow() -> None:
 
     small = pa.table({"big": [1, 2], "i": [1, 2], "d": [date(2024, 1, 1)] * 2}, schema=BIG)
     assert prune_files(parse_sql("big * 2 IS NULL"), file_stats([small], ["f"], [False], BIG)) == []
+
+
+def test_a_string_that_does_not_parse_as_a_date_keeps_its_file_for_is_null() -> None:
+    """Found by a random run: to_date of '2024-02-30' is NULL, so null counts of the string column say nothing."""
+    from expressions import parse_sql
+
+    schema = pa.schema([("ds", pa.string())])
+    table = pa.table({"ds": ["2023-12-31", "2024-02-30"]}, schema=schema)
+    expr = parse_sql("to_date(ds) IS NULL")
+    assert evaluate_rows(expr, table).to_pylist() == [False, True]
+    assert prune_files(expr, file_stats([table], ["f"], [False], schema)) == ["f"]

@@ -13,6 +13,7 @@ Functions are immutable values (part of `Ref`), evaluate rows exactly
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -98,16 +99,17 @@ def result_type(functions: tuple[Function, ...], source: pa.DataType) -> pa.Data
 
 
 def all_total(functions: tuple[Function, ...], source: pa.DataType) -> bool:
-    for function in functions:
-        if not function.total_on(source):
-            return False
-        source = _result(function, source)
-    return True
+    return _each(functions, source, lambda function, on: function.total_on(on))  # each function's own override
 
 
 def all_total_within_image(functions: tuple[Function, ...], source: pa.DataType) -> bool:
+    return _each(functions, source, lambda function, on: function.total_within_image(on))
+
+
+def _each(functions: tuple[Function, ...], source: pa.DataType, holds: Callable[[Function, pa.DataType], bool]) -> bool:
+    """Whether `holds` for every function of the chain, each on the type the previous one gives."""
     for function in functions:
-        if not function.total_within_image(source):
+        if not holds(function, source):
             return False
         source = _result(function, source)
     return True

@@ -320,9 +320,7 @@ class MetadataTableWriter:
         self.fault(f"{partition.value}: after requested")
         self.mdt_storage.write_bytes(join(partition.value, ".hoodie_partition_metadata"),
                                      f"#partition metadata\ncommitTime={ts}\npartitionDepth=1\n".encode())
-        spills = {i: CellSpill(max(1, self.memory_budget // groups)) for i in range(groups)}
-        for key, record in snapshot.records(partition, self.version):
-            spills[file_group_index(key, groups)].add(key.encode(), encode_record(record, self.schema_json))
+        spills = self._route(groups, ((key, encode_record(record, self.schema_json)) for key, record in snapshot.records(partition, self.version)))
         for index, spill in spills.items():
             fg = file_group_id(partition, index)
             empty_log = f".{fg}_{ts}.log.1_0-0-0"
@@ -331,11 +329,7 @@ class MetadataTableWriter:
             written.append((fg, join(partition.value, empty_log), len(data)))
             if spill.count:
                 base = join(partition.value, f"{fg}_{self._write_token()}_{ts}.hfile")
-                with self.mdt_storage.write_stream(base) as out:
-                    hfile = HFileWriter(sink=out)
-                    hfile.add_all(spill.sorted_cells())
-                    size = hfile.close(self._file_info())
-                written.append((fg, base, size))
+                written.append((fg, base, self._write_hfile(base, spill)))
                 report.records_written += spill.count
             self.fault(f"{partition.value}: after file group {index}")
         extra = {BUILT_THROUGH: snapshot.built_through, PENDING_AT_BUILD: ",".join(snapshot.pending)}
@@ -691,19 +685,27 @@ class MetadataTableWriter:
                      written: list[tuple[str, str, int]], step: str) -> int:
         """One HFile per file group (empty ones too: each replaces its group's
         old slice), cells routed by Hudi's key hash; returns the cells written."""
-        spills = {i: CellSpill(max(1, self.memory_budget // groups)) for i in range(groups)}
-        for key, value in cells:
-            spills[file_group_index(key, groups)].add(key.encode(), value)
+        spills = self._route(groups, cells)
         for index, spill in spills.items():
             fg = file_group_id(partition, index)
             name = join(partition.value, f"{fg}_{self._write_token()}_{ts}.hfile")
-            with self.mdt_storage.write_stream(name) as out:
-                hfile = HFileWriter(sink=out)
-                hfile.add_all(spill.sorted_cells())
-                size = hfile.close(self._file_info())
-            written.append((fg, name, size))
+            written.append((fg, name, self._write_hfile(name, spill)))
             self.fault(f"{step}: after {partition.value}/{index}")
         return sum(spill.count for spill in spills.values())
+
+    def _route(self, groups: int, cells: Iterable[tuple[str, bytes]]) -> dict[int, CellSpill]:
+        """Cells gathered per file group as Hudi hashes keys to them, sorted within the memory budget."""
+        spills = {i: CellSpill(max(1, self.memory_budget // groups)) for i in range(groups)}
+        for key, value in cells:
+            spills[file_group_index(key, groups)].add(key.encode(), value)
+        return spills
+
+    def _write_hfile(self, name: str, spill: CellSpill) -> int:
+        """An HFile of the spill's cells in key order, written whole; its size."""
+        with self.mdt_storage.write_stream(name) as out:
+            hfile = HFileWriter(sink=out)
+            hfile.add_all(spill.sorted_cells())
+            return hfile.close(self._file_info())
 
     # Drop -------------------------------------------------------------------------------------
     def _drop(self, partitions: list[MdtPartition], report: IndexReport) -> None:
