@@ -23,7 +23,7 @@ from bench.common import finish, measured, progress
 from hive_sync import EmbeddedMetastore, SyncOptions, sync
 from hive_sync.hms import HmsClient
 from metadata import HudiTable
-from metadata.testing.builder import TableBuilder
+from metadata.sample_tables.builder import TableBuilder
 
 
 def build(path: str, partitions: int) -> TableBuilder:

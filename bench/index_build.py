@@ -23,8 +23,8 @@ import pyarrow as pa
 
 from bench.common import finish, in_fresh_process, measured, progress
 from metadata.mdt.stats_engine import LocalStatsEngine
-from metadata.mdt.writer import MetadataTableWriter
-from metadata.testing.builder import TableBuilder
+from metadata.mdt.write.writer import MetadataTableWriter
+from metadata.sample_tables.builder import TableBuilder
 
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("fare", pa.float64()), ("rider", pa.string())])
 

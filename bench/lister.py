@@ -19,7 +19,7 @@ import pyarrow.fs as pafs
 
 from bench.common import finish, measured, progress
 from listers import DirectoryLister
-from metadata.testing.builder import TableBuilder
+from metadata.sample_tables.builder import TableBuilder
 
 
 def build(path: str, partitions: int, files: int) -> None:

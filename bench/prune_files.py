@@ -28,8 +28,8 @@ from listers.planner import plan
 from metadata import MetadataTable
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.indexes import record_locations
-from metadata.mdt.writer import MetadataTableWriter
-from metadata.testing.builder import TableBuilder
+from metadata.mdt.write.writer import MetadataTableWriter
+from metadata.sample_tables.builder import TableBuilder
 
 PREDICATE = "fare > 40 AND city IN ('sf', 'la', 'nyc') AND trip_date >= DATE '2024-03-01' AND NOT (fare > 90)"
 # The same shape through order-preserving functions (each evaluated per file's range).

@@ -47,8 +47,8 @@ from listers.planner import plan
 from metadata import HudiTable
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.file_stats import ColumnRange
-from metadata.mdt.writer import MetadataTableWriter
-from metadata.testing.builder import TableBuilder
+from metadata.mdt.write.writer import MetadataTableWriter
+from metadata.sample_tables.builder import TableBuilder
 
 SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.float64()), ("c", pa.string()), ("part", pa.string())])
 COLUMNS = ("a", "b", "c")

@@ -31,8 +31,8 @@ from engine_bridge.spark.options import PRUNE_PUSHED, ReadOptions
 from engine_bridge.spark.scan import plan_scan
 from expressions import parse_sql
 from metadata import HudiTable
-from metadata.mdt.writer import MetadataTableWriter
-from metadata.testing.builder import TableBuilder
+from metadata.mdt.write.writer import MetadataTableWriter
+from metadata.sample_tables.builder import TableBuilder
 
 PARTITIONS = 10
 ROWS_PER_FILE = 200

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from engine_bridge.cli import main
 from metadata import HudiTable
-from metadata.testing.sample import build_sample_table
+from metadata.sample_tables.sample import build_sample_table
 
 
 def test_table_commands_json(tmp_path) -> None:
@@ -108,7 +108,7 @@ def test_files_of_a_partition_that_does_not_exist_say_so(tmp_path: Path) -> None
     from click.testing import CliRunner
 
     from engine_bridge.cli import main
-    from metadata.testing.builder import TableBuilder
+    from metadata.sample_tables.builder import TableBuilder
 
     path = str(tmp_path / "t")
     TableBuilder(path, pa.schema([("id", pa.int64()), ("region", pa.string())]), partition_fields=["region"]).write(

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from engine_bridge.cli import main
 from engine_bridge.cli.output import console
-from metadata.mdt.writer import MetadataTableWriter
-from metadata.testing.builder import TableBuilder
+from metadata.mdt.write.writer import MetadataTableWriter
+from metadata.sample_tables.builder import TableBuilder
 from tests.conftest import REPO
 
 SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("amount", pa.float64())])

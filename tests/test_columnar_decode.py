@@ -158,7 +158,7 @@ def test_columnar_equals_reference_on_fixture_tables(fixture_root: Path, stem: s
 
 
 def test_columnar_equals_reference_with_log_updates_and_deletes(tmp_path: Path) -> None:
-    from metadata.mdt.writer import MetadataTableWriter
+    from metadata.mdt.write.writer import MetadataTableWriter
     from tests.test_index_writer import _builder, _rows
 
     path = tmp_path / "t"
@@ -177,8 +177,8 @@ def test_columnar_equals_reference_with_log_updates_and_deletes(tmp_path: Path) 
 def test_stats_values_that_do_not_decode_name_the_hfile(tmp_path: Path, columnar: bool) -> None:
     from metadata.errors import HudiFormatError
     from metadata.mdt.hfile_reader import HFileReader
-    from metadata.mdt.hfile_writer import HFileWriter
-    from metadata.mdt.writer import MetadataTableWriter
+    from metadata.mdt.write.hfile_writer import HFileWriter
+    from metadata.mdt.write.writer import MetadataTableWriter
     from tests.test_index_writer import _builder, _rows
 
     path = tmp_path / "t"
@@ -256,7 +256,7 @@ def test_columnar_files_equal_reference_on_fixture_tables(fixture_root: Path, st
 
 
 def test_columnar_files_equal_reference_with_log_updates_and_deletes(tmp_path: Path) -> None:
-    from metadata.mdt.writer import MetadataTableWriter
+    from metadata.mdt.write.writer import MetadataTableWriter
     from tests.test_index_writer import _builder, _rows
 
     for version in (6, 8):

@@ -20,7 +20,7 @@ import pytest
 from listers import DirectoryLister, plan
 from metadata import HudiTable, MetadataTableDamaged
 from metadata.listing import ListingSource
-from metadata.testing.builder import TableBuilder
+from metadata.sample_tables.builder import TableBuilder
 from tests.conftest import requires_fixtures, table_path
 
 SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("amount", pa.float64())])

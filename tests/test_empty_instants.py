@@ -15,7 +15,7 @@ from engine_bridge.cli import main
 from hive_sync.partition_events import changed_partitions
 from listers import IncrementalRangeError, incremental, plan
 from metadata import HudiFormatError, HudiTable
-from metadata.testing.builder import TableBuilder
+from metadata.sample_tables.builder import TableBuilder
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from metadata import HudiError, HudiFormatError, HudiTable, HudiTableNotFound, UnsupportedTableError
-from metadata.testing.builder import TableBuilder
+from metadata.sample_tables.builder import TableBuilder
 
 SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string())])
 

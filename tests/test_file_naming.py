@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from metadata.file_naming import BaseFileName, LogFileName, classify, file_id_of
-from metadata.testing.sample import build_sample_table
+from metadata.sample_tables.sample import build_sample_table
 from tests.conftest import requires_fixtures
 
 

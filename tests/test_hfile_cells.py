@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from metadata.errors import HudiFormatError
 from metadata.mdt import hfile_reader
 from metadata.mdt.hfile_reader import HFileReader
-from metadata.mdt.hfile_writer import HFileWriter
+from metadata.mdt.write.hfile_writer import HFileWriter
 
 ALPHABET = "ab/=é"
 

@@ -20,9 +20,9 @@ from metadata.mdt.hfile_format import (
     checksum_chunks,
 )
 from metadata.mdt.hfile_reader import HFileReader
-from metadata.mdt.hfile_writer import HFileWriter
 from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, encode_record, files_record
 from metadata.mdt.records import decode_record
+from metadata.mdt.write.hfile_writer import HFileWriter
 from metadata.storage import Storage
 from metadata.table_config import BaseFileFormat, TableConfig, TableType
 from tests.conftest import requires_fixtures

@@ -17,10 +17,10 @@ from engine_bridge.cli import main
 from engine_bridge.hive import list_status, load_job_conf, split_input_paths
 from engine_bridge.hive.job_conf import INPUT_DIR, JobConfError
 from metadata import HudiTable
-from metadata.mdt.writer import MetadataTableWriter
+from metadata.mdt.write.writer import MetadataTableWriter
+from metadata.sample_tables.builder import TableBuilder
 from metadata.storage import Storage
 from metadata.table_config import update_table_config
-from metadata.testing.builder import TableBuilder
 from tests.conftest import fixture_ids, requires_fixtures
 from tests.test_listers import CountingHandler
 

@@ -20,9 +20,9 @@ from hive_sync import EmbeddedMetastore, SyncOptions, sync
 from hive_sync.hiveql import hiveserver2_client
 from hive_sync.hms import HmsClient
 from metadata import HudiTable
+from metadata.sample_tables.builder import TableBuilder
 from metadata.storage import Storage
 from metadata.table_config import update_table_config
-from metadata.testing.builder import TableBuilder
 
 EXTRACT = "SELECT `_hoodie_commit_time`, id, v, p FROM pullsrc.sample WHERE `_hoodie_commit_time` > '%s'"
 

@@ -9,7 +9,7 @@ from hive_sync.model import LAST_COMMIT_COMPLETION_TIME_SYNC, LAST_COMMIT_TIME_S
 from hive_sync.partition_events import EventKind, partition_events, partition_location
 from hive_sync.target import sync_marker
 from metadata import HudiTable
-from metadata.testing.builder import TableBuilder
+from metadata.sample_tables.builder import TableBuilder
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 

@@ -22,7 +22,7 @@ from hive_sync.partition_events import partition_location, partition_values
 from hive_sync.schema import HiveColumn, schema_from_properties, spark_schema_json
 from hive_sync.target import table_definitions
 from metadata import HudiTable
-from metadata.testing.builder import TableBuilder
+from metadata.sample_tables.builder import TableBuilder
 from tests.conftest import fixture_ids, requires_fixtures
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -143,7 +143,7 @@ def test_fixture_plain_tables_read_back_through_hiveserver2(fixture_table: str, 
 
 # hiveql: what the server refuses is said, not dropped ------------------------------------------
 def _sample(tmp_path: Path, name: str = "trips", **kwargs: Any) -> TableBuilder:
-    from metadata.testing.sample import build_sample_table
+    from metadata.sample_tables.sample import build_sample_table
 
     return build_sample_table(str(tmp_path / name), **kwargs)
 

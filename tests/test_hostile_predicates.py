@@ -12,7 +12,7 @@ from engine_bridge.cli import main
 from expressions import And, Comparison, Literal, Op, Or, Ref, SqlSyntaxError, evaluate_rows, parse_sql, prune_files, to_sql
 from expressions.sql import MAX_NESTING
 from listers import plan
-from metadata.testing.sample import build_sample_table
+from metadata.sample_tables.sample import build_sample_table
 
 HOSTILE_STRINGS = ["it's", 'say "hi"', "back`tick", "semi;colon", "-- not a comment", "/* nor this */", "ünï©ødé 東京", "back\\slash", "50%_"]
 

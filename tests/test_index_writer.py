@@ -16,18 +16,18 @@ from listers.planner import plan
 from metadata import HudiTable, MetadataTable
 from metadata.errors import IndexLocked
 from metadata.log_format import BlockType, read_log_blocks
-from metadata.mdt.cell_spill import CellSpill
 from metadata.mdt.file_groups import PARTITION_ORDER, MdtPartition, file_group_index, java_string_hash, record_index_file_groups
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.indexes import file_group_of
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.stats_engine import LocalStatsEngine
 from metadata.mdt.validate import validate_metadata
-from metadata.mdt.writer import MetadataTableWriter
-from metadata.mdt.writer_lock import LOCK_PATH, WriterLock
+from metadata.mdt.write.cell_spill import CellSpill
+from metadata.mdt.write.writer import MetadataTableWriter
+from metadata.mdt.write.writer_lock import LOCK_PATH, WriterLock
+from metadata.sample_tables.builder import TableBuilder
 from metadata.storage import Storage
 from metadata.table_config import METADATA_PARTITIONS_INFLIGHT_KEY, METADATA_PARTITIONS_KEY, TableConfig, update_table_config
-from metadata.testing.builder import TableBuilder
 from tests.conftest import requires_fixtures
 from tests.test_metadata_table import MDT_FIXTURES
 

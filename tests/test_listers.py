@@ -16,7 +16,7 @@ import pytest
 from expressions import evaluate_rows, parse_sql
 from listers import DirectoryLister, IncrementalRangeError, incremental, incremental_from_hive_conf, plan
 from metadata import HudiTable
-from metadata.testing.builder import TableBuilder
+from metadata.sample_tables.builder import TableBuilder
 from tests.conftest import FIXTURE_ZIPS, requires_fixtures, table_path
 
 MDT_FIXTURES = [

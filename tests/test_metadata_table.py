@@ -16,10 +16,10 @@ from metadata import HudiTable, MetadataTable, MetadataTableUnavailable
 from metadata.log_format import BlockType, HeaderKey, LogBlock, decode_delete_keys, encode_block, encode_delete_records, read_log_blocks
 from metadata.mdt import keys
 from metadata.mdt.hfile_reader import HFileReader
-from metadata.mdt.hfile_writer import HFileWriter, write_hfile
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, column_stats_record, encode_record, files_record
 from metadata.mdt.records import decode_record
+from metadata.mdt.write.hfile_writer import HFileWriter, write_hfile
 from tests.conftest import requires_fixtures, table_path
 
 MDT_FIXTURES = [

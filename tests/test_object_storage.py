@@ -146,7 +146,7 @@ def test_a_throttled_server_gives_the_same_answer(uploaded: dict[str, str], fixt
 @requires_fixtures
 def test_index_build_and_sync_on_s3(uploaded: dict[str, str], fixture_root: Path, s3_server: S3Server, tmp_path: Path) -> None:
     """The metadata-table writer on a store without rename: a rebuild from scratch equals the local one."""
-    from metadata.mdt.writer import MetadataTableWriter
+    from metadata.mdt.write.writer import MetadataTableWriter
     from metadata.table_config import METADATA_PARTITIONS_INFLIGHT_KEY, METADATA_PARTITIONS_KEY, update_table_config
 
     stem = "sample_table__cow__v9_txns_simple_nometa"
@@ -170,8 +170,8 @@ def _partitioned(path: Path, partitions: int) -> str:
     """A v8 table with one base file per partition, a second commit, and a metadata table built by hudi-bridge."""
     import pyarrow as pa
 
-    from metadata.mdt.writer import MetadataTableWriter
-    from metadata.testing.builder import TableBuilder
+    from metadata.mdt.write.writer import MetadataTableWriter
+    from metadata.sample_tables.builder import TableBuilder
 
     builder = TableBuilder(str(path), pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.int64())]), partition_fields=["p"],
                            version=8)

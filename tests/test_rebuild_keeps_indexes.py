@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from engine_bridge.cli import main
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.validate import validate_metadata
-from metadata.mdt.writer import MetadataTableWriter
+from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.storage import Storage
 from metadata.table_config import METADATA_PARTITIONS_INFLIGHT_KEY, TableConfig
 from tests.conftest import requires_fixtures

@@ -20,8 +20,8 @@ from expressions import evaluate_rows, parse_sql
 from listers.planner import plan
 from metadata import HudiTable
 from metadata.mdt.file_groups import PARTITION_ORDER
-from metadata.mdt.writer import MetadataTableWriter
-from metadata.testing.builder import TableBuilder
+from metadata.mdt.write.writer import MetadataTableWriter
+from metadata.sample_tables.builder import TableBuilder
 
 SCHEMA = pa.schema([("id", pa.string()), ("city", pa.string()), ("fare", pa.float64())])
 CITIES = ("sf", "nyc", "la")

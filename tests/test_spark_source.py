@@ -22,8 +22,8 @@ from engine_bridge.spark.stream import MAX_COMMITS, START_OFFSET
 from hive_sync import EmbeddedMetastore, SyncOptions, sync
 from hive_sync.hms import HmsClient
 from metadata import HudiTable
-from metadata.mdt.writer import MetadataTableWriter
-from metadata.testing.builder import TableBuilder
+from metadata.mdt.write.writer import MetadataTableWriter
+from metadata.sample_tables.builder import TableBuilder
 from tests.conftest import FIXTURE_ZIPS, requires_fixtures
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]

@@ -10,7 +10,7 @@ import pyarrow as pa
 from click.testing import CliRunner
 
 from engine_bridge.cli import main
-from metadata.testing.builder import TableBuilder
+from metadata.sample_tables.builder import TableBuilder
 
 
 def _table(tmp_path: Path) -> str:

@@ -21,8 +21,8 @@ from engine_bridge.cli import main
 from engine_bridge.trino import RewriteError, candidate_query, run_query
 from hive_sync.embedded import free_port
 from listers import plan
+from metadata.sample_tables.builder import TableBuilder
 from metadata.storage import join
-from metadata.testing.builder import TableBuilder
 
 
 @pytest.fixture(scope="session")

@@ -16,8 +16,8 @@ from listers import incremental
 from metadata import HudiFormatError, HudiTable
 from metadata.errors import HudiError, UnsafePathError
 from metadata.partition_path import check_partition_path, check_partition_paths
+from metadata.sample_tables.builder import TableBuilder
 from metadata.storage import Storage
-from metadata.testing.builder import TableBuilder
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 

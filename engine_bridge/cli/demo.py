@@ -17,8 +17,8 @@ from engine_bridge.cli.table import print_summary, table_summary, timeline_rows
 from hive_sync import SyncMode, SyncOptions
 from listers import plan
 from metadata import FileSlice, HudiTable
-from metadata.mdt.writer import MetadataTableWriter
-from metadata.testing.sample import build_sample_table
+from metadata.mdt.write.writer import MetadataTableWriter
+from metadata.sample_tables.sample import build_sample_table
 
 DEMO_QUERY = "city IN ('chennai', 'amsterdam') AND trip_date >= DATE '2024-01-07'"
 

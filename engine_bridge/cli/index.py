@@ -12,7 +12,7 @@ from engine_bridge.cli.app import main
 from engine_bridge.cli.output import Output, command_output, print_lines, progress
 from metadata.mdt.file_groups import BUILD_ORDER, PARTITION_ORDER, MdtPartition
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
-from metadata.mdt.writer import DEFAULT_COMPACT_AFTER, IndexReport, MetadataTableWriter
+from metadata.mdt.write.writer import DEFAULT_COMPACT_AFTER, IndexReport, MetadataTableWriter
 
 PARTITION_NAMES = [p.value for p in PARTITION_ORDER]
 DEFAULT_BUILD = ",".join(p.value for p in BUILD_ORDER)
@@ -82,7 +82,7 @@ def index_build(path: str, partitions: str, columns: str | None, all_columns: bo
     chosen: list[str] | None = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     if all_columns:
         from metadata.mdt.file_stats import is_indexable
-        from metadata.mdt.writer import table_schema
+        from metadata.mdt.write.writer import table_schema
         from metadata.stored_table import TableParts
 
         schema = table_schema(TableParts.load(path))

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from metadata.testing.builder import TableBuilder
+from metadata.sample_tables.builder import TableBuilder
 
 TRIPS_SCHEMA = pa.schema(
     [

@@ -33,7 +33,6 @@ from metadata.instant import BEFORE_ALL_INSTANTS, Action, Instant, instant_epoch
 from metadata.instant_content import encode_avro_instant
 from metadata.listing import StorageListing
 from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records, read_log_blocks
-from metadata.mdt.cell_spill import DEFAULT_BUDGET_BYTES, CellSpill
 from metadata.mdt.file_groups import (
     BUILD_ORDER,
     PARTITION_ORDER,
@@ -43,7 +42,6 @@ from metadata.mdt.file_groups import (
     record_index_file_groups,
 )
 from metadata.mdt.file_stats import ColumnRange, blocks_counting, columns_to_index, merge_ranges, roll_up
-from metadata.mdt.hfile_writer import HFileWriter
 from metadata.mdt.keys import column_stats_key, partition_stats_key
 from metadata.mdt.reader import BUILT_THROUGH, METADATA_FOLDER, PENDING_AT_BUILD, KeyQuery, MetadataTableReader, build_coverage
 from metadata.mdt.record_keys import FileKeys, keys_of_files
@@ -51,7 +49,9 @@ from metadata.mdt.record_schema import encode_record, files_record, range_record
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
 from metadata.mdt.validate import committed_files
-from metadata.mdt.writer_lock import WriterLock
+from metadata.mdt.write.cell_spill import DEFAULT_BUDGET_BYTES, CellSpill
+from metadata.mdt.write.hfile_writer import HFileWriter
+from metadata.mdt.write.writer_lock import WriterLock
 from metadata.partition_path import from_metadata_partition, to_metadata_partition
 from metadata.storage import join
 from metadata.stored_table import TableParts

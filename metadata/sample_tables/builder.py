@@ -44,9 +44,9 @@ from metadata.log_format import (
 )
 from metadata.mdt.indexes import record_key_text
 from metadata.partition_path import format_partition_path
+from metadata.sample_tables.mdt_files import FilesPartitionWriter
 from metadata.storage import Storage, join
 from metadata.table_config import TableConfig, TableType
-from metadata.testing.mdt_files import FilesPartitionWriter
 from metadata.timeline_models import CLEAN_METADATA, COMPACTION_PLAN, ROLLBACK_METADATA, commit_metadata_schema
 
 
