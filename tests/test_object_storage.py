@@ -209,3 +209,17 @@ def test_requests_do_not_grow_with_the_partition_count(s3_server: S3Server, tmp_
     print("requests through the proxy:", measured)
     assert measured[20] == measured[200], measured
     assert measured[200]["all slices"] <= 20, measured
+
+
+@requires_fixtures
+def test_hive_sync_dry_run_keeps_the_s3a_scheme(uploaded: dict[str, str], s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hive_sync.partition_events import table_location
+
+    for key, value in s3_server.options().items():
+        monkeypatch.setenv(key, value)
+    hadoop = uploaded["sample_table__cow__v9_txns_simple_meta"].replace("s3://", "s3a://")
+    result = CliRunner().invoke(main, ["sync", hadoop, "--database", "lake", "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["base_uri"] == hadoop and table_location(HudiTable.open(hadoop)) == hadoop  # as Hudi's sync tool writes it
+    assert sorted(report["tables"][0]["partitions"]["ADD"]) == ["region=apac", "region=eu", "region=us"]
