@@ -86,7 +86,7 @@ def remote_filesystem(uri: str, timeout: float | None = None,
     return pafs.FileSystem.from_uri(uri)
 
 
-OBJECT_STORES = frozenset({"s3", "gcs", "abfs"})  # pyarrow type names: a PUT is atomic, nothing can be renamed
+OBJECT_STORES = frozenset({"s3", "gcs", "abfs"})  # pyarrow's type names of the object-store filesystems
 
 
 # What each storage call costs on an object store, by request kind (pyarrow may split a large
@@ -127,7 +127,7 @@ def describe_requests(requests: Mapping[str, int]) -> str:
     return f"storage requests: {requests.get('total', 0)} ({kinds or 'none'}); {requests.get('bytes_read', 0):,} bytes read"
 
 
-_TRANSIENT = ("SlowDown", "503", "500 ", "INTERNAL_FAILURE", "NETWORK_CONNECTION", "ServiceUnavailable", "RequestTimeout",
+_TRANSIENT = ("SlowDown", "SLOW_DOWN", "503", "500 ", "INTERNAL_FAILURE", "NETWORK_CONNECTION", "ServiceUnavailable", "RequestTimeout",
               "Throttl", "Connection reset", "timed out", "Timeout", "Failed to flush response stream")
 RETRY_ATTEMPTS = 6
 
@@ -217,12 +217,13 @@ class Storage:
     """Files below one base path on one filesystem."""
 
     def __init__(self, filesystem: pafs.FileSystem, base_path: str, uri: str | None = None,
-                 requests: RequestCounts | None = None, sizes: dict[str, int] | None = None) -> None:
+                 requests: RequestCounts | None = None) -> None:
         self.filesystem = filesystem
         self.base_path = base_path.rstrip("/") or "/"
         self.uri = uri or base_path
         self.requests = requests or RequestCounts()  # shared with child storages (the metadata table's)
-        self._sizes = sizes if sizes is not None else {}  # full path -> size, from listings: opening needs no HEAD
+        # On an object store a PUT is atomic and nothing can be renamed; every request is a round trip.
+        self.is_object_store = filesystem.type_name in OBJECT_STORES
 
     @classmethod
     def open(cls, path_or_uri: str, filesystem: pafs.FileSystem | None = None,
@@ -251,7 +252,7 @@ class Storage:
     def child(self, relative: str) -> Storage:
         """Storage rooted at a folder below this one (e.g. the metadata table)."""
         return Storage(self.filesystem, self.full_path(relative), join(self.uri, relative) if "://" in self.uri else self.full_path(relative),
-                       self.requests, self._sizes)
+                       self.requests)
 
     def _call(self, what: str, relative: str, call: Callable[[str], T]) -> T:
         """`call(full path)` below the base, with OS and connection errors turned
@@ -299,7 +300,7 @@ class Storage:
                 return bytes(stream.read())
 
         data = self._call("read", relative, read)
-        if self.filesystem.type_name in OBJECT_STORES:
+        if self.is_object_store:
             self.requests.add("HEAD")  # pyarrow asks for the object's size before it reads
         self.requests.add_bytes(len(data))
         return data
@@ -313,7 +314,7 @@ class Storage:
         counted, and asked again when an object store fails for a moment."""
         handle = self.open_random_access(relative)
         return RangedFile(handle, lambda call: retrying(lambda: self._translated("read", relative, call)), self.requests,
-                          windowed=self.filesystem.type_name in OBJECT_STORES)
+                          windowed=self.is_object_store)
 
     def exists(self, relative: str) -> bool:
         return bool(self._call("look up", relative, self.filesystem.get_file_info).type != pafs.FileType.NotFound)
@@ -334,8 +335,6 @@ class Storage:
                 folders.append(name)
             elif info.type == pafs.FileType.File:
                 files.append(StoredFile(join(relative, name), int(info.size or 0)))
-                if self.filesystem.type_name in OBJECT_STORES:
-                    self._sizes[info.path] = int(info.size or 0)
         files.sort(key=lambda f: f.relative_path)
         folders.sort()
         return files, folders
@@ -356,7 +355,7 @@ class Storage:
         still all-or-nothing for readers of the final name.
         """
         target = self.full_path(relative)
-        if self.filesystem.type_name in OBJECT_STORES:
+        if self.is_object_store:
             with self._object_stream(relative, target) as out:
                 yield out
             return
@@ -384,9 +383,9 @@ class Storage:
         PUT only when the block ends without error."""
         with tempfile.SpooledTemporaryFile(max_size=64 * 2**20) as spool:
             yield cast(BinaryIO, spool)
-            spool.seek(0)
 
             def upload(_: str) -> None:
+                spool.seek(0)  # from the start on every attempt: a retried upload sends the whole object again
                 with self.filesystem.open_output_stream(target) as out:
                     shutil.copyfileobj(spool, out, 8 * 2**20)
 

@@ -29,6 +29,7 @@ class Faults:
 
     latency_seconds: float = 0.0
     throttle_every: int = 0  # every Nth request answered 503 SlowDown (0: never)
+    fail_puts: int = 0  # the next this many PUTs answered 503 SlowDown
     seen: int = 0
     counts: Counter[str] = field(default_factory=Counter)  # method (GET with a Range header: RANGED_GET) -> requests
     requests: list[tuple[str, str]] = field(default_factory=list)  # (kind, path) in order
@@ -39,6 +40,7 @@ class Faults:
     def reset(self) -> None:
         with self.lock:
             self.latency_seconds, self.throttle_every, self.seen, self.bytes_read, self.throttled = 0.0, 0, 0, 0, 0
+            self.fail_puts = 0
             self.counts = Counter()
             self.requests = []
 
@@ -71,7 +73,10 @@ def _proxy_handler(upstream_port: int, faults: Faults) -> type[BaseHTTPRequestHa
                 faults.seen += 1
                 faults.counts[kind] += 1
                 faults.requests.append((kind, self.path))
-                throttle = faults.throttle_every and faults.seen % faults.throttle_every == 0
+                throttle = bool(faults.throttle_every and faults.seen % faults.throttle_every == 0)
+                if self.command == "PUT" and faults.fail_puts > 0:
+                    faults.fail_puts -= 1
+                    throttle = True
                 latency = faults.latency_seconds
             if latency:
                 time.sleep(latency)

@@ -223,3 +223,17 @@ def test_hive_sync_dry_run_keeps_the_s3a_scheme(uploaded: dict[str, str], s3_ser
     report = json.loads(result.stdout)
     assert report["base_uri"] == hadoop and table_location(HudiTable.open(hadoop)) == hadoop  # as Hudi's sync tool writes it
     assert sorted(report["tables"][0]["partitions"]["ADD"]) == ["region=apac", "region=eu", "region=us"]
+
+
+def test_an_upload_asked_again_sends_the_whole_object(s3_server: S3Server) -> None:
+    """The store refuses more PUTs than pyarrow's own retries cover: hudi-bridge asks again, from the first byte."""
+    _filesystem(s3_server).create_dir("retried")
+    storage = Storage.open("s3://retried/t", storage_options=s3_server.options(through_proxy=True))
+    s3_server.faults.reset()
+    s3_server.faults.fail_puts = 8
+    try:
+        storage.write_bytes("whole.bin", bytes(range(256)) * 1000)
+        assert s3_server.faults.fail_puts == 0 and s3_server.faults.throttled == 8
+    finally:
+        s3_server.faults.reset()
+    assert Storage.open("s3://retried/t", storage_options=s3_server.options()).read_bytes("whole.bin") == bytes(range(256)) * 1000
