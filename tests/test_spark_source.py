@@ -275,6 +275,17 @@ def test_metadata_table_pruning_on_a_fresh_dataframe(tmp_path: Path, spark: Any,
     assert frame.rdd.getNumPartitions() == 1
 
 
+def _pulled_once(spark: Any, tmp_path: Path, rows: int) -> tuple[TableBuilder, str, Path, str, Any]:
+    """A MOR table of `rows` rows pulled once with a checkpoint: (builder, path, output folder, checkpoint, first result)."""
+    import engine_bridge.spark.pull as pull_module
+
+    path = str(tmp_path / "pulled")
+    builder = TableBuilder(path, pa.schema([("id", pa.int64()), ("v", pa.string())]), table_type="MERGE_ON_READ", version=8)
+    builder.write([{"id": i, "v": "a"} for i in range(rows)])
+    out, checkpoint = tmp_path / "out", str(tmp_path / "checkpoint.json")
+    return builder, path, out, checkpoint, pull_module.pull(spark, path, str(out), checkpoint=checkpoint)
+
+
 # The pull job --------------------------------------------------------------------------------------
 def test_pull_three_runs_with_a_crash_before_the_checkpoint(tmp_path: Path, spark: Any, source: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
@@ -282,12 +293,7 @@ def test_pull_three_runs_with_a_crash_before_the_checkpoint(tmp_path: Path, spar
     import engine_bridge.spark.pull as pull_module
     from engine_bridge.cli import main
 
-    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
-    path = str(tmp_path / "pulled")
-    builder = TableBuilder(path, schema, table_type="MERGE_ON_READ", version=8)
-    builder.write([{"id": i, "v": "a"} for i in range(10)])
-    out, checkpoint = tmp_path / "out", str(tmp_path / "checkpoint.json")
-    first = pull_module.pull(spark, path, str(out), checkpoint=checkpoint)
+    builder, path, out, checkpoint, first = _pulled_once(spark, tmp_path, 10)
     assert first.rows == 10
     builder.write([{"id": i, "v": "b"} for i in (0, 1, 2, 10)])
 
@@ -361,12 +367,7 @@ def test_pull_killed_at_any_step_with_commits_arriving_writes_each_row_once(tmp_
                                                                            step: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import engine_bridge.spark.pull as pull_module
 
-    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
-    path = str(tmp_path / "pulled")
-    builder = TableBuilder(path, schema, table_type="MERGE_ON_READ", version=8)
-    builder.write([{"id": i, "v": "a"} for i in range(5)])
-    out, checkpoint = tmp_path / "out", str(tmp_path / "checkpoint.json")
-    first = pull_module.pull(spark, path, str(out), checkpoint=checkpoint)
+    builder, path, out, checkpoint, first = _pulled_once(spark, tmp_path, 5)
     builder.write([{"id": i, "v": "b"} for i in (0, 1, 7)])
 
     def kill(at: str) -> None:
