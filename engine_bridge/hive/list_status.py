@@ -109,8 +109,6 @@ def predicate_of(conf: Mapping[str, str]) -> tuple[Expr | None, str]:
             return parse_search_argument(sarg), f"{SARG} (SearchArgument text): {sarg}"
     except ExpressionError as exc:
         return None, f"the pushed filter was not used: {exc}"
-    except RecursionError:  # a filter nested deeper than a tree walk goes: list unpruned, which is always sound
-        return None, "the pushed filter was not used: it is nested too deeply to read; every file is listed"
     if sarg or conf.get(FILTER_SERIALIZED):
         return None, "only a serialized (Kryo) filter was pushed; it is not decoded, so no predicate was used"
     return None, "no predicate was pushed"
@@ -292,17 +290,16 @@ def _glob(pattern: str, filesystem: pafs.FileSystem | None) -> list[str]:
                 if not _GLOB_CHARACTERS & set(segment):
                     following.append(posixpath.join(folder, segment))
                     continue
-                storage = Storage.open(prefix + folder, filesystem)
-                infos = storage.filesystem.get_file_info(pafs.FileSelector(storage.base_path, allow_not_found=True))
-                following += [posixpath.join(folder, i.base_name) for i in infos if fnmatch.fnmatchcase(i.base_name, segment)]
+                files, folders = Storage.open(prefix + folder, filesystem).list_dir()
+                following += [posixpath.join(folder, name) for name in [*(f.name for f in files), *folders]
+                              if fnmatch.fnmatchcase(name, segment)]
             current = following
         found |= {prefix + path for path in current if _exists(prefix + path, filesystem)}
     return sorted(found)
 
 
 def _exists(path: str, filesystem: pafs.FileSystem | None) -> bool:
-    storage = Storage.open(path, filesystem)
-    return storage.filesystem.get_file_info(storage.base_path).type != pafs.FileType.NotFound
+    return Storage.open(path, filesystem).exists("")
 
 
 def resolved_input_paths(conf: Mapping[str, str], filesystem: pafs.FileSystem | None = None) -> list[str]:
