@@ -111,6 +111,15 @@ def _placeholders(query: exp.Expr) -> list[exp.Literal]:
             and isinstance(node.expression, exp.Literal) and node.expression.is_string and node.expression.this == PLACEHOLDER_VALUE]
 
 
+def _source_query(extract_sql: str, source_db: str, source_table: str) -> tuple[exp.Query, list[tuple[exp.Select, str | None]]]:
+    """The extract SQL's query and its SELECTs that read the source table (at least one)."""
+    tree = parse_extract_sql(extract_sql)
+    selects = _source_selects(tree, source_db, source_table)
+    if not selects:
+        raise HivePullError(f"the extract SQL does not read {source_db}.{source_table}")
+    return tree, selects
+
+
 def consume_settings(table_name: str, begin: str, max_commits: int) -> list[str]:
     """Hudi's `SET hoodie.<table>.consume.*` statements, refusing a table name a SET key cannot hold."""
     if not _SET_KEY_PART.fullmatch(table_name):
@@ -123,10 +132,7 @@ def plan_pull(extract_sql: str, table: HudiTable, source_db: str, source_table: 
               max_commits: int = 1) -> HivePullPlan:
     """The extract SQL filled and restricted to the range after `begin`."""
     begin = check_begin_instant(begin)
-    tree = parse_extract_sql(extract_sql)
-    selects = _source_selects(tree, source_db, source_table)
-    if not selects:
-        raise HivePullError(f"the extract SQL does not read {source_db}.{source_table}")
+    tree, selects = _source_query(extract_sql, source_db, source_table)
     for placeholder in _placeholders(tree):
         placeholder.replace(exp.Literal.string(begin))
     instants = consumed_instants(table, begin, max_commits)
@@ -162,9 +168,7 @@ def check_pull(extract_sql: str, source_db: str, source_table: str, target_db: s
                        (target_table, "target table")):
         check_hive_name(name, what)
     check_begin_instant(begin)
-    tree = parse_extract_sql(extract_sql)
-    if not _source_selects(tree, source_db, source_table):
-        raise HivePullError(f"the extract SQL does not read {source_db}.{source_table}")
+    _source_query(extract_sql, source_db, source_table)
     if table_path is not None:
         consume_settings(HudiTable.open(table_path).config.name, check_begin_instant(begin), 1)
 
