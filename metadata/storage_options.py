@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
@@ -147,9 +147,10 @@ def gcs_filesystem(options: Mapping[str, str], seconds: float) -> pafs.GcsFileSy
         scheme, endpoint = parsed.scheme, parsed.netloc
     token = _pick(options, _GCS_NAMES["token"])
     anonymous = bool(_flag(_pick(options, _GCS_NAMES["anonymous"]))) or (endpoint is not None and token is None)
-    return pafs.GcsFileSystem(anonymous=anonymous, access_token=token, scheme=scheme, endpoint_override=endpoint,
-                              retry_time_limit=timedelta(seconds=seconds),
-                              credential_token_expiration=None)
+    # pyarrow wants an access token's expiry with it; an OAuth2 access token lives an hour at most.
+    expiry = datetime.now(timezone.utc) + timedelta(hours=1) if token else None
+    return pafs.GcsFileSystem(anonymous=anonymous, access_token=token, credential_token_expiration=expiry, scheme=scheme,
+                              endpoint_override=endpoint, retry_time_limit=timedelta(seconds=seconds))
 
 
 def azure_filesystem(authority: str, options: Mapping[str, str]) -> tuple[pafs.FileSystem, str]:

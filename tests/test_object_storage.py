@@ -237,3 +237,16 @@ def test_an_upload_asked_again_sends_the_whole_object(s3_server: S3Server) -> No
     finally:
         s3_server.faults.reset()
     assert Storage.open("s3://retried/t", storage_options=s3_server.options()).read_bytes("whole.bin") == bytes(range(256)) * 1000
+
+
+def test_gcs_and_azure_options_configure_pyarrows_filesystems() -> None:
+    """Construction only (no emulator runs here): the names deltalake uses reach pyarrow's settings."""
+    from metadata.storage_options import object_store_filesystem
+
+    gcs, path = object_store_filesystem("gs://bucket/t", {"google_access_token": "token"}, 5) or (None, "")
+    assert gcs is not None and gcs.type_name == "gcs" and path == "bucket/t"
+    emulated, _ = object_store_filesystem("gs://bucket/t", {"google_endpoint": "http://127.0.0.1:4443"}, 5) or (None, "")
+    assert emulated is not None and emulated.type_name == "gcs"
+    azure, inner = object_store_filesystem("abfs://data@account.dfs.core.windows.net/t", {"azure_storage_account_key": "a2V5"}, 5) \
+        or (None, "")
+    assert azure is not None and azure.type_name == "abfs" and inner == "data/t"
