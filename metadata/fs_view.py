@@ -57,12 +57,17 @@ class _Ghost:
 
 class FileSystemView:
     def __init__(self, config: TableConfig, timeline: Timeline, listing: FileListing, as_of: str | None = None,
-                 include_pending: bool = False) -> None:
+                 include_pending: bool = False, check_committed_bases: bool = True) -> None:
         """`include_pending` also shows the files of pending commits and delta
         commits (Hive's `hoodie.<table>.consume.pending.commits`, used by
         pre-commit validation); pending replacecommits and compactions stay
-        invisible, since what they replace is not final."""
+        invisible, since what they replace is not final.
+        `check_committed_bases=False` skips reading every commit's metadata
+        to check a storage listing holds the base files it wrote; the caller
+        checks the slices it doubts with `check_slices` (the metadata table's
+        reader, where each commit read is two requests on an object store)."""
         self.config = config
+        self.check_committed_bases = check_committed_bases
         self.timeline = timeline
         self.listing = listing
         latest = timeline.latest_completed()
@@ -251,7 +256,7 @@ class FileSystemView:
                         f"which the clean at {ghosts[name].clean_instant} deleted; pick a later instant"
                     )
             groups.append(group)
-        if isinstance(self.listing, StorageListing):
+        if isinstance(self.listing, StorageListing) and self.check_committed_bases:
             newest = {file_id: max(b.instant_time for b, _ in found) for file_id, found in bases.items()}
             self._check_newest_bases(partition, newest, self.listing.storage, only)
         return groups
@@ -266,6 +271,15 @@ class FileSystemView:
             newest = stored.get(file_id)
             if newest is None or newest < instant.requested_time:
                 raise MissingFileError(storage.full_path(path), instant.requested_time, instant.action.value)
+
+    def check_slices(self, slices: list[FileSlice]) -> None:
+        """Raise MissingFileError where a visible commit wrote a newer base
+        file for a slice's file group than the slice holds."""
+        if not isinstance(self.listing, StorageListing):
+            return
+        for partition in sorted({s.partition for s in slices}):
+            held = {s.file_id: s.base_instant if s.base_file else "" for s in slices if s.partition == partition}
+            self._check_newest_bases(partition, held, self.listing.storage, set(held))
 
     def _written_bases(self) -> dict[str, dict[str, tuple[Instant, str]]]:
         """Partition -> file id -> the newest visible commit that wrote a base
@@ -336,7 +350,7 @@ class FileSystemView:
                 newest = self._newest_bases_by_name(partition, listed.get(partition, []), extension)
                 if newest is None:
                     continue
-                if isinstance(self.listing, StorageListing):
+                if isinstance(self.listing, StorageListing) and self.check_committed_bases:
                     self._check_newest_bases(partition, {fid: instant for fid, (instant, _) in newest.items()}, self.listing.storage)
                 out[partition] = [FileSlice(partition, fid, instant, f.relative_path, (), f.size, ())
                                   for fid, (instant, f) in sorted(newest.items())

@@ -237,6 +237,7 @@ def test_an_unreadable_commit_warns_and_strict_refuses(fixture_root: Path, tmp_p
 
     from engine_bridge.cli import main
     from metadata.errors import StorageError
+    from metadata.errors import MissingFileError
     from metadata.storage import Storage
 
     root = tmp_path / "t"
@@ -274,3 +275,29 @@ def test_a_schema_that_cannot_be_read_is_a_warning_and_strict_refuses(fixture_ro
                                 "partition values compared as text",)
     with pytest.raises(StorageError, match="permission denied"):
         plan(root, "region = 'us'", strict=True)
+
+
+def test_a_missing_metadata_base_file_is_found_by_reading_only_the_doubted_commits(tmp_path: Path,
+                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The metadata table's view reads its delta commits only for slices that
+    could hide a missing base file: none in an intact table kept in sync, the
+    initialisation when a file group has lost its base file."""
+    from metadata.errors import MissingFileError
+    from metadata.storage import Storage
+
+    path = tmp_path / "t"
+    build(path, "COPY_ON_WRITE")
+    expected = slices(HudiTable.open(str(path), use_metadata=False))
+    read: list[str] = []
+    original = Storage.read_bytes
+    monkeypatch.setattr(Storage, "read_bytes", lambda self, relative: read.append(relative) or original(self, relative))
+    assert slices(HudiTable.open(str(path))) == expected
+    assert not [r for r in read if r.endswith(".deltacommit")], read
+
+    base = next((path / ".hoodie" / "metadata" / "files").glob("*.hfile"))
+    base.unlink()
+    table = HudiTable.open(str(path))
+    assert table.listing.source is ListingSource.STORAGE and slices(table) == expected
+    assert f"{base.name}: written by the completed deltacommit 00000000000000000 but missing from storage" in table.listing_note
+    with pytest.raises(MissingFileError, match=base.name):
+        HudiTable.open(str(path), strict=True).partitions()

@@ -16,6 +16,7 @@ import posixpath
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -170,15 +171,17 @@ class BuildCoverage:
 
 
 def build_coverage(mdt: StoredTable) -> BuildCoverage:
-    """From the newest initialising delta commit's extra metadata; covering
-    nothing when no build recorded it (Hudi's own MDTs)."""
-    coverage = BuildCoverage()
-    for instant in mdt.timeline.completed():
-        if instant.action is Action.DELTA_COMMIT and MetadataTableReader._is_initialisation(instant.requested_time):
-            extra = mdt.timeline.commit_metadata(instant).extra_metadata
-            if BUILT_THROUGH in extra and extra[BUILT_THROUGH] >= coverage.built_through:
-                coverage = BuildCoverage(extra[BUILT_THROUGH], frozenset(p for p in extra.get(PENDING_AT_BUILD, "").split(",") if p))
-    return coverage
+    """From the newest initialising delta commit that recorded a build (each
+    build records the data timeline it saw, so the newest covers the most);
+    covering nothing when none did (Hudi's own MDTs). Newest first, stopping
+    at the first: on an object store each commit read is two requests."""
+    initialisations = [i for i in mdt.timeline.completed()
+                       if i.action is Action.DELTA_COMMIT and MetadataTableReader._is_initialisation(i.requested_time)]
+    for instant in sorted(initialisations, key=lambda i: i.requested_time, reverse=True):
+        extra = mdt.timeline.commit_metadata(instant).extra_metadata
+        if BUILT_THROUGH in extra:
+            return BuildCoverage(extra[BUILT_THROUGH], frozenset(p for p in extra.get(PENDING_AT_BUILD, "").split(",") if p))
+    return BuildCoverage()
 
 
 class MetadataTableReader:
@@ -198,7 +201,9 @@ class MetadataTableReader:
         if latest is None:
             raise MetadataTableUnavailable(base_uri, "metadata table has no completed instant")
         self.latest_instant = latest.requested_time
-        self.view = FileSystemView(self.mdt.config, self.mdt.timeline, StorageListing(storage), self.latest_instant)
+        # Not by reading every delta commit (two requests each on an object store): see file_slices.
+        self.view = FileSystemView(self.mdt.config, self.mdt.timeline, StorageListing(storage), self.latest_instant,
+                                   check_committed_bases=False)
         self.problems: list[HudiFormatError] = []
         self._lock = threading.Lock()
         self._readers: dict[str, HFileReader] = {}
@@ -206,6 +211,7 @@ class MetadataTableReader:
         self._inner: dict[tuple[str, int], HFileReader] = {}  # HFILE_DATA blocks, parsed once with their block cache
         self._v6_writers: dict[str, set[str]] | None = None
         self._valid = self._valid_instants()
+        self._synced: frozenset[str] | None = None
 
     # Which log blocks count -----------------------------------------------------------
     def _valid_instants(self) -> set[str]:
@@ -235,9 +241,11 @@ class MetadataTableReader:
     def synced_data_instants(self) -> frozenset[str]:
         """Completed data-table instants whose changes the metadata table holds:
         those with their own delta commit, and those a build's snapshot took in."""
-        coverage = build_coverage(self.mdt)
-        return frozenset(i.requested_time for i in self.data_table.timeline.completed()
-                         if i.requested_time in self._valid or coverage.covers(i.requested_time))
+        if self._synced is None:
+            coverage = build_coverage(self.mdt)
+            self._synced = frozenset(i.requested_time for i in self.data_table.timeline.completed()
+                                     if i.requested_time in self._valid or coverage.covers(i.requested_time))
+        return self._synced
 
     def unsynced_data_instants(self) -> list[Instant]:
         """Completed data instants newer than every one the metadata table
@@ -245,15 +253,21 @@ class MetadataTableReader:
         has it): what a writer that does not keep the metadata table did.
         Older ones without their own delta commit came before the table was
         built and are part of its first snapshot."""
-        synced = self.synced_data_instants()
         completed = [i for i in self.data_table.timeline.completed() if i.action in _FILE_CHANGING]
+        if not completed:
+            return []
+        newest_requested = max(completed, key=lambda i: i.requested_time)
+        newest_completed = max(completed, key=lambda i: i.completion_time or "")
+        if newest_requested.requested_time in self._valid and newest_completed.requested_time in self._valid:
+            return []  # the newest instants have delta commits of their own: nothing can be newer (no build record read)
+        synced = self.synced_data_instants()
         held = [i for i in completed if i.requested_time in synced]
         if not held:
             return []
-        newest_requested = max(i.requested_time for i in held)
-        newest_completed = max((i.completion_time or "" for i in held), default="")
+        held_requested = max(i.requested_time for i in held)
+        held_completed = max((i.completion_time or "" for i in held), default="")
         return [i for i in completed if i.requested_time not in synced
-                and (i.requested_time > newest_requested or (i.completion_time or "") > newest_completed > "")]
+                and (i.requested_time > held_requested or (i.completion_time or "") > held_completed > "")]
 
     def close(self) -> None:
         """Close the HFiles opened for reads; a later read opens them again."""
@@ -274,7 +288,20 @@ class MetadataTableReader:
 
     # File slices --------------------------------------------------------------------------
     def file_slices(self, mdt_partition: str) -> list[FileSlice]:
-        return self.view.latest_file_slices([mdt_partition])
+        """The partition's latest slices. Every file group starts with a base
+        file (or an empty initialisation) and a compaction writes a new one,
+        so only a slice without a base file, or with one older than the
+        newest compaction, can hide a missing base file: the commits are read
+        for those alone (usually none)."""
+        slices = self.view.latest_file_slices([mdt_partition])
+        doubted = [s for s in slices if s.base_file is None or s.base_instant < self._newest_compaction]
+        if doubted:
+            self.view.check_slices(doubted)
+        return slices
+
+    @cached_property
+    def _newest_compaction(self) -> str:
+        return max((i.requested_time for i in self.mdt.timeline.completed() if i.action is Action.COMMIT), default="")
 
     def _hfile(self, relative: str) -> HFileReader:
         with self._lock:
