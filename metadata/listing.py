@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 import pyarrow as pa
@@ -18,6 +19,7 @@ from metadata.storage import Storage, StoredFile, join
 from metadata.text_enum import TextEnum
 
 METAFOLDER = ".hoodie"
+LISTING_THREADS = 16  # folders listed at once on an object store
 
 
 class ListingSource(TextEnum):
@@ -80,6 +82,8 @@ class StorageListing:
             return list(self._partitions)
 
     def _walk(self) -> list[str]:
+        if self.storage.is_object_store:
+            return self._walk_flat()
         found: list[str] = []
         pending = [""]
         while pending:
@@ -93,17 +97,39 @@ class StorageListing:
             pending.extend(join(folder, sub) for sub in folders if sub != METAFOLDER)
         return sorted(found)
 
+    def _walk_flat(self) -> list[str]:
+        """The walk's answer from one flat listing of the table (an object
+        store answers 1,000 keys a request, a folder at a time would be a
+        request per partition): the same partitions, with their own files."""
+        by_folder: dict[str, list[StoredFile]] = {}
+        for stored in self.storage.list_tree():
+            folder = stored.relative_path.rpartition("/")[0]
+            by_folder.setdefault(folder, []).append(stored)
+        found: list[str] = []
+        for folder in sorted(by_folder):
+            parts = folder.split("/") if folder else []
+            if METAFOLDER in parts:
+                continue  # the walk never enters a .hoodie folder
+            if any("/".join(parts[:n]) in self._files for n in range(1, len(parts))):
+                continue  # a partition holds no partitions below it
+            files = by_folder[folder]
+            if any(f.name.startswith(PARTITION_METADATA_PREFIX) for f in files):
+                found.append(folder)
+                self._files[folder] = files
+        return found
+
     def files_for(self, partitions: list[str]) -> dict[str, list[StoredFile]]:
-        result: dict[str, list[StoredFile]] = {}
-        for partition in partitions:
+        with self._lock:
+            missing = [p for p in partitions if p not in self._files]
+        if missing:
+            # Independent listings: on an object store, side by side to hide each one's latency.
+            with ThreadPoolExecutor(max_workers=LISTING_THREADS if self.storage.is_object_store else 1) as pool:
+                listed = list(pool.map(lambda partition: self.storage.list_dir(partition)[0], missing))
             with self._lock:
-                cached = self._files.get(partition)
-            if cached is None:
-                cached, _ = self.storage.list_dir(partition)
-                with self._lock:
-                    self._files[partition] = cached
-            result[partition] = cached
-        return result
+                for partition, files in zip(missing, listed):
+                    self._files.setdefault(partition, files)
+        with self._lock:
+            return {partition: self._files[partition] for partition in partitions}
 
     def file_names_for(self, partitions: list[str]) -> dict[str, dict[str, int]]:
         return {p: {f.name: f.size for f in files} for p, files in self.files_for(partitions).items()}

@@ -95,6 +95,9 @@ _REQUEST_KIND = {"read": "RANGED_GET", "open": "HEAD", "look up": "HEAD", "list"
                  "create": "PUT"}
 
 
+LIST_PAGE = 1000  # keys per answer of an object store's listing (S3, GCS and Azure alike)
+
+
 class RequestCounts:
     """Storage requests by kind, and bytes read, of one table (its metadata table included)."""
 
@@ -338,6 +341,21 @@ class Storage:
         files.sort(key=lambda f: f.relative_path)
         folders.sort()
         return files, folders
+
+    def list_tree(self, relative: str = "") -> list[StoredFile]:
+        """Every file below a folder, at any depth ([] when absent). On an
+        object store this is one flat listing, a request per 1,000 keys,
+        where a walk would be a request per folder."""
+        infos = self._call(
+            "list", relative, lambda path: self.filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True, recursive=True))
+        )
+        root = self.full_path(relative).rstrip("/")
+        files = [StoredFile(join(relative, info.path[len(root) + 1:]), int(info.size or 0)) for info in infos
+                 if info.type == pafs.FileType.File]
+        for _ in range(len(files) // LIST_PAGE):
+            self.requests.add("LIST")  # the store answers a flat listing 1,000 keys a page
+        files.sort(key=lambda f: f.relative_path)
+        return files
 
     # Writing -------------------------------------------------------------
     def write_bytes(self, relative: str, data: bytes) -> None:

@@ -237,7 +237,6 @@ def test_an_unreadable_commit_warns_and_strict_refuses(fixture_root: Path, tmp_p
 
     from engine_bridge.cli import main
     from metadata.errors import StorageError
-    from metadata.errors import MissingFileError
     from metadata.storage import Storage
 
     root = tmp_path / "t"

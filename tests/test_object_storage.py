@@ -58,6 +58,9 @@ def test_every_fixture_reads_the_same_from_s3(uploaded: dict[str, str], fixture_
     assert _slices(remote) == _slices(here)
     assert remote.listing_note == here.listing_note
     assert remote.partitions() == here.partitions()
+    listed_remote = HudiTable.open(uploaded[stem], storage_options=s3_server.options(), use_metadata=False)
+    listed_here = HudiTable.open(local, use_metadata=False)  # a walk folder by folder; on S3 one flat listing
+    assert listed_remote.partitions() == listed_here.partitions() and _slices(listed_remote) == _slices(listed_here)
     predicate = "_hoodie_record_key >= 'a' OR _hoodie_record_key IS NULL"
     assert [(s.partition, s.file_id) for s in plan(uploaded[stem], predicate, storage_options=s3_server.options()).files] == \
         [(s.partition, s.file_id) for s in plan(local, predicate).files]
@@ -199,6 +202,9 @@ def test_requests_do_not_grow_with_the_partition_count(s3_server: S3Server, tmp_
         faults.reset()
         assert len(HudiTable.open(uri, storage_options=options).file_slices()) == partitions
         counts["all slices"] = sum(faults.counts.values())
+        faults.reset()
+        assert len(HudiTable.open(uri, storage_options=options, use_metadata=False).file_slices()) == partitions
+        counts["all slices by listing"] = sum(faults.counts.values())
         faults.reset()
         planned = plan(uri, "v >= 3 AND v <= 4", storage_options=options)
         counts["plan"] = sum(faults.counts.values())
