@@ -32,7 +32,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -64,7 +64,8 @@ class KnownStats:
         self.numbers = numbers
 
     def ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
-               schema: pa.Schema | None, completed: frozenset[str]) -> list[ColumnRange]:
+               schema: pa.Schema | None, completed: frozenset[str],
+               storage_options: Mapping[str, str] | None = None) -> list[ColumnRange]:
         out = []
         for relative, _ in files:
             name = relative.rsplit("/", 1)[-1]

@@ -220,8 +220,9 @@ class Storage:
     """Files below one base path on one filesystem."""
 
     def __init__(self, filesystem: pafs.FileSystem, base_path: str, uri: str | None = None,
-                 requests: RequestCounts | None = None) -> None:
+                 requests: RequestCounts | None = None, storage_options: Mapping[str, str] | None = None) -> None:
         self.filesystem = filesystem
+        self.storage_options = dict(storage_options or {})  # handed on to whatever opens the table again (Spark tasks)
         self.base_path = base_path.rstrip("/") or "/"
         self.uri = uri or base_path
         self.requests = requests or RequestCounts()  # shared with child storages (the metadata table's)
@@ -246,7 +247,7 @@ class Storage:
                 raise
             except Exception as exc:  # pyarrow raises several types here
                 raise HudiError(f"cannot open storage for {path_or_uri}: {exc}") from exc
-            return cls(fs, base, path_or_uri)
+            return cls(fs, base, path_or_uri, storage_options=storage_options)
         local = _normalise_local(hadoop_local_path(path_or_uri))
         # A relative path becomes absolute here, the boundary every API and command passes:
         # engines and hudi-rs are handed the table's location, and a relative one means nothing to them.
@@ -255,7 +256,7 @@ class Storage:
     def child(self, relative: str) -> Storage:
         """Storage rooted at a folder below this one (e.g. the metadata table)."""
         return Storage(self.filesystem, self.full_path(relative), join(self.uri, relative) if "://" in self.uri else self.full_path(relative),
-                       self.requests)
+                       self.requests, self.storage_options)
 
     def _call(self, what: str, relative: str, call: Callable[[str], T]) -> T:
         """`call(full path)` below the base, with OS and connection errors turned

@@ -10,10 +10,13 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+import pyarrow.fs as pafs
 import pytest
 
 from hive_sync.embedded import free_port
@@ -51,10 +54,33 @@ class S3Server:
     proxy_endpoint: str  # through the counting, delaying and failing proxy
     faults: Faults
 
+    def client(self) -> pafs.S3FileSystem:
+        """A client of the server itself, which may create buckets (hudi-bridge's never does)."""
+        return pafs.S3FileSystem(access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION, scheme="http",
+                                 endpoint_override=self.endpoint.removeprefix("http://"), allow_bucket_creation=True)
+
     def options(self, through_proxy: bool = False) -> dict[str, str]:
         """storage_options as deltalake spells them."""
         return {"AWS_ENDPOINT_URL": self.proxy_endpoint if through_proxy else self.endpoint, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
                 "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION}
+
+
+def partitioned_table(path: Path, partitions: int) -> str:
+    """A v8 table of `partitions` partitions, one base file each, a second
+    commit touching every seventh, and a metadata table built by hudi-bridge
+    (files, column_stats, partition_stats): the request-count tests' and
+    bench.object_store's table."""
+    import pyarrow as pa
+
+    from metadata.mdt.write.writer import MetadataTableWriter
+    from metadata.sample_tables.builder import TableBuilder
+
+    builder = TableBuilder(str(path), pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.int64())]), partition_fields=["p"],
+                           version=8)
+    builder.write([{"id": i, "p": f"p{i:05d}", "v": i} for i in range(partitions)])
+    builder.write([{"id": i, "p": f"p{i:05d}", "v": i + 1} for i in range(0, partitions, 7)])
+    MetadataTableWriter(str(path)).build()
+    return str(path)
 
 
 def _proxy_handler(upstream_port: int, faults: Faults) -> type[BaseHTTPRequestHandler]:
@@ -114,7 +140,7 @@ def _proxy_handler(upstream_port: int, faults: Faults) -> type[BaseHTTPRequestHa
 
         def _body(self) -> bytes:
             if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-                chunks = []
+                chunks: list[bytes] = []
                 while True:
                     size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
                     if size == 0:
@@ -131,12 +157,13 @@ def _proxy_handler(upstream_port: int, faults: Faults) -> type[BaseHTTPRequestHa
     return Proxy
 
 
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[S3Server]:
-    """moto's S3 server on 127.0.0.1, and the proxy in front of it."""
-    moto_server = pytest.importorskip("moto.server", reason="moto is a test extra (scripts/setup.sh --test)")
+@contextmanager
+def running_s3_server() -> Iterator[S3Server]:
+    """moto's S3 server on 127.0.0.1, and the proxy in front of it, until the block ends."""
+    from moto.server import ThreadedMotoServer
+
     port = free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     faults = Faults()
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), _proxy_handler(port, faults))
@@ -149,3 +176,11 @@ def s3_server() -> Iterator[S3Server]:
         proxy.shutdown()
         proxy.server_close()
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """The session's S3 server (moto is a test extra: scripts/setup.sh --test)."""
+    pytest.importorskip("moto.server", reason="moto is a test extra (scripts/setup.sh --test)")
+    with running_s3_server() as server:
+        yield server

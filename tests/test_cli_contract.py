@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -113,37 +114,48 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(table: Path, tmp_path:
     assert tree_digest(tmp_path) == before
 
 
-@pytest.mark.parametrize("operation", ["build", "rebuild", "sync", "compact", "drop"])
-def test_a_failed_index_operation_leaves_the_table_byte_for_byte(template: Path, table: Path, tmp_path: Path, operation: str) -> None:
-    """Each operation fails at every step it reaches (an exception, as a full disk or a lost connection
-    raises): the table's files, hoodie.properties included, are as they were, and a rerun completes."""
+def index_operation(operation: str, template: Path, table: Path) -> Callable[[MetadataTableWriter], object]:
+    """What `operation` runs, with `table` (a copy of the template) made ready for it."""
     from metadata.mdt.file_groups import MdtPartition
-    from metadata.mdt.validate import validate_metadata
-
-    class Crash(Exception):
-        pass
 
     if operation == "build":  # new partitions on a table whose metadata table has files only
         MetadataTableWriter(str(table)).drop([MdtPartition.COLUMN_STATS, MdtPartition.PARTITION_STATS])
     if operation == "sync":
         shutil.rmtree(table)
         shutil.copytree(template.parent / "behind", table)
-    run = {
+    return {
         "build": lambda w: w.build(),
         "rebuild": lambda w: w.build([MdtPartition.COLUMN_STATS], rebuild=True),
         "sync": lambda w: w.sync(),
         "compact": lambda w: w.compact(force=True),
         "drop": lambda w: w.drop([MdtPartition.PARTITION_STATS]),
     }[operation]
+
+
+def commit_point(operation: str) -> str:
+    """The step after which a failed operation's write stands: hoodie.properties
+    listing a new partition (build), else the first completed MDT instant."""
+    return "after config update" if operation == "build" else ": after completion"
+
+
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("operation", ["build", "rebuild", "sync", "compact", "drop"])
+def test_a_failed_index_operation_leaves_the_table_byte_for_byte(template: Path, table: Path, tmp_path: Path, operation: str) -> None:
+    """Each operation fails at every step it reaches (an exception, as a full disk or a lost connection
+    raises): the table's files, hoodie.properties included, are as they were, and a rerun completes."""
+    from metadata.mdt.validate import validate_metadata
+
+    run = index_operation(operation, template, table)
     before = tree_digest(table)
     steps: list[str] = []
     counted = tmp_path / "counted"
     shutil.copytree(table, counted)
     run(MetadataTableWriter(str(counted), fault=steps.append))  # the steps one run goes through
     assert steps, operation
-    # The commit point: hoodie.properties listing a new partition (build), else the first completed MDT instant.
-    point = "after config update" if operation == "build" else ": after completion"
-    committed = next((n for n, step in enumerate(steps) if step.endswith(point)), len(steps))
+    committed = next((n for n, step in enumerate(steps) if step.endswith(commit_point(operation))), len(steps))
     for n, step in enumerate(steps):
         attempt = tmp_path / f"attempt{n}"
         shutil.copytree(table, attempt)

@@ -333,8 +333,9 @@ def test_drop_updates_config_before_files(tmp_path: Path) -> None:
 class ShiftedMaxEngine:
     """Stats that lie: `fare`'s max one higher than the footer says."""
 
-    def ranges(self, base_uri: str, files: Any, columns: Any, schema: Any, completed: frozenset[str]) -> list[ColumnRange]:
-        found = LocalStatsEngine().ranges(base_uri, files, columns, schema, completed)
+    def ranges(self, base_uri: str, files: Any, columns: Any, schema: Any, completed: frozenset[str],
+               storage_options: Any = None) -> list[ColumnRange]:
+        found = LocalStatsEngine().ranges(base_uri, files, columns, schema, completed, storage_options)
         return [replace(r, max_value=r.max_value + 1) if r.column == "fare" and r.max_value is not None else r for r in found]
 
 

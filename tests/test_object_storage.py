@@ -5,6 +5,7 @@ throttled server giving the same answers."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -19,16 +20,15 @@ from listers import DirectoryLister, incremental, plan
 from metadata import HudiTable
 from metadata.storage import Storage
 from tests.conftest import FIXTURE_ZIPS, requires_fixtures, table_path
-from tests.s3_services import ACCESS_KEY, REGION, SECRET_KEY, S3Server
+from tests.s3_services import ACCESS_KEY, REGION, SECRET_KEY, S3Server, partitioned_table
+from tests.test_cli_contract import template  # noqa: F401  (the fixture: a table with a metadata table, and one behind it)
 
 BUCKET = "lake"
 READ_FIXTURES = [z.stem for z in FIXTURE_ZIPS if "empty" not in z.stem]
 
 
 def _filesystem(server: S3Server) -> pafs.S3FileSystem:
-    """The test's own client, which may create buckets (hudi-bridge's never does)."""
-    return pafs.S3FileSystem(access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION, scheme="http",
-                             endpoint_override=server.endpoint.removeprefix("http://"), allow_bucket_creation=True)
+    return server.client()
 
 
 @pytest.fixture(scope="module")
@@ -169,28 +169,13 @@ def test_index_build_and_sync_on_s3(uploaded: dict[str, str], fixture_root: Path
     assert validate_metadata(HudiTable.open(remote, storage_options=options, use_metadata=False)).ok
 
 
-def _partitioned(path: Path, partitions: int) -> str:
-    """A v8 table with one base file per partition, a second commit, and a metadata table built by hudi-bridge."""
-    import pyarrow as pa
-
-    from metadata.mdt.write.writer import MetadataTableWriter
-    from metadata.sample_tables.builder import TableBuilder
-
-    builder = TableBuilder(str(path), pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.int64())]), partition_fields=["p"],
-                           version=8)
-    builder.write([{"id": i, "p": f"p{i:05d}", "v": i} for i in range(partitions)])
-    builder.write([{"id": i, "p": f"p{i:05d}", "v": i + 1} for i in range(0, partitions, 7)])
-    MetadataTableWriter(str(path)).build()
-    return str(path)
-
-
 def test_requests_do_not_grow_with_the_partition_count(s3_server: S3Server, tmp_path: Path) -> None:
     """Counted by the proxy, request for request; hudi-bridge's own count (plan --explain) agrees."""
     filesystem = _filesystem(s3_server)
     filesystem.create_dir("budgets")
     measured: dict[int, dict[str, int]] = {}
     for partitions in (20, 200):
-        local = _partitioned(tmp_path / f"t{partitions}", partitions)
+        local = partitioned_table(tmp_path / f"t{partitions}", partitions)
         pafs.copy_files(local, f"budgets/t{partitions}", destination_filesystem=filesystem)
         uri, options = f"s3://budgets/t{partitions}", s3_server.options(through_proxy=True)
         faults = s3_server.faults
@@ -260,3 +245,53 @@ def test_gcs_and_azure_options_configure_pyarrows_filesystems() -> None:
     azure, inner = object_store_filesystem("abfs://data@account.dfs.core.windows.net/t", {"azure_storage_account_key": "a2V5"}, 5) \
         or (None, "")
     assert azure is not None and azure.type_name == "abfs" and inner == "data/t"
+
+
+def _objects(client: pafs.S3FileSystem, prefix: str) -> dict[str, str]:
+    """Every object below a prefix: its key below the prefix -> a digest of its bytes."""
+    infos = client.get_file_info(pafs.FileSelector(prefix, recursive=True, allow_not_found=True))
+    return {i.path[len(prefix) + 1:]: hashlib.sha256(client.open_input_stream(i.path).read()).hexdigest()
+            for i in infos if i.type == pafs.FileType.File}
+
+
+@pytest.mark.parametrize("operation", ["build", "sync", "compact", "drop"])
+def test_a_failed_write_on_s3_leaves_the_table_object_for_object(template: Path, s3_server: S3Server, tmp_path: Path,  # noqa: F811
+                                                                 operation: str) -> None:
+    """On a store without rename, each index operation fails at every step it
+    reaches: before its commit point the bucket holds exactly the objects it
+    held, byte for byte; after it the table validates; a rerun completes."""
+    from metadata.mdt.validate import validate_metadata
+    from metadata.mdt.write.writer import MetadataTableWriter
+    from tests.test_cli_contract import Crash, commit_point, index_operation
+
+    client = _filesystem(s3_server)
+    client.create_dir("crash")
+    local = tmp_path / "t"
+    shutil.copytree(template, local)
+    run = index_operation(operation, template, local)
+    options = s3_server.options()
+
+    def uploaded(name: str) -> str:
+        pafs.copy_files(str(local), f"crash/{operation}/{name}", destination_filesystem=client)
+        return f"s3://crash/{operation}/{name}"
+
+    steps: list[str] = []
+    run(MetadataTableWriter(uploaded("counted"), fault=steps.append, storage_options=options))
+    committed = next((n for n, step in enumerate(steps) if step.endswith(commit_point(operation))), len(steps))
+    assert steps, operation
+    for n, step in enumerate(steps):
+        uri = uploaded(f"attempt{n}")
+        before = _objects(client, f"crash/{operation}/attempt{n}")
+
+        def crash(at: str, step: str = step) -> None:
+            if at == step:
+                raise Crash(at)
+
+        with pytest.raises(Crash):
+            run(MetadataTableWriter(uri, fault=crash, storage_options=options))
+        if n < committed:
+            assert _objects(client, f"crash/{operation}/attempt{n}") == before, step
+        else:
+            assert validate_metadata(HudiTable.open(uri, storage_options=options, use_metadata=False)).ok, step
+        run(MetadataTableWriter(uri, storage_options=options))
+        assert validate_metadata(HudiTable.open(uri, storage_options=options, use_metadata=False)).ok, step

@@ -3,7 +3,7 @@ elsewhere (`engine_bridge.spark.index_engine`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
@@ -18,9 +18,11 @@ class StatsEngine(Protocol):
     """Computes column ranges of many data files (threads here, Spark elsewhere)."""
 
     def ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
-               schema: pa.Schema | None, completed: frozenset[str]) -> list[ColumnRange]:
+               schema: pa.Schema | None, completed: frozenset[str],
+               storage_options: Mapping[str, str] | None = None) -> list[ColumnRange]:
         """`files`: (path relative to the table, instant whose blocks count or
-        None for all blocks of the `completed` instants)."""
+        None for all blocks of the `completed` instants); `storage_options`:
+        how to reach an object store (as the table was opened with)."""
         ...
 
 
@@ -31,8 +33,9 @@ class LocalStatsEngine:
     parallelism: int = 8
 
     def ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
-               schema: pa.Schema | None, completed: frozenset[str]) -> list[ColumnRange]:
-        storage = Storage.open(base_uri)
+               schema: pa.Schema | None, completed: frozenset[str],
+               storage_options: Mapping[str, str] | None = None) -> list[ColumnRange]:
+        storage = Storage.open(base_uri, storage_options=storage_options)
 
         def one(item: tuple[str, str | None]) -> list[ColumnRange]:
             relative, only = item

@@ -133,7 +133,8 @@ def _check_column_stats(table: HudiTable, mdt: MetadataTable, listed: dict[str, 
         if name not in in_files_partition.get(p, set()):
             report.stats_differences.append(f"{p}/{name}: live column_stats of a file the files partition does not list")
     to_read = sorted((p, n) for p, n in base_files if (p, n) in held)
-    found = engine.ranges(table.storage.uri, [(base_files[k], None) for k in to_read], columns, None, frozenset())
+    found = engine.ranges(table.storage.uri, [(base_files[k], None) for k in to_read], columns, None, frozenset(),
+                          table.storage.storage_options)
     by_file: dict[str, dict[str, ColumnRange]] = {}
     for r in found:
         by_file.setdefault(r.file_name, {})[r.column] = r

@@ -240,7 +240,7 @@ class MetadataTableWriter:
 
     # State -------------------------------------------------------------------------------
     def _file_ranges(self, files: Sequence[tuple[str, str | None]], columns: Sequence[str], schema: pa.Schema) -> list[ColumnRange]:
-        return self.engine.ranges(self.storage.uri, files, columns, schema, _completed(self.data))
+        return self.engine.ranges(self.storage.uri, files, columns, schema, _completed(self.data), self.storage.storage_options)
 
     def _reload(self) -> None:
         self.data = TableParts.load_storage(self.storage)
@@ -919,7 +919,7 @@ class _Snapshot:
             partition_of = {name: p for p, name in batch}
             by_file: dict[str, list[ColumnRange]] = {}
             for r in self.engine.ranges(self.data.storage.uri, [(join(p, n), None) for p, n in batch],
-                                        self.columns, self.schema, completed):
+                                        self.columns, self.schema, completed, self.data.storage.storage_options):
                 by_file.setdefault(r.file_name, []).append(r)
                 p = latest.get(r.file_name)
                 if p is not None:
