@@ -185,3 +185,46 @@ def object_store_filesystem(uri: str, options: Mapping[str, str] | None, seconds
         filesystem, container = azure_filesystem(authority, merged)
         return filesystem, f"{container}/{path}".rstrip("/")
     return None
+
+
+def hudi_rs_options(uri: str, options: Mapping[str, str] | None) -> dict[str, str]:
+    """The same configuration in object_store's names, for hudi-rs (which
+    merges MOR file slices here): whichever way the options were spelt."""
+    merged = effective_options(options)
+    scheme = uri.partition("://")[0].lower()
+    out: dict[str, str] = {}
+
+    def put(key: str, value: str | None) -> None:
+        if value:
+            out[key] = value
+
+    if scheme in S3_SCHEMES:
+        endpoint = _pick(merged, _S3_NAMES["endpoint"])
+        if endpoint:
+            hadoop_ssl = merged.get("fs.s3a.connection.ssl.enabled")
+            if "://" not in endpoint:
+                plain = hadoop_ssl is not None and not _flag(hadoop_ssl) or bool(_flag(_pick(merged, ("aws_allow_http", "allow_http"))))
+                endpoint = f"{'http' if plain else 'https'}://{endpoint}"
+            put("aws_endpoint_url", endpoint)
+            if endpoint.startswith("http://"):
+                out["aws_allow_http"] = "true"
+        put("aws_access_key_id", _pick(merged, _S3_NAMES["access_key"]))
+        put("aws_secret_access_key", _pick(merged, _S3_NAMES["secret_key"]))
+        put("aws_session_token", _pick(merged, _S3_NAMES["session_token"]))
+        put("aws_region", _pick(merged, _S3_NAMES["region"]) or ("us-east-1" if endpoint else None))
+        if _flag(_pick(merged, _S3_NAMES["anonymous"])):
+            out["aws_skip_signature"] = "true"
+        virtual = _flag(_pick(merged, _S3_NAMES["virtual_hosted"], environment=False))
+        path_style = _flag(_pick(merged, _S3_NAMES["path_style"], environment=False))
+        out["aws_virtual_hosted_style_request"] = "true" if (virtual if virtual is not None else path_style is False) else "false"
+    elif scheme in AZURE_SCHEMES:
+        put("azure_storage_account_name", _pick(merged, _AZURE_NAMES["account_name"]))
+        put("azure_storage_account_key", _pick(merged, _AZURE_NAMES["account_key"]))
+        put("azure_storage_sas_token", _pick(merged, _AZURE_NAMES["sas_token"]))
+        endpoint = _pick(merged, _AZURE_NAMES["endpoint"])
+        put("azure_storage_endpoint", endpoint)
+        if endpoint and endpoint.startswith("http://"):
+            out["azure_allow_http"] = "true"
+    elif scheme in GCS_SCHEMES:
+        out.update({k: v for k, v in merged.items() if k.startswith("google_")})
+    return out

@@ -295,3 +295,51 @@ def test_a_failed_write_on_s3_leaves_the_table_object_for_object(template: Path,
             assert validate_metadata(HudiTable.open(uri, storage_options=options, use_metadata=False)).ok, step
         run(MetadataTableWriter(uri, storage_options=options))
         assert validate_metadata(HudiTable.open(uri, storage_options=options, use_metadata=False)).ok, step
+
+
+@requires_fixtures
+@pytest.mark.parametrize("stem", ["quickstart_trips_table__mor__avro__v8_trips_8i3u1d", "sample_table__cow__v9_txns_simple_meta"])
+def test_spark_reads_s3_tables_through_pyarrow_without_hadoop_aws(uploaded: dict[str, str], fixture_root: Path, s3_server: S3Server,
+                                                                  spark: Any, stem: str) -> None:
+    """This Spark has no Hadoop FileSystem for s3:// (no hadoop-aws jar): the
+    `hudi` source plans and its executors read through pyarrow, configured by
+    `hoodie.bridge.storage.*` options or Hadoop's `fs.s3a.*` names; the
+    rows, a pushed filter's and an incremental range's, are those read from disk."""
+    from engine_bridge.spark import read, register
+    from engine_bridge.spark.options import BEGIN, QUERY_TYPE, STORAGE_PREFIX
+    from tests.test_spark_source import _target, spark_rows
+
+    source = register(spark).name
+    local, remote = table_path(fixture_root, stem), uploaded[stem]
+    target = _target(local)
+    options = {f"{STORAGE_PREFIX}{k}": v for k, v in s3_server.options().items()}
+    hadoop = {"fs.s3a.endpoint": s3_server.endpoint, "fs.s3a.access.key": ACCESS_KEY, "fs.s3a.secret.key": SECRET_KEY,
+              "fs.s3a.path.style.access": "true"}
+    expected = spark_rows(spark.read.format(source).load(local), target)
+    assert expected
+    assert spark_rows(spark.read.format(source).options(**options).load(remote), target) == expected
+    assert spark_rows(spark.read.format(source).options(**hadoop).load(remote), target) == expected
+    first = HudiTable.open(local).timeline.commits()[0]
+    begin = first.completion_time or first.requested_time
+    incremental_rows = spark_rows(spark.read.format(source).option(QUERY_TYPE, "incremental").option(BEGIN, begin).load(local), target)
+    assert spark_rows(spark.read.format(source).options(**options).option(QUERY_TYPE, "incremental").option(BEGIN, begin).load(remote),
+                      target) == incremental_rows
+    where = "_hoodie_record_key >= 'a'"
+    assert spark_rows(read(spark, remote, where, storage_options=s3_server.options()), target) == \
+        spark_rows(read(spark, local, where), target)
+
+
+def test_storage_options_reach_hudi_rs_in_its_own_names() -> None:
+    """hudi-rs (object_store) merges MOR slices in the Spark source: the options, however spelt, in its names."""
+    from metadata.storage_options import hudi_rs_options
+
+    hadoop = {"fs.s3a.endpoint": "127.0.0.1:9000", "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": "a",
+              "fs.s3a.secret.key": "s", "fs.s3a.path.style.access": "true"}
+    assert hudi_rs_options("s3a://lake/t", hadoop) == {
+        "aws_endpoint_url": "http://127.0.0.1:9000", "aws_allow_http": "true", "aws_access_key_id": "a", "aws_secret_access_key": "s",
+        "aws_region": "us-east-1", "aws_virtual_hosted_style_request": "false"}
+    azure = {"account_name": "dev", "account_key": "k", "azure_storage_endpoint": "http://127.0.0.1:10000"}
+    assert hudi_rs_options("abfs://c@dev.dfs.core.windows.net/t", azure) == {
+        "azure_storage_account_name": "dev", "azure_storage_account_key": "k", "azure_storage_endpoint": "http://127.0.0.1:10000",
+        "azure_allow_http": "true"}
+    assert hudi_rs_options("/local/table", {"aws_region": "eu-west-1"}) == {}

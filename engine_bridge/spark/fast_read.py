@@ -10,9 +10,10 @@ the `hudi` source instead.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
-from engine_bridge.spark.options import AS_OF, BEGIN, END, PATH, QUERY_TYPE, ReadOptions
+from engine_bridge.spark.options import AS_OF, BEGIN, END, PATH, QUERY_TYPE, STORAGE_PREFIX, ReadOptions
 from engine_bridge.spark.register import source_name
 from engine_bridge.spark.scan import ScanPlan, plan_scan
 from engine_bridge.spark.schema import spark_schema, table_arrow_schema
@@ -34,7 +35,25 @@ def _predicate(where: str | None) -> Expr | None:
         return None
 
 
-def _needs_source(table: HudiTable, scan: ScanPlan) -> str | None:
+def _spark_has_filesystem(spark: Any, uri: str) -> bool:
+    """Whether Spark's Hadoop has a FileSystem for the URI's scheme (s3a with hadoop-aws, s3 on EMR)."""
+    scheme = uri.split("://", 1)[0]
+    try:
+        jvm = spark.sparkContext._jvm
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, spark.sparkContext._jsc.hadoopConfiguration())
+        return True
+    except Exception:  # py4j's error for "No FileSystem for scheme"
+        return False
+
+
+def _needs_source(spark: Any, table: HudiTable, scan: ScanPlan) -> str | None:
+    if table.storage.is_object_store:
+        # The source reads through pyarrow in the executors; Spark's own reader needs a Hadoop
+        # FileSystem for the scheme, configured by Spark (not by the storage options given here).
+        if scan.spec.storage_options:
+            return "storage options were given: the executors reach the store with them through pyarrow"
+        if not _spark_has_filesystem(spark, table.base_uri):
+            return f"Spark has no Hadoop FileSystem for {table.base_uri.split('://', 1)[0]}://; the executors read through pyarrow"
     if scan.spec.merge_logs and any(s.log_files for s in scan.slices):
         return "file slices with log files need merging"
     in_files = {n.lower() for n in avro_to_arrow_schema(table.avro_schema()).names}
@@ -45,18 +64,21 @@ def _needs_source(table: HudiTable, scan: ScanPlan) -> str | None:
 
 
 def read(spark: Any, path: str, where: str | None = None, query_type: str = "snapshot", begin: str | None = None,
-         end: str | None = None, as_of: str | None = None, table: HudiTable | None = None, **options: str) -> Any:
+         end: str | None = None, as_of: str | None = None, table: HudiTable | None = None,
+         storage_options: Mapping[str, str] | None = None, **options: str) -> Any:
     """A DataFrame of the table's rows (matching `where`, a Spark SQL predicate),
     planned by hudi-bridge. Options are the `hudi` source's; `table`, when the
-    caller has it open already, saves reading its timeline again."""
+    caller has it open already, saves reading its timeline again;
+    `storage_options` reach an object store (the driver's and the executors')."""
     raw = {PATH: path, QUERY_TYPE: query_type, **options}
+    raw.update({f"{STORAGE_PREFIX}{k}": v for k, v in (storage_options or {}).items()})
     raw.update({k: v for k, v in ((BEGIN, begin), (END, end), (AS_OF, as_of)) if v})
     read_options = ReadOptions.parse(raw)
     table = table or read_options.open_table()
     scan = plan_scan(read_options, _predicate(where), table)
     for note in scan.explanation:
         log.info("%s: %s", path, note)
-    reason = _needs_source(table, scan)
+    reason = _needs_source(spark, table, scan)
     if reason is not None:
         log.info("%s: read through the hudi source: %s", path, reason)
         frame = spark.read.format(source_name(spark)).options(**{k: v for k, v in raw.items() if k != PATH}).load(path)

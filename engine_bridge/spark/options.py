@@ -26,6 +26,12 @@ INCREMENTAL_FALLBACK = "hoodie.datasource.read.incr.fallback.fulltablescan.enabl
 # many bytes of file slices one Spark partition reads (Spark's maxPartitionBytes).
 PRUNE_PUSHED = "hoodie.bridge.prune.pushed.filters"
 SPLIT_BYTES = "hoodie.bridge.split.bytes"
+# How to reach an object store: `hoodie.bridge.storage.<storage option>` (any
+# name metadata.storage_options knows, e.g. AWS_ENDPOINT_URL), and Hadoop's
+# `fs.s3a.*` as a Spark conf hands them over. The planner and every executor
+# open the table with them, through pyarrow: no hadoop-aws jar is needed.
+STORAGE_PREFIX = "hoodie.bridge.storage."
+HADOOP_S3A_PREFIX = "fs.s3a."
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 OPEN_COST_BYTES = 4 * 1024 * 1024  # Spark's spark.sql.files.openCostInBytes
 
@@ -48,6 +54,12 @@ def _flag(options: Mapping[str, str], key: str, default: bool) -> bool:
     if lowered not in ("true", "false"):
         raise SparkOptionError(f"option {key}={text!r}: expected true or false")
     return lowered == "true"
+
+
+def storage_options_in(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The storage options among a source's options (keys lower-cased, as Spark passes them)."""
+    found = {k.removeprefix(STORAGE_PREFIX): v for k, v in options.items() if k.startswith((STORAGE_PREFIX, HADOOP_S3A_PREFIX))}
+    return tuple(sorted(found.items()))
 
 
 def query_instant(text: str, key: str) -> str:
@@ -79,10 +91,12 @@ class ReadOptions:
     incremental_fallback: bool = False
     prune_pushed: bool = True
     split_bytes: int = DEFAULT_SPLIT_BYTES
+    storage_options: tuple[tuple[str, str], ...] = ()
 
     def open_table(self) -> HudiTable:
         """The table, read through its metadata table unless hoodie.metadata.enable=false."""
-        return HudiTable.open(self.path, use_metadata=None if self.use_metadata else False)
+        return HudiTable.open(self.path, use_metadata=None if self.use_metadata else False,
+                              storage_options=dict(self.storage_options))
 
     @classmethod
     def parse(cls, raw: Mapping[str, str], prune_pushed_default: bool = True) -> ReadOptions:
@@ -128,4 +142,5 @@ class ReadOptions:
             incremental_fallback=_flag(options, INCREMENTAL_FALLBACK, False),
             prune_pushed=_flag(options, PRUNE_PUSHED, prune_pushed_default),
             split_bytes=max(1, split_bytes),
+            storage_options=storage_options_in(options),
         )

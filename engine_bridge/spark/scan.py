@@ -27,6 +27,7 @@ from metadata.errors import HudiBridgeError, HudiFormatError
 from metadata.partition_path import parse_partition_values
 from metadata.stats_table import FILE_NAME, VALUE_COUNT, mark_truncated
 from metadata.storage import Storage
+from metadata.storage_options import hudi_rs_options
 
 log = logging.getLogger(__name__)
 BATCH_ROWS = 65_536
@@ -68,6 +69,7 @@ class ReadSpec:
     partition_fields: tuple[str, ...] = ()
     hive_style: bool = False
     url_encoded: bool = False
+    storage_options: tuple[tuple[str, str], ...] = ()  # how executors reach an object store
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,7 @@ def plan_scan(options: ReadOptions, predicate: Expr | None = None, table: HudiTa
         partition_fields=config.partition_fields,
         hive_style=config.hive_style_partitioning,
         url_encoded=config.url_encode_partitioning,
+        storage_options=options.storage_options,
     )
     ordered = sorted((SliceToRead.of(s) for s in chosen), key=lambda s: (s.partition, s.base_file or "", s.log_files))
     return ScanPlan(spec, group_slices(ordered, options.split_bytes), tuple(notes))
@@ -229,7 +232,7 @@ def _slice_batches(spec: ReadSpec, storage: Storage, s: SliceToRead, predicate: 
     if spec.merge_logs and s.log_files:
         import hudi
 
-        reader = hudi.HudiFileGroupReader(spec.base_uri)
+        reader = hudi.HudiFileGroupReader(spec.base_uri, hudi_rs_options(spec.base_uri, dict(spec.storage_options)) or None)
         stream = reader.read_file_slice_from_paths_stream(s.base_file or "", list(s.log_files))
         yield from stream
     elif s.base_file:
@@ -244,7 +247,7 @@ def read_split(spec: ReadSpec, split: Split, target: pa.Schema) -> Iterator[pa.R
     """Arrow batches of a split in Spark's schema `target`, rows outside an
     incremental range (and, where given, rows failing the pushed predicate)
     left out. Spark still evaluates its filters on what is returned."""
-    storage = Storage.open(spec.base_uri)
+    storage = Storage.open(spec.base_uri, storage_options=dict(spec.storage_options))
     predicate = parse_sql(spec.predicate, "spark") if spec.predicate else None
     conditions = [c for c in (parse_sql(spec.row_filter, "spark") if spec.row_filter else None, predicate) if c is not None]
     for s in split.slices:
