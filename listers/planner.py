@@ -42,6 +42,7 @@ from metadata.mdt.indexes import (
     record_locations,
     secondary_indexes,
 )
+from metadata.mdt.key_uniqueness import unique_keys
 from metadata.mdt.stats_cache import PersistentStatsCache
 from metadata.stats_table import FILE_NAME, PARTITION, min_field, stats_rows_of
 from metadata.storage import RequestCounts, describe_requests
@@ -387,7 +388,7 @@ class _Planner:
                 used.append(index.partition)
         if keys is None:
             return slices
-        risk = None if self.assume_unique_keys else self._duplicate_key_risk()
+        risk, trusted = (None, "assume_unique_keys") if self.assume_unique_keys else self._duplicate_key_risk(mdt)
         if risk is not None:
             self.not_used.append(f"record_index: {risk}")
             return slices
@@ -395,24 +396,34 @@ class _Planner:
         covered = mdt.reader.synced_data_instants()
         kept = [s for s in slices if (s.partition, s.file_id) in allowed or not self._covered_by_index(s, covered)]
         self.stages.append(Stage(" + ".join(used), len(kept), len(slices), time.perf_counter() - start,
-                                 f"{len(keys)} record key(s) in {len(allowed)} file group(s)", unit="file slices"))
+                                 f"{len(keys)} record key(s) in {len(allowed)} file group(s); {trusted}", unit="file slices"))
         return kept
 
-    def _duplicate_key_risk(self) -> str | None:
-        """Why a key might live in more than one file group, or None. The
-        record index keeps one location per key, so it prunes soundly only
-        when every write looked keys up (upserts, deletes, table services);
-        an insert or bulk insert may write a key a second time."""
+    def _duplicate_key_risk(self, mdt: MetadataTable) -> tuple[str | None, str]:
+        """(why a key might live in more than one file group, or None; how it
+        was ruled out). The record index keeps one location per key, so it
+        prunes soundly only when no key is held twice: every write looked keys
+        up (upserts, deletes, table services), or the counts show it
+        (`metadata.mdt.key_uniqueness`); an insert or bulk insert may write a
+        key a second time."""
         timeline = self.table.timeline
+        risk = None
         if timeline.has_archived_instants:
-            return "the archived timeline is not read, so whether an insert wrote a key twice is unknown"
-        for instant in timeline.commits():
-            operation = (timeline.commit_metadata(instant).operation_type or "").upper()
-            if operation not in KEY_UNIQUE_OPERATIONS:
-                return (f"{instant.requested_time} is {operation.lower() or 'a commit with no operation type'}, which may "
-                        "write a key another file group holds; the index keeps one location per key (assume_unique_keys "
-                        "trusts it, as Apache Hudi does)")
-        return None
+            risk = "the archived timeline is not read, so whether an insert wrote a key twice is unknown"
+        else:
+            for instant in timeline.commits():
+                operation = (timeline.commit_metadata(instant).operation_type or "").upper()
+                if operation not in KEY_UNIQUE_OPERATIONS:
+                    risk = (f"{instant.requested_time} is {operation.lower() or 'a commit with no operation type'}, which may "
+                            "write a key another file group holds")
+                    break
+        if risk is None:
+            return None, "every commit looked keys up"
+        proof = unique_keys(mdt, self.table.file_slices)
+        if proof.shown:
+            return None, proof.reason
+        return (f"{risk}, and {proof.reason}; the index keeps one location per key "
+                "(assume_unique_keys trusts it, as Apache Hudi does)"), ""
 
     def _record_key_texts(self) -> list[str] | None:
         """Record keys the predicate pins through the key fields: the value of a

@@ -4,6 +4,8 @@ secondary-value predicate plans exactly the slices holding matching rows."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from expressions import evaluate_rows, parse_sql
@@ -46,15 +48,37 @@ def test_index_predicates_plan_exactly_the_slices_with_matches(fixture_table: st
     table = HudiTable.open(fixture_table)
     expr = parse_sql(predicate, "spark")
     matching = {(s.partition, s.file_id) for s in table.file_slices() if any(evaluate_rows(expr, rows_of(fixture_table, s)).to_pylist())}
-    planned = plan(fixture_table, predicate, dialect="spark", assume_unique_keys=True)  # these tables' keys are unique
+    planned = plan(fixture_table, predicate, dialect="spark", assume_unique_keys=True)  # trusted, as Apache Hudi does
     assert {(s.partition, s.file_id) for s in planned.files} == matching
-    sound = plan(fixture_table, predicate, dialect="spark")  # the default: insert commits may have written a key twice
-    assert {(s.partition, s.file_id) for s in sound.files} >= matching
-    index_stages = [s for s in planned.stages if "index" in s.name]
+    # By default too: the tables were written by inserts, but their 12 live records and the index's 12 keys show no key is held twice.
+    shown = plan(fixture_table, predicate, dialect="spark")
+    assert {(s.partition, s.file_id) for s in shown.files} == matching
+    assert not [reason for reason in shown.not_used if reason.startswith("record_index")], shown.explain()
+    index_stages = [s for s in shown.stages if "index" in s.name]
     if "404'" not in predicate or "IN" in predicate:  # otherwise partition_stats already kept nothing
-        assert any("record_index: " in reason and "is insert" in reason for reason in sound.not_used), sound.explain()
-        assert index_stages, planned.explain()
+        assert index_stages and "keys shown unique: 12 live records, 12 index keys" in index_stages[0].note, shown.explain()
         assert index_stages[0].kept <= index_stages[0].total
+
+
+def test_keys_held_twice_are_not_shown_unique(tmp_path: Path) -> None:
+    """A bulk insert that writes the same keys into two file groups: the
+    latest slices hold more records than the index holds keys, so the index
+    is not used and the plan keeps both holders, saying why."""
+    import pyarrow as pa
+
+    from metadata.mdt.file_groups import PARTITION_ORDER
+    from metadata.mdt.write.writer import MetadataTableWriter
+    from metadata.sample_tables.builder import TableBuilder
+
+    path = tmp_path / "t"
+    builder = TableBuilder(str(path), pa.schema([("id", pa.string()), ("fare", pa.float64())]), version=8)
+    _, written = builder.write_copies({"": 2}, [{"id": f"k{i}", "fare": float(i)} for i in range(5)])
+    MetadataTableWriter(str(path)).build(PARTITION_ORDER)
+    result = plan(str(path), "id = 'k3'")
+    assert len(result.files) == 2
+    assert any("the latest file slices hold 10 records but the index 5 keys: a key may be held twice" in r for r in result.not_used), \
+        result.not_used
+    assert len(plan(str(path), "id = 'k3'", assume_unique_keys=True).files) == 1  # what trusting the index would drop
 
 
 def test_record_index_file_ids_decode_as_hudi_encodes_them() -> None:

@@ -393,6 +393,19 @@ class MetadataTableReader:
                 merged[key] = merge_records(merged.get(key), record)
         return merged
 
+    def key_count(self, mdt_partition: str) -> int:
+        """Live keys of a partition: each base HFile's entry count (from its
+        trailer, not its blocks), corrected by what the slice's valid log
+        blocks add and delete (a point lookup in the base per changed key)."""
+        total = 0
+        for file_slice in self.file_slices(mdt_partition):
+            base, changes = self._slice_contents(file_slice, KeyQuery())
+            total += base.reader.entry_count if base is not None else 0
+            for key, changed in changes.items():
+                held_before = base is not None and base.value_of(key) is not None
+                total += int(changed[-1] is not None) - int(held_before)
+        return total
+
     def read_split(self, mdt_partition: str, query: KeyQuery) -> tuple[list[RawCells], dict[str, MetadataRecord]]:
         """`read` split for columnar decoding: the cells of base HFiles whose
         key no log block touches, undecoded (one RawCells per file), and every
