@@ -20,21 +20,38 @@ from expressions import Dialect
               help="Keep decoded column statistics here for later runs (reused only while the metadata table is unchanged).")
 @click.option("--assume-unique-keys", is_flag=True,
               help="Trust the record index even when insert commits may have written a key twice (as Apache Hudi does).")
+@click.option("--verify", is_flag=True,
+              help="Read the file slices the plan ruled out and exit 1 naming any that holds a matching row.")
+@click.option("--sample", type=click.IntRange(min=1), default=None, help="With --verify: read this many of them, chosen at random.")
 @command_output
 def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_metadata: bool, explain: bool,
-                 cache_dir: str | None, assume_unique_keys: bool) -> Output:
+                 cache_dir: str | None, assume_unique_keys: bool, verify: bool, sample: int | None) -> Output:
     """Candidate file slices for a predicate (partition pruning + data skipping)."""
+    from expressions import parse_sql
     from listers import plan
+    from listers.verify import verify_plan
+    from metadata import HudiTable
 
+    if sample is not None and not verify:
+        raise click.UsageError("--sample goes with --verify")
     result = plan(path, where, dialect=dialect, as_of=as_of, use_metadata=not no_metadata, strict=strict_requested(),
                   cache_dir=cache_dir, assume_unique_keys=assume_unique_keys)
+    checked = None
+    if verify:  # the truth: storage and the timeline, whatever the plan's listing was
+        table = HudiTable.open(path, use_metadata=False)
+        checked = verify_plan(table, result, parse_sql(where, dialect), as_of, sample)
+    payload = result.to_dict()
+    if checked is not None:
+        payload["verify"] = checked.to_dict()
 
     def render() -> None:
         if explain:
             console.print(result.explain())
         print_table("Candidate file slices", slice_rows(result.files))
+        if checked is not None:
+            console.print(checked.describe(), style=None if checked.ok else "red", markup=False)
 
-    return Output(result.to_dict(), render)
+    return Output(payload, render, exit_code=0 if checked is None or checked.ok else 1)
 
 
 @main.command("incremental")
