@@ -18,6 +18,7 @@ import itertools
 import logging
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, TypeVar
@@ -25,6 +26,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from expressions import Expr, UnknownColumnError, bind, may_match, parse_sql, to_sql
 from expressions.eval_partitions import map_to_path_values, prune_partitions
@@ -32,6 +34,7 @@ from expressions.tree import references, values_required
 from listers.directory_lister import DirectoryLister
 from metadata import FileSlice, HudiError, HudiFormatError, MetadataTable, MetadataTableUnavailable
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
+from metadata.bloom_filter import footer_bloom_filter
 from metadata.errors import NoSchemaError
 from metadata.file_naming import LogFileName, file_id_of
 from metadata.mdt.indexes import (
@@ -51,6 +54,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 MAX_KEYS = 100_000  # record keys looked up in one plan
 # Writes that look every key up before writing it, or add no keys.
+FOOTER_THREADS = 8  # footers read at once (each a request or two on an object store)
 KEY_UNIQUE_OPERATIONS = frozenset({
     "UPSERT", "UPSERT_PREPPED", "DELETE", "DELETE_PREPPED", "DELETE_PARTITION", "COMPACT", "LOG_COMPACT", "CLUSTER",
 })
@@ -123,6 +127,7 @@ def plan(
     cache_dir: str | None = None,
     assume_unique_keys: bool = False,
     storage_options: Mapping[str, str] | None = None,
+    footers: bool = False,
 ) -> Plan:
     """Candidate file slices for a predicate, with an explanation.
 
@@ -131,14 +136,16 @@ def plan(
     column statistics there for later processes (never reused once the
     metadata table has changed). The record index keeps one location per
     key, so it prunes only when no insert could have written a key twice;
-    `assume_unique_keys` trusts it regardless, as Apache Hudi does."""
+    `assume_unique_keys` trusts it regardless, as Apache Hudi does.
+    `footers` tests pinned record keys against the bloom filter in each
+    remaining base file's footer (a read per candidate)."""
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
     if isinstance(path_or_uri, DirectoryLister):  # a lister's earlier requests are not this plan's
         baseline = path_or_uri.table.storage.requests.snapshot()
-        return _Planner(path_or_uri, expr, dialect, assume_unique_keys).run(text, cache_dir, baseline)
+        return _Planner(path_or_uri, expr, dialect, assume_unique_keys, footers).run(text, cache_dir, baseline)
     with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict, storage_options=storage_options) as lister:
-        return _Planner(lister, expr, dialect, assume_unique_keys).run(text, cache_dir, {})
+        return _Planner(lister, expr, dialect, assume_unique_keys, footers).run(text, cache_dir, {})
 
 
 def _use_cache_dir(lister: DirectoryLister, cache_dir: str | None) -> None:
@@ -193,9 +200,11 @@ class _Verdict:
 
 
 class _Planner:
-    def __init__(self, lister: DirectoryLister, expr: Expr, dialect: str, assume_unique_keys: bool = False) -> None:
+    def __init__(self, lister: DirectoryLister, expr: Expr, dialect: str, assume_unique_keys: bool = False,
+                 footers: bool = False) -> None:
         self.lister = lister
         self.assume_unique_keys = assume_unique_keys
+        self.footers = footers
         self.table = lister.table
         self.expr = expr
         self.dialect = dialect
@@ -326,6 +335,8 @@ class _Planner:
         slices = self._record_index(mdt, slices)
         if verdict is not None:
             slices = self._apply_verdict(verdict, slices, listed)
+        if self.footers:
+            slices = self._footer_bloom_filters(slices)
         return Plan(
             predicate=text,
             files=tuple(sorted(slices, key=lambda s: (s.partition, s.file_id))),
@@ -397,6 +408,38 @@ class _Planner:
         kept = [s for s in slices if (s.partition, s.file_id) in allowed or not self._covered_by_index(s, covered)]
         self.stages.append(Stage(" + ".join(used), len(kept), len(slices), time.perf_counter() - start,
                                  f"{len(keys)} record key(s) in {len(allowed)} file group(s); {trusted}", unit="file slices"))
+        return kept
+
+    def _footer_bloom_filters(self, slices: list[FileSlice]) -> list[FileSlice]:
+        """Beyond Hudi: the record keys the predicate pins, tested against the
+        bloom filter in each remaining base file's footer (one footer read
+        per candidate, so only when asked: `footers=True`). A slice with log
+        files is kept (a log may hold keys its base file's filter never saw),
+        and so is a file without a filter Hudi's hash can read."""
+        keys = self._record_key_texts()
+        direct = self._index_texts("_hoodie_record_key", days=False)
+        if direct is not None:
+            keys = direct if keys is None else sorted(set(keys) & set(direct))
+        if keys is None or not slices:
+            if keys is None:
+                self.not_used.append("bloom filters (footers): the predicate pins no record keys")
+            return slices
+        start = time.perf_counter()
+        storage = self.table.storage
+
+        def may_hold(piece: FileSlice) -> bool:
+            if piece.log_files or not piece.base_file:
+                return True
+            with storage.open_random_access(piece.base_file) as handle:
+                footer = pq.read_metadata(handle).metadata
+            found = footer_bloom_filter(footer, storage.display_path(piece.base_file))
+            return found is None or any(found.might_contain(k) for k in keys)
+
+        with ThreadPoolExecutor(max_workers=FOOTER_THREADS) as pool:
+            verdicts = list(pool.map(may_hold, slices))
+        kept = [s for s, may in zip(slices, verdicts) if may]
+        self.stages.append(Stage("bloom filters (footers)", len(kept), len(slices), time.perf_counter() - start,
+                                 f"{len(keys)} record key(s); slices with log files kept", unit="file slices"))
         return kept
 
     def _duplicate_key_risk(self, mdt: MetadataTable) -> tuple[str | None, str]:

@@ -20,12 +20,14 @@ from expressions import Dialect
               help="Keep decoded column statistics here for later runs (reused only while the metadata table is unchanged).")
 @click.option("--assume-unique-keys", is_flag=True,
               help="Trust the record index even when insert commits may have written a key twice (as Apache Hudi does).")
+@click.option("--footers", is_flag=True,
+              help="Test the record keys the predicate pins against each remaining base file's footer bloom filter.")
 @click.option("--verify", is_flag=True,
               help="Read the file slices the plan ruled out and exit 1 naming any that holds a matching row.")
 @click.option("--sample", type=click.IntRange(min=1), default=None, help="With --verify: read this many of them, chosen at random.")
 @command_output
 def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_metadata: bool, explain: bool,
-                 cache_dir: str | None, assume_unique_keys: bool, verify: bool, sample: int | None) -> Output:
+                 cache_dir: str | None, assume_unique_keys: bool, footers: bool, verify: bool, sample: int | None) -> Output:
     """Candidate file slices for a predicate (partition pruning + data skipping)."""
     from expressions import parse_sql
     from listers import plan
@@ -35,7 +37,7 @@ def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_meta
     if sample is not None and not verify:
         raise click.UsageError("--sample goes with --verify")
     result = plan(path, where, dialect=dialect, as_of=as_of, use_metadata=not no_metadata, strict=strict_requested(),
-                  cache_dir=cache_dir, assume_unique_keys=assume_unique_keys)
+                  cache_dir=cache_dir, assume_unique_keys=assume_unique_keys, footers=footers)
     checked = None
     if verify:  # the truth: storage and the timeline, whatever the plan's listing was
         table = HudiTable.open(path, use_metadata=False)
