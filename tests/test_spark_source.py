@@ -11,6 +11,7 @@ from typing import Any
 
 import hudi
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from engine_bridge.spark import describe, read, register, register_views, table
@@ -459,10 +460,13 @@ def test_empty_results_are_zero_rows_with_the_schema(tmp_path: Path, spark: Any,
         "a plan keeping no file": read(spark, written, where="city = 'nowhere'"),
     }
     expected = spark_schema(table_arrow_schema(HudiTable.open(written))).names
-    for what, frame in frames.items():
+    for n, (what, frame) in enumerate(frames.items()):
         assert frame.count() == 0, what
         assert frame.collect() == [], what
-        if what != "never written":
-            assert frame.schema.names == expected, what
-    frames["never written"].createOrReplaceTempView("never_written")
-    assert spark.sql("SELECT count(*) AS n FROM never_written").collect()[0].n == 0
+        assert frame.schema.names == (expected if what != "never written" else frame.schema.names), what
+        frame.createOrReplaceTempView(f"empty_result_{n}")  # SQL over a view of each
+        assert spark.sql(f"SELECT count(*) AS n, max(id) AS top FROM empty_result_{n} WHERE id > 0").collect()[0].asDict() == \
+            {"n": 0, "top": None}, what
+    # a stream over a table never written delivers nothing, and fails nowhere
+    assert _run_stream(spark, source, empty, tmp_path / "out", tmp_path / "checkpoint") == []
+    assert sum(pq.read_metadata(f).num_rows for f in (tmp_path / "out").glob("*.parquet")) == 0
