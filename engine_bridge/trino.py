@@ -20,7 +20,7 @@ import sqlglot
 from sqlglot import exp
 
 from engine_bridge.sql_conditions import partition_condition
-from expressions import ExpressionError, SqlSyntaxError
+from expressions import Dialect, ExpressionError, SqlSyntaxError
 from listers import DirectoryLister, incremental, plan
 from metadata import FileSlice, HudiTable
 from metadata.errors import HudiBridgeError, HudiError
@@ -59,13 +59,14 @@ def _unqualified(where: Any, alias: str) -> Any:
     return where.copy().transform(strip)
 
 
-def candidate_query(sql: str, table_path: str, dialect: str = "trino", begin: str | None = None, end: str | None = None,
+def candidate_query(sql: str, table_path: str, dialect: Dialect | str = Dialect.TRINO, begin: str | None = None, end: str | None = None,
                     as_of: str | None = None) -> CandidateQuery:
     """`sql` with the plan's partitions and candidate base files added (and,
     with `begin`, the `_hoodie_commit_time` range of an incremental pull).
     `table_path` is the table's location as the engine sees it."""
+    dialect = Dialect.of(dialect)
     try:
-        statement = sqlglot.parse_one(sql, read=dialect)
+        statement = sqlglot.parse_one(sql, read=dialect.value)
     except sqlglot.ParseError as exc:
         raise RewriteError(f"cannot parse the query: {exc}") from None
     except sqlglot.errors.TokenError as exc:
@@ -76,7 +77,7 @@ def candidate_query(sql: str, table_path: str, dialect: str = "trino", begin: st
     alias = table_node.alias_or_name
     qualifier = table_node.alias or None
     where = statement.args.get("where")
-    predicate = _unqualified(where.this, alias).sql(dialect=dialect) if where is not None else "TRUE"
+    predicate = _unqualified(where.this, alias).sql(dialect=dialect.value) if where is not None else "TRUE"
     table = HudiTable.open(table_path)
     if begin is not None:
         planned = incremental(table, begin, end)
@@ -101,7 +102,7 @@ def candidate_query(sql: str, table_path: str, dialect: str = "trino", begin: st
     if row_filter is not None:
         conditions.append(row_filter)
     rewritten = statement.copy().where(*conditions, append=True, copy=False)
-    return CandidateQuery(rewritten.sql(dialect=dialect), tuple(paths), tuple(kept_partitions), explanation)
+    return CandidateQuery(rewritten.sql(dialect=dialect.value), tuple(paths), tuple(kept_partitions), explanation)
 
 
 def run_query(server: str, catalog: str, schema: str, sql: str, user: str = "hudi-bridge",

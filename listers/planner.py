@@ -28,7 +28,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from expressions import Expr, UnknownColumnError, bind, may_match, parse_sql, to_sql
+from expressions import Dialect, Expr, UnknownColumnError, bind, may_match, parse_sql, to_sql
 from expressions.eval_partitions import map_to_path_values, prune_partitions
 from expressions.tree import references, values_required
 from listers.directory_lister import DirectoryLister
@@ -37,8 +37,8 @@ from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.bloom_filter import footer_bloom_filter
 from metadata.errors import NoSchemaError
 from metadata.file_naming import LogFileName, file_id_of
+from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.indexes import (
-    RECORD_INDEX,
     record_index_is_global,
     record_key_text,
     record_keys_with_values,
@@ -120,7 +120,7 @@ class Plan:
 def plan(
     path_or_uri: str | DirectoryLister,
     predicate: str | Expr,
-    dialect: str = "spark",
+    dialect: Dialect | str = Dialect.SPARK,
     as_of: str | None = None,
     use_metadata: bool = True,
     strict: bool = False,
@@ -139,6 +139,7 @@ def plan(
     `assume_unique_keys` trusts it regardless, as Apache Hudi does.
     `footers` tests pinned record keys against the bloom filter in each
     remaining base file's footer (a read per candidate)."""
+    dialect = Dialect.of(dialect)
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
     if isinstance(path_or_uri, DirectoryLister):  # a lister's earlier requests are not this plan's
@@ -200,7 +201,7 @@ class _Verdict:
 
 
 class _Planner:
-    def __init__(self, lister: DirectoryLister, expr: Expr, dialect: str, assume_unique_keys: bool = False,
+    def __init__(self, lister: DirectoryLister, expr: Expr, dialect: Dialect, assume_unique_keys: bool = False,
                  footers: bool = False) -> None:
         self.lister = lister
         self.assume_unique_keys = assume_unique_keys
@@ -358,7 +359,7 @@ class _Planner:
     def _partition_stats(self, mdt: MetadataTable | None, partitions: list[str], columns: list[str]) -> list[str]:
         if mdt is None or not columns or not partitions:
             return partitions
-        if "partition_stats" not in self.table.config.metadata_partitions:
+        if MdtPartition.PARTITION_STATS not in self.table.config.metadata_partitions:
             self.not_used.append("partition_stats: not built for this table")
             return partitions
         if not self.table.config.partition_fields:
@@ -379,18 +380,18 @@ class _Planner:
         secondary index) -> their file groups, as Hudi's RecordLevelIndexSupport
         and SecondaryIndexSupport do. Slices the index may not cover yet stay."""
         config = self.table.config
-        if mdt is None or not slices or RECORD_INDEX not in config.metadata_partitions:
+        if mdt is None or not slices or MdtPartition.RECORD_INDEX not in config.metadata_partitions:
             return slices
         start = time.perf_counter()
         if not record_index_is_global(mdt):
             self.not_used.append("record_index: partitioned record index not read here")
             return slices
         keys: set[str] | None = None
-        used = []
+        used: list[str] = []
         for texts in (self._record_key_texts(), self._index_texts("_hoodie_record_key", days=False)):
             if texts is not None:
                 keys = set(texts) if keys is None else keys & set(texts)
-                used.append(RECORD_INDEX)
+                used.append(MdtPartition.RECORD_INDEX)
         for index in secondary_indexes(mdt):
             texts = self._index_texts(index.column, days=True)
             if texts is not None:
@@ -513,7 +514,7 @@ class _Planner:
             if not columns and mdt is not None:
                 self.not_used.append("column_stats: the predicate names no data column")
             return None
-        if "column_stats" not in self.table.config.metadata_partitions:
+        if MdtPartition.COLUMN_STATS not in self.table.config.metadata_partitions:
             self.not_used.append("column_stats: not built for this table")
             return None
         start = time.perf_counter()

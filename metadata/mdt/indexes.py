@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from metadata.errors import HudiFormatError, StoredFileNotFound
+from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.reader import KeyQuery
 
-RECORD_INDEX = "record_index"
 SECONDARY_INDEX_PREFIX = "secondary_index_"
 INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
 MISSING_FILE_INDEX = -1
@@ -82,8 +82,8 @@ def file_group_of(info: dict[str, Any], where: str) -> tuple[str, str]:
 
 def record_locations(mdt: MetadataTable, keys: list[str]) -> dict[str, tuple[str, str]]:
     """Record key -> (partition, file id) for the keys the record index holds."""
-    records = mdt.reader.read(RECORD_INDEX, KeyQuery(keys=keys))
-    where = f"{mdt.reader.mdt.storage.uri}/{RECORD_INDEX}"
+    records = mdt.reader.read(MdtPartition.RECORD_INDEX, KeyQuery(keys=keys))
+    where = f"{mdt.reader.mdt.storage.uri}/{MdtPartition.RECORD_INDEX}"
     found = {}
     for key, record in records.items():
         info = record.raw.get("recordIndexMetadata")
@@ -107,7 +107,7 @@ def record_keys_with_values(mdt: MetadataTable, index: SecondaryIndex, values: l
 
 def record_index_is_global(mdt: MetadataTable) -> bool:
     """A partitioned record index keys records per partition; only the global one is read here."""
-    definition = _definitions(mdt).get(RECORD_INDEX, {})
+    definition = _definitions(mdt).get(MdtPartition.RECORD_INDEX, {})
     return str(definition.get("indexOptions", {}).get("isPartitioned", "false")).lower() != "true"
 
 

@@ -20,6 +20,7 @@ from metadata.errors import HudiError, HudiFormatError, MetadataTableAbsent, Met
 from metadata.listing import FILE_TABLE_SCHEMA, names_of
 from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded, Unsupported, decode_spans
+from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.files_columns import KEY, NAME, SIZE, entries_of_sizes, first_path_like, live_entries
 from metadata.mdt.hfile_cells import CellChunk
 from metadata.mdt.reader import KeyQuery, MetadataTableReader, RawCells
@@ -40,9 +41,6 @@ from metadata.stored_table import StoredTable, TableParts
 
 log = logging.getLogger(__name__)
 
-FILES = "files"
-COLUMN_STATS = "column_stats"
-PARTITION_STATS = "partition_stats"
 PER_PARTITION_SEEKS = 256  # partitions up to which stats are read by column+partition prefix
 COLUMNAR_RECORDS = 64  # files records decoded columnar from this many in a chunk (fewer: one by one with fastavro)
 
@@ -65,7 +63,7 @@ class MetadataTable:
         path); raises MetadataTableUnavailable (with the reason) when absent
         or unusable."""
         table = TableParts.load(table_or_path) if isinstance(table_or_path, str) else table_or_path
-        if FILES not in table.config.metadata_partitions:
+        if MdtPartition.FILES not in table.config.metadata_partitions:
             raise MetadataTableAbsent(
                 table.storage.uri,
                 f"hoodie.table.metadata.partitions does not list 'files' "
@@ -111,14 +109,14 @@ class MetadataTable:
         The bytes are read at the first call; decoding waits for the caller."""
         if self._partitions_source is None:
             query = KeyQuery(keys=[ALL_PARTITIONS_KEY])
-            raw, merged = self.reader.read_split(FILES, query)
+            raw, merged = self.reader.read_split(MdtPartition.FILES, query)
             if len(raw) == 1 and not merged:
                 cells = raw[0]
                 value = cells.value_of(ALL_PARTITIONS_KEY)
                 self._partitions_source = lambda: [] if value is None else list(
                     live_sizes(ALL_PARTITIONS_KEY, value, cells.schema_json, cells.where))
             else:
-                names = list(live_files(self.reader.read(FILES, query).get(ALL_PARTITIONS_KEY)))
+                names = list(live_files(self.reader.read(MdtPartition.FILES, query).get(ALL_PARTITIONS_KEY)))
                 self._partitions_source = lambda: names
         return self._partitions_source
 
@@ -137,16 +135,16 @@ class MetadataTable:
         by the reference rules. All partitions' table is kept in the
         persistent cache when there is one (and says its state, STATE_KEY)."""
         if self.persistent_cache is not None and set(partitions).issuperset(self.partitions()):
-            digest = self._state_digest(FILES, [])
+            digest = self._state_digest(MdtPartition.FILES, [])
             return with_state(self.persistent_cache.get_or_build(digest, lambda: self._read_file_table(partitions), "files"), digest)
         return self._read_file_table(partitions)
 
     def _read_file_table(self, partitions: list[str]) -> pa.Table:
         wanted = {to_metadata_partition(p): p for p in partitions}
         query = KeyQuery(keys=list(wanted))
-        raw, merged = self.reader.read_split(FILES, query)
+        raw, merged = self.reader.read_split(MdtPartition.FILES, query)
         if len(raw) > 1:  # a key may be in two file groups: the reference merge decides
-            return self._file_table_of(entries_of_sizes({k: live_files(r) for k, r in self.reader.read(FILES, query).items()}), wanted)
+            return self._file_table_of(entries_of_sizes({k: live_files(r) for k, r in self.reader.read(MdtPartition.FILES, query).items()}), wanted)
         pieces: list[pa.Table] = []
         _decode_base_cells(
             raw,
@@ -169,21 +167,21 @@ class MetadataTable:
         return pa.table([partition, entries.column(NAME), entries.column(SIZE)], schema=FILE_TABLE_SCHEMA)
 
     def _files_where(self, key: str) -> str:
-        return f"{self.reader.mdt.storage.uri}/{FILES} (record {key!r})"
+        return f"{self.reader.mdt.storage.uri}/{MdtPartition.FILES} (record {key!r})"
 
     # Statistics ------------------------------------------------------------------------------
     def column_stats(self, columns: list[str], partitions: list[str] | None = None, ordered: bool = True) -> pa.Table:
         """One row per file, as `metadata.stats_table` lays it out (bounds
         typed by the table schema); by partition and file name unless not
         `ordered` (a plan needs no order, and sorting a million names costs)."""
-        self._require(COLUMN_STATS)
-        table = self._stats(COLUMN_STATS, columns, partitions, per_file=True)
+        self._require(MdtPartition.COLUMN_STATS)
+        table = self._stats(MdtPartition.COLUMN_STATS, columns, partitions, per_file=True)
         return in_file_order(table) if ordered else table
 
     def partition_stats(self, columns: list[str], partitions: list[str] | None = None, ordered: bool = True) -> pa.Table:
         """One row per partition, same columns as column_stats."""
-        self._require(PARTITION_STATS)
-        table = self._stats(PARTITION_STATS, columns, partitions, per_file=False)
+        self._require(MdtPartition.PARTITION_STATS)
+        table = self._stats(MdtPartition.PARTITION_STATS, columns, partitions, per_file=False)
         return in_file_order(table) if ordered else table
 
     def _stats(self, mdt_partition: str, columns: list[str], partitions: list[str] | None, per_file: bool) -> pa.Table:
@@ -220,7 +218,7 @@ class MetadataTable:
         types = self.column_types()
         parts = [self.table.storage.uri, mdt_partition, *columns, *(str(types.get(c)) for c in columns),
                  *sorted(self.reader.valid_instants)]
-        for s in [*self.reader.file_slices(mdt_partition), *self.reader.file_slices(FILES)]:
+        for s in [*self.reader.file_slices(mdt_partition), *self.reader.file_slices(MdtPartition.FILES)]:
             parts += [f"{s.base_file}:{s.base_file_size}", *(f"{name}:{size}" for name, size in zip(s.log_files, s.log_file_sizes))]
         return PersistentStatsCache.digest(parts)
 

@@ -12,9 +12,10 @@ from metadata.errors import MissingFileError
 from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.listing import StorageListing
 from metadata.mdt import keys
+from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.listing import MetadataListing
-from metadata.mdt.metadata_table import COLUMN_STATS, MetadataTable
+from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.records import ColumnStats
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
@@ -82,7 +83,7 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
                  for n in sorted(set(listed) & set(committed)) if listed[n] != committed[n] and not n.startswith(".")]
         if sizes:
             report.size_mismatches[partition] = sizes
-    if check_stats and COLUMN_STATS in table.config.metadata_partitions:
+    if check_stats and MdtPartition.COLUMN_STATS in table.config.metadata_partitions:
         present = {p: {f.name for f in stored[p]} for p in common}
         on_both = {p: {n: size for n, size in mdt_files[p].items() if n in present[p]} for p in common}
         _check_column_stats(table, mdt, on_both, {p: set(mdt_files[p]) for p in common}, extension,
@@ -115,7 +116,7 @@ def _check_column_stats(table: HudiTable, mdt: MetadataTable, listed: dict[str, 
     """
     held: dict[tuple[str, str], dict[str, ColumnStats]] = {}
     live_ids = {keys.partition_index_id(p): p for p in listed}
-    for key, record in mdt.reader.read(COLUMN_STATS, KeyQuery()).items():
+    for key, record in mdt.reader.read(MdtPartition.COLUMN_STATS, KeyQuery()).items():
         stats = record.column_stats
         partition = live_ids.get(keys.partition_id_of(key))
         if stats is None or stats.is_deleted or partition is None:
