@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from expressions.errors import CoercionError, UnknownColumnError
+from expressions.functions import RoundingCast
 from expressions.functions import result_type as function_result_type
 from expressions.tree import (
     AlwaysFalse,
@@ -108,9 +109,12 @@ def _bind(expr: Expr, schema: Schema, strict: bool) -> Expr:
     name, dtype = found
     bound_ref = Ref(tuple(name.split(".")), ref.position, functions=ref.functions)
     if ref.cast is not None and not widens(dtype, ref.cast):
-        return Unknown(f"CAST({name} AS {ref.cast}) is not a widening cast of {dtype}", refs=(bound_ref,))
-    if ref.functions:
-        result = function_result_type(ref.functions, dtype)
+        rounding = rounding_cast(dtype, ref.cast)
+        if rounding is None or ref.functions:
+            return Unknown(f"CAST({name} AS {ref.cast}) is not a widening cast of {dtype}", refs=(bound_ref,))
+        bound_ref = Ref(bound_ref.path, ref.position, functions=(rounding,))  # order kept, equality not: prunes through images
+    if bound_ref.functions:
+        result = function_result_type(bound_ref.functions, dtype)
         if result is None:
             return Unknown(f"{bound_ref} does not prune on a column of type {dtype}", refs=(bound_ref,))
         dtype, name = result, str(bound_ref)
@@ -143,6 +147,15 @@ _WIDER = {
     "VARCHAR": lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
 }
 _WIDER["INTEGER"] = _WIDER["INT"]
+
+
+def rounding_cast(dtype: pa.DataType, cast: str) -> RoundingCast | None:
+    """CAST(integer column AS DOUBLE | FLOAT) where the float cannot hold every
+    value exactly: monotone, so it still prunes (as Hudi's own tests expect)."""
+    kind = cast.split("(")[0].strip()
+    if not pa.types.is_integer(dtype) or kind not in ("DOUBLE", "FLOAT", "REAL"):
+        return None
+    return RoundingCast(64 if kind == "DOUBLE" else 32)
 
 
 def widens(dtype: pa.DataType, cast: str) -> bool:

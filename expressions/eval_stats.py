@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from expressions.binding import bind
 from expressions.dialect import NanSemantics, nan_semantics
 from expressions.eval_rows import is_nan_literal
-from expressions.functions import Function, all_total, all_total_within_image, image_all, image_all_arrays, result_type
+from expressions.functions import Function, RoundingCast, all_total, all_total_within_image, image_all, image_all_arrays, result_type
 from expressions.functions.text import after_prefix
 from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, Ref, StartsWith, Unknown, Visitor, visit
 from metadata.stats_table import (
@@ -47,11 +47,13 @@ class _Column:
     derived masks are computed once, when first needed."""
 
     def __init__(self, low: pa.ChunkedArray, high: pa.ChunkedArray, nulls: pa.ChunkedArray | None,
-                 count: pa.ChunkedArray | None, maybe_truncated: bool = False, all_null: pa.ChunkedArray | None = None) -> None:
+                 count: pa.ChunkedArray | None, maybe_truncated: bool = False, all_null: pa.ChunkedArray | None = None,
+                 nan_free: bool = False) -> None:
         self.maybe_truncated = maybe_truncated
         self.min, self.max, self.nulls, self.count = low, high, nulls, count
         self.type = self.min.type
-        self.is_float = pa.types.is_floating(self.type)
+        # floating values that may be NaN (not those an integer column was cast to)
+        self.is_float = pa.types.is_floating(self.type) and not nan_free
         self.is_string = pa.types.is_string(self.type) or pa.types.is_large_string(self.type)
         if all_null is not None:
             self.__dict__["all_null"] = all_null  # known from the column f was applied to
@@ -80,8 +82,9 @@ class _Column:
             low_array, high_array = (pa.chunked_array([b.cast(target)]) for b in vectorised)
         else:
             low_array, high_array = self._images_file_by_file(functions, usable, target)
+        nan_free = not pa.types.is_floating(source) and all(isinstance(f, RoundingCast) for f in functions)
         if all_total(functions, source):
-            return _Column(low_array, high_array, self.nulls, self.count)
+            return _Column(low_array, high_array, self.nulls, self.count, nan_free=nan_free)
         if all_total_within_image(functions, source) and self.nulls is not None:
             # f may be NULL where it has no image (an overflow): those files' null counts are unknown
             known = pc.or_(pc.and_(pc.is_valid(low_array), pc.is_valid(high_array)), self.all_null)

@@ -60,6 +60,10 @@ SOUND = [
      "date_format(minValue, p) <= v AND date_format(maxValue, p) >= v"),
     ("s LIKE 'abc%'", "s", ["b", "c"], pa.string(), "StartsWith: minValue <= 'abc' ... prefix range"),
     ("lower(s) = 'xyz'", "s", ["abc", "abd"], pa.string(), "lower(minValue) <= v AND lower(maxValue) >= v"),
+    ("CAST(c AS DOUBLE) > 100.0D", "c", [10, 20], pa.int64(), "a widening cast keeps order: CAST(maxValue AS DOUBLE) > 100.0"),
+    ("CAST(c AS DOUBLE) IN (31.0, 30.0)", "c", [10, 20], pa.int64(), "CAST(minValue) <= v AND CAST(maxValue) >= v for each v"),
+    ("CAST(c AS FLOAT) < 5", "c", [10, 20], pa.int64(), "CAST(minValue AS FLOAT) < 5"),
+    ("CAST(c AS DOUBLE) <> 10.0", "c", [10, 10], pa.int64(), "NOT (CAST(minValue) = 10.0 AND CAST(maxValue) = 10.0)"),
 ]
 
 
@@ -91,3 +95,66 @@ def test_where_hudi_prunes_unsoundly_the_plan_keeps_the_file(predicate: str, col
     expr = parse_sql(predicate, "spark")
     assert any(evaluate_rows(expr, rows).to_pylist()), "the file holds a matching row"
     assert prune_files(expr, stats) == ["f"], f"kept: {why} (Hudi: {hudi_rule})"
+
+
+# Apache Hudi's open bugs that drop rows: the column_stats record each one writes, and the plan keeping the file.
+def _stats(column: str, dtype: pa.DataType, low: Any, high: Any, nulls: int, count: int) -> pa.Table:
+    return pa.table({"fileName": ["f"], "valueCount": [count], f"{column}_minValue": pa.array([low], dtype),
+                     f"{column}_maxValue": pa.array([high], dtype), f"{column}_nullCount": pa.array([nulls], pa.int64())})
+
+
+@pytest.mark.parametrize("predicate", ["c > 5.0", "c >= 2.0", "NOT c < 5.0", "c <> 1.0"])
+def test_hudi_18754_a_nan_left_out_of_float_bounds_keeps_the_file(predicate: str) -> None:
+    """Parquet leaves NaN out of a float column's min and max, and Hudi records
+    [1.0, 1.0] for a file holding 1.0 and NaN; Spark orders NaN above every
+    number, so `c > 5.0` selects the NaN row that Hudi's `maxValue > 5.0` drops."""
+    rows = pa.table({"c": pa.array([1.0, float("nan")], pa.float64())})
+    expr = parse_sql(predicate, "spark")
+    assert any(evaluate_rows(expr, rows).to_pylist())
+    assert prune_files(expr, _stats("c", pa.float64(), 1.0, 1.0, 0, 2)) == ["f"]
+
+
+@pytest.mark.parametrize("predicate,values", [("s LIKE 'ab%'", ["abc", "abd"]), ("s LIKE 'ab%'", ["ab", "ab\uffff"]),
+                                              ("s LIKE 'a\\_%'", ["a_1", "a_2"])])
+def test_hudi_18791_a_like_prefix_keeps_files_whose_values_extend_the_prefix(predicate: str, values: list[str]) -> None:
+    """A prefix bound taken for the value itself (`minValue <= 'ab' AND
+    maxValue >= 'ab'`) drops ['abc', 'abd'], which match `LIKE 'ab%'`; the
+    prefix range ['ab', next prefix) keeps them, escapes included."""
+    rows = pa.table({"s": values})
+    expr = parse_sql(predicate, "spark")
+    assert all(evaluate_rows(expr, rows).to_pylist())
+    assert prune_files(expr, _stats("s", pa.string(), min(values), max(values), 0, len(values))) == ["f"]
+
+
+def test_hudi_18755_an_all_null_record_cannot_be_told_from_a_true_one() -> None:
+    """A file whose footer had no statistics, recorded as all null: it looks
+    exactly like a file of nulls, so pruning drops it as Hudi does; `plan
+    --verify` and `table validate` (against the footers) are what catch it."""
+    rows = pa.table({"c": pa.array([5, 7], pa.int32())})
+    expr = parse_sql("c = 5", "spark")
+    assert any(evaluate_rows(expr, rows).to_pylist())
+    assert prune_files(expr, _stats("c", pa.int32(), None, None, 2, 2)) == []
+
+
+def test_hudi_20296_a_file_written_before_its_column_was_indexed_keeps_the_file() -> None:
+    """No column_stats record for the column in a file written before the
+    column joined the index: no bounds, no null count; nothing is known."""
+    rows = pa.table({"c": pa.array([5, 7], pa.int32())})
+    expr = parse_sql("c = 5", "spark")
+    assert any(evaluate_rows(expr, rows).to_pylist())
+    assert prune_files(expr, _stats("c", pa.int32(), None, None, None, 2)) == ["f"]
+
+
+@pytest.mark.parametrize("predicate,values", [
+    ("CAST(c AS DOUBLE) = 9007199254740993.0", [9007199254740992, 9007199254740992]),  # 2^53 + 1 rounds to 2^53
+    ("CAST(c AS DOUBLE) > 9223372036854775000", [9223372036854775806, 9223372036854775806]),
+    ("CAST(c AS DOUBLE) > 15.0", [10, 20]),
+])
+def test_a_rounding_cast_keeps_every_file_a_rounded_value_matches_in(predicate: str, values: list[int]) -> None:
+    """BIGINT to DOUBLE keeps order but not equality: bounds are compared
+    after the cast, as the rows are, so a file whose values round onto the
+    literal stays."""
+    rows, stats = one_file("c", values, pa.int64())
+    expr = parse_sql(predicate, "spark")
+    assert any(evaluate_rows(expr, rows).to_pylist())
+    assert prune_files(expr, stats) == ["f"]

@@ -253,3 +253,30 @@ class Divide(Function):
 
     def sql(self, inner: str) -> str:
         return f"({inner} / {self.constant})"
+
+
+@dataclass(frozen=True)
+class RoundingCast(Function):
+    """CAST(c AS DOUBLE | FLOAT) of an integer column too wide for the
+    floating type to hold exactly (BIGINT to DOUBLE, INT to FLOAT): rounding
+    to the nearest float keeps order (a <= b gives f(a) <= f(b)) but not
+    equality, so it prunes through the images of the bounds, never as the
+    column itself."""
+
+    bits: int  # 64: DOUBLE, 32: FLOAT
+
+    def result_type(self, source: pa.DataType) -> pa.DataType | None:
+        return (pa.float64() if self.bits == 64 else pa.float32()) if pa.types.is_integer(source) else None
+
+    def apply(self, value: Any, source: pa.DataType) -> Any:
+        return float(value) if self.bits == 64 else float(np.float32(value))
+
+    def image(self, low: Any, high: Any, source: pa.DataType) -> tuple[Any, Any] | None:
+        return self.apply(low, source), self.apply(high, source)
+
+    def image_arrays(self, low: pa.Array, high: pa.Array, source: pa.DataType) -> tuple[pa.Array, pa.Array] | None:
+        target = self.result_type(source)
+        return (pc.cast(low, target, safe=False), pc.cast(high, target, safe=False)) if target is not None else None
+
+    def sql(self, inner: str) -> str:
+        return f"CAST({inner} AS {'DOUBLE' if self.bits == 64 else 'FLOAT'})"
