@@ -330,20 +330,25 @@ def test_drop_updates_config_before_files(tmp_path: Path) -> None:
 
 
 @dataclass
-class ShiftedMaxEngine:
-    """Stats that lie: `fare`'s max one higher than the footer says."""
+class ShiftedStatsEngine:
+    """Stats that lie: one column's bounds moved from what the footers say."""
+
+    column: str = "fare"
+    min_shift: float = 0
+    max_shift: float = 1
 
     def ranges(self, base_uri: str, files: Any, columns: Any, schema: Any, completed: frozenset[str],
                storage_options: Any = None) -> list[ColumnRange]:
         found = LocalStatsEngine().ranges(base_uri, files, columns, schema, completed, storage_options)
-        return [replace(r, max_value=r.max_value + 1) if r.column == "fare" and r.max_value is not None else r for r in found]
+        return [replace(r, min_value=r.min_value + self.min_shift, max_value=r.max_value + self.max_shift)
+                if r.column == self.column and r.min_value is not None and r.max_value is not None else r for r in found]
 
 
 def test_validate_reports_column_stats_that_differ_from_footers(tmp_path: Path) -> None:
     path = tmp_path / "t"
     builder = _builder(path, 8, "COPY_ON_WRITE")
     builder.write(_rows(3, 3, "sf"))  # one base file, fares 3.5 to 5.5
-    MetadataTableWriter(str(path), engine=ShiftedMaxEngine()).build()
+    MetadataTableWriter(str(path), engine=ShiftedStatsEngine()).build()
     report = validate_metadata(str(path))
     assert not report.ok
     base = next(s for s in HudiTable.open(str(path), use_metadata=False).file_slices() if s.base_file)

@@ -5,7 +5,6 @@ Hudi's #18755 writes them) exits 1 naming it."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,22 +12,11 @@ import pyarrow as pa
 from click.testing import CliRunner
 
 from engine_bridge.cli import main
-from metadata.mdt.file_stats import ColumnRange
-from metadata.mdt.stats_engine import LocalStatsEngine
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
+from tests.test_index_writer import ShiftedStatsEngine
 
 SCHEMA = pa.schema([("id", pa.string()), ("city", pa.string()), ("fare", pa.float64())])
-
-
-@dataclass
-class RaisedMinEngine:
-    """Statistics that lie the dangerous way: `fare`'s min 100 above what the file holds."""
-
-    def ranges(self, base_uri: str, files: Any, columns: Any, schema: Any, completed: frozenset[str],
-               storage_options: Any = None) -> list[ColumnRange]:
-        found = LocalStatsEngine().ranges(base_uri, files, columns, schema, completed, storage_options)
-        return [replace(r, min_value=r.min_value + 100) if r.column == "fare" and r.min_value is not None else r for r in found]
 
 
 def _table(path: Path, engine: Any = None) -> str:
@@ -50,7 +38,8 @@ def test_a_sound_plan_verifies(tmp_path: Path) -> None:
 
 
 def test_lying_statistics_are_caught_and_named(tmp_path: Path) -> None:
-    table = _table(tmp_path / "t", RaisedMinEngine())
+    # statistics that lie the dangerous way: fare's min 100 above what each file holds
+    table = _table(tmp_path / "t", ShiftedStatsEngine(min_shift=100, max_shift=0))
     result = CliRunner().invoke(main, ["plan", table, "--where", "fare < 15.0", "--verify", "--json"])
     assert result.exit_code == 1, result.output
     report = json.loads(result.stdout)
