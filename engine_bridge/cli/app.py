@@ -35,6 +35,11 @@ class _OneLineErrors(click.Group):
             sys.exit(1)
 
 
+def _forget_command_settings() -> None:
+    set_default_timeout(DEFAULT_TIMEOUT_SECONDS)
+    set_default_storage_options({})
+
+
 @click.group(cls=_OneLineErrors)
 @click.version_option(package_name="hudi-bridge", prog_name="hudi-bridge")
 @click.option("--debug", is_flag=True, help="Log debug messages (e.g. why a file is kept or skipped) and show tracebacks.")
@@ -49,6 +54,8 @@ def main(ctx: click.Context, debug: bool, strict: bool, timeout: float, storage_
     """Plan and serve Apache Hudi tables to Hive, Presto/Trino and Spark."""
     set_default_timeout(timeout)
     set_default_storage_options(key_values(storage_options, "--storage-option"))
+    # For this command only: a caller in the same process (tests, a notebook) is not left configured by it.
+    ctx.call_on_close(_forget_command_settings)
     ctx.meta["hudi_bridge.debug"] = debug
     ctx.meta["hudi_bridge.strict"] = strict
     # Records reach stderr through the handler each command installs (engine_bridge.cli.output).
