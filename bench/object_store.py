@@ -37,6 +37,7 @@ import pyarrow.fs as pafs
 from bench.common import progress
 from listers import DirectoryLister, plan
 from metadata import HudiTable
+from metadata.storage_options import hudi_rs_options
 from tests.s3_services import S3Server, partitioned_table, running_s3_server
 
 WHERE = "v >= 3 AND v <= 4"
@@ -58,8 +59,7 @@ def _hudi_bridge(uri: str, options: dict[str, str], use_metadata: bool) -> dict[
 def _hudi_rs(uri: str, server: S3Server) -> dict[str, Callable[[], int]]:
     import hudi
 
-    options = {"aws_endpoint_url": server.proxy_endpoint, "aws_access_key_id": "testing", "aws_secret_access_key": "testing",
-               "aws_region": "us-east-1", "aws_allow_http": "true"}
+    options = hudi_rs_options(uri, server.options(through_proxy=True))  # the same settings, in object_store's names
 
     def slices(filters: list[tuple[str, str, str]]) -> int:
         table = (hudi.HudiTableBuilder.from_base_uri(uri).with_storage_options(options)

@@ -53,8 +53,8 @@ from metadata.storage import RequestCounts, describe_requests
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 MAX_KEYS = 100_000  # record keys looked up in one plan
-# Writes that look every key up before writing it, or add no keys.
 FOOTER_THREADS = 8  # footers read at once (each a request or two on an object store)
+# Writes that look every key up before writing it, or add no keys.
 KEY_UNIQUE_OPERATIONS = frozenset({
     "UPSERT", "UPSERT_PREPPED", "DELETE", "DELETE_PREPPED", "DELETE_PARTITION", "COMPACT", "LOG_COMPACT", "CLUSTER",
 })
@@ -386,12 +386,8 @@ class _Planner:
         if not record_index_is_global(mdt):
             self.not_used.append("record_index: partitioned record index not read here")
             return slices
-        keys: set[str] | None = None
-        used: list[str] = []
-        for texts in (self._record_key_texts(), self._index_texts("_hoodie_record_key", days=False)):
-            if texts is not None:
-                keys = set(texts) if keys is None else keys & set(texts)
-                used.append(MdtPartition.RECORD_INDEX)
+        keys = self._pinned_record_keys()
+        used: list[str] = [] if keys is None else [MdtPartition.RECORD_INDEX]
         for index in secondary_indexes(mdt):
             texts = self._index_texts(index.column, days=True)
             if texts is not None:
@@ -417,13 +413,11 @@ class _Planner:
         per candidate, so only when asked: `footers=True`). A slice with log
         files is kept (a log may hold keys its base file's filter never saw),
         and so is a file without a filter Hudi's hash can read."""
-        keys = self._record_key_texts()
-        direct = self._index_texts("_hoodie_record_key", days=False)
-        if direct is not None:
-            keys = direct if keys is None else sorted(set(keys) & set(direct))
-        if keys is None or not slices:
-            if keys is None:
-                self.not_used.append("bloom filters (footers): the predicate pins no record keys")
+        keys = self._pinned_record_keys()
+        if keys is None:
+            self.not_used.append("bloom filters (footers): the predicate pins no record keys")
+            return slices
+        if not slices:
             return slices
         start = time.perf_counter()
         storage = self.table.storage
@@ -468,6 +462,15 @@ class _Planner:
             return None, proof.reason
         return (f"{risk}, and {proof.reason}; the index keeps one location per key "
                 "(assume_unique_keys trusts it, as Apache Hudi does)"), ""
+
+    def _pinned_record_keys(self) -> set[str] | None:
+        """The record keys the predicate pins, through the key fields and
+        through `_hoodie_record_key` (both where both do), or None."""
+        keys: set[str] | None = None
+        for texts in (self._record_key_texts(), self._index_texts("_hoodie_record_key", days=False)):
+            if texts is not None:
+                keys = set(texts) if keys is None else keys & set(texts)
+        return keys
 
     def _record_key_texts(self) -> list[str] | None:
         """Record keys the predicate pins through the key fields: the value of a

@@ -105,18 +105,18 @@ class StorageListing:
         for stored in self.storage.list_tree():
             folder = stored.relative_path.rpartition("/")[0]
             by_folder.setdefault(folder, []).append(stored)
-        found: list[str] = []
-        for folder in sorted(by_folder):
+        partitions: set[str] = set()
+        for folder in sorted(by_folder):  # a folder comes after every folder above it
             parts = folder.split("/") if folder else []
             if METAFOLDER in parts:
                 continue  # the walk never enters a .hoodie folder
-            if any("/".join(parts[:n]) in self._files for n in range(1, len(parts))):
+            if any("/".join(parts[:n]) in partitions for n in range(1, len(parts))):
                 continue  # a partition holds no partitions below it
             files = by_folder[folder]
             if any(f.name.startswith(PARTITION_METADATA_PREFIX) for f in files):
-                found.append(folder)
+                partitions.add(folder)
                 self._files[folder] = files
-        return found
+        return sorted(partitions)
 
     def files_for(self, partitions: list[str]) -> dict[str, list[StoredFile]]:
         with self._lock:

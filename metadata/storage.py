@@ -353,8 +353,8 @@ class Storage:
         root = self.full_path(relative).rstrip("/")
         files = [StoredFile(join(relative, info.path[len(root) + 1:]), int(info.size or 0)) for info in infos
                  if info.type == pafs.FileType.File]
-        for _ in range(len(files) // LIST_PAGE):
-            self.requests.add("LIST")  # the store answers a flat listing 1,000 keys a page
+        for _ in range(max(len(files) - 1, 0) // LIST_PAGE):
+            self.requests.add("LIST")  # the store answers a flat listing 1,000 keys a page: the pages after the first
         files.sort(key=lambda f: f.relative_path)
         return files
 

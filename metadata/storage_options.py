@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from urllib.parse import urlparse
 
@@ -84,9 +85,22 @@ def _flag(text: str | None) -> bool | None:
     return None if text is None else text.strip().lower() in ("true", "1", "yes")
 
 
-def s3_filesystem(bucket: str, options: Mapping[str, str], seconds: float) -> pafs.S3FileSystem:
-    """An S3 filesystem for `bucket`: endpoint, keys, region and addressing from
-    the options or the AWS environment; every request bounded by `seconds`."""
+@dataclass(frozen=True)
+class _S3Settings:
+    """What the options say of S3, however spelt: for pyarrow and for hudi-rs alike."""
+
+    scheme: str | None  # of a custom endpoint
+    endpoint: str | None  # a custom endpoint's host[:port][/path]
+    region: str | None  # None: not given, and AWS's own endpoint (look the bucket up)
+    anonymous: bool
+    virtual_hosted: bool
+
+    @property
+    def endpoint_url(self) -> str | None:
+        return f"{self.scheme}://{self.endpoint}" if self.endpoint else None
+
+
+def _s3_settings(options: Mapping[str, str]) -> _S3Settings:
     endpoint = _pick(options, _S3_NAMES["endpoint"])
     scheme = None
     if endpoint:
@@ -98,21 +112,27 @@ def s3_filesystem(bucket: str, options: Mapping[str, str], seconds: float) -> pa
         elif allow_http and "://" not in endpoint:
             scheme = "http"
         endpoint = parsed.netloc + parsed.path.rstrip("/")
-    region = _pick(options, _S3_NAMES["region"])
-    if region is None:
-        # A custom endpoint (MinIO, Ceph, R2, a test server) has no AWS region to look up.
-        region = "us-east-1" if endpoint else _s3_region(bucket, seconds)
+    # A custom endpoint (MinIO, Ceph, R2, a test server) has no AWS region to look up.
+    region = _pick(options, _S3_NAMES["region"]) or ("us-east-1" if endpoint else None)
     virtual = _flag(_pick(options, _S3_NAMES["virtual_hosted"], environment=False))
     path_style = _flag(_pick(options, _S3_NAMES["path_style"], environment=False))
-    force_virtual = bool(virtual) if virtual is not None else (path_style is False)
-    anonymous = bool(_flag(_pick(options, _S3_NAMES["anonymous"])))
+    return _S3Settings(scheme, endpoint or None, region, bool(_flag(_pick(options, _S3_NAMES["anonymous"]))),
+                       bool(virtual) if virtual is not None else (path_style is False))
+
+
+def s3_filesystem(bucket: str, options: Mapping[str, str], seconds: float) -> pafs.S3FileSystem:
+    """An S3 filesystem for `bucket`: endpoint, keys, region and addressing from
+    the options or the AWS environment; every request bounded by `seconds`."""
+    settings = _s3_settings(options)
+    region = settings.region or _s3_region(bucket, seconds)
     try:
         return pafs.S3FileSystem(
             access_key=_pick(options, _S3_NAMES["access_key"], environment=False),
             secret_key=_pick(options, _S3_NAMES["secret_key"], environment=False),
             session_token=_pick(options, _S3_NAMES["session_token"], environment=False),
-            anonymous=anonymous, region=region, scheme=scheme, endpoint_override=endpoint or None,
-            force_virtual_addressing=force_virtual, connect_timeout=seconds, request_timeout=seconds,
+            anonymous=settings.anonymous, region=region, scheme=settings.scheme,
+            endpoint_override=settings.endpoint, force_virtual_addressing=settings.virtual_hosted,
+            connect_timeout=seconds, request_timeout=seconds,
             retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=5),
         )
     except (ValueError, OSError) as exc:
@@ -199,24 +219,17 @@ def hudi_rs_options(uri: str, options: Mapping[str, str] | None) -> dict[str, st
             out[key] = value
 
     if scheme in S3_SCHEMES:
-        endpoint = _pick(merged, _S3_NAMES["endpoint"])
-        if endpoint:
-            hadoop_ssl = merged.get("fs.s3a.connection.ssl.enabled")
-            if "://" not in endpoint:
-                plain = hadoop_ssl is not None and not _flag(hadoop_ssl) or bool(_flag(_pick(merged, ("aws_allow_http", "allow_http"))))
-                endpoint = f"{'http' if plain else 'https'}://{endpoint}"
-            put("aws_endpoint_url", endpoint)
-            if endpoint.startswith("http://"):
-                out["aws_allow_http"] = "true"
+        settings = _s3_settings(merged)
+        put("aws_endpoint_url", settings.endpoint_url)
+        if settings.scheme == "http":
+            out["aws_allow_http"] = "true"
         put("aws_access_key_id", _pick(merged, _S3_NAMES["access_key"]))
         put("aws_secret_access_key", _pick(merged, _S3_NAMES["secret_key"]))
         put("aws_session_token", _pick(merged, _S3_NAMES["session_token"]))
-        put("aws_region", _pick(merged, _S3_NAMES["region"]) or ("us-east-1" if endpoint else None))
-        if _flag(_pick(merged, _S3_NAMES["anonymous"])):
+        put("aws_region", settings.region)
+        if settings.anonymous:
             out["aws_skip_signature"] = "true"
-        virtual = _flag(_pick(merged, _S3_NAMES["virtual_hosted"], environment=False))
-        path_style = _flag(_pick(merged, _S3_NAMES["path_style"], environment=False))
-        out["aws_virtual_hosted_style_request"] = "true" if (virtual if virtual is not None else path_style is False) else "false"
+        out["aws_virtual_hosted_style_request"] = "true" if settings.virtual_hosted else "false"
     elif scheme in AZURE_SCHEMES:
         put("azure_storage_account_name", _pick(merged, _AZURE_NAMES["account_name"]))
         put("azure_storage_account_key", _pick(merged, _AZURE_NAMES["account_key"]))

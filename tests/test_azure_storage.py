@@ -17,13 +17,10 @@ from metadata import HudiTable
 from metadata.listing import ListingSource
 from tests.azure_services import ACCOUNT, AzureServer
 from tests.conftest import requires_fixtures, table_path
+from tests.test_object_storage import _slices
 
 FIXTURES = ["quickstart_trips_table__mor__avro__v6_trips_8i1u", "sample_table__cow__v8_complexkeygen_hivestyle",
             "sample_table__mor__avro__v9_txns_simple_meta"]
-
-
-def _slices(table: HudiTable) -> list[tuple[object, ...]]:
-    return sorted((s.partition, s.file_id, s.base_instant, s.base_file, tuple(s.log_files), s.total_size) for s in table.file_slices())
 
 
 def _upload(server: AzureServer, local: str, container: str) -> str:

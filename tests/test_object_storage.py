@@ -27,14 +27,10 @@ BUCKET = "lake"
 READ_FIXTURES = [z.stem for z in FIXTURE_ZIPS if "empty" not in z.stem]
 
 
-def _filesystem(server: S3Server) -> pafs.S3FileSystem:
-    return server.client()
-
-
 @pytest.fixture(scope="module")
 def uploaded(s3_server: S3Server, fixture_root: Path) -> dict[str, str]:
     """Every fixture table uploaded under s3://lake/<fixture>/: stem -> its s3:// URI."""
-    filesystem = _filesystem(s3_server)
+    filesystem = s3_server.client()
     filesystem.create_dir(BUCKET)
     uris = {}
     for stem in READ_FIXTURES:
@@ -98,7 +94,7 @@ def test_the_cli_takes_storage_options_and_the_aws_environment(uploaded: dict[st
 
 
 def test_hadoop_names_configure_the_same_filesystem(s3_server: S3Server) -> None:
-    filesystem = _filesystem(s3_server)
+    filesystem = s3_server.client()
     filesystem.create_dir("hadoop-names")
     filesystem.open_output_stream("hadoop-names/x").close()
     endpoint = s3_server.endpoint.removeprefix("http://")
@@ -116,7 +112,7 @@ def test_a_missing_bucket_and_bad_keys_are_named(s3_server: S3Server) -> None:
 
 
 def test_writes_on_s3_appear_whole_and_a_failed_one_leaves_nothing(s3_server: S3Server) -> None:
-    filesystem = _filesystem(s3_server)
+    filesystem = s3_server.client()
     filesystem.create_dir("writes")
     storage = Storage.open("s3://writes/t", storage_options=s3_server.options())
     storage.write_bytes("a/whole.bin", b"x" * 100_000)
@@ -171,7 +167,7 @@ def test_index_build_and_sync_on_s3(uploaded: dict[str, str], fixture_root: Path
 
 def test_requests_do_not_grow_with_the_partition_count(s3_server: S3Server, tmp_path: Path) -> None:
     """Counted by the proxy, request for request; hudi-bridge's own count (plan --explain) agrees."""
-    filesystem = _filesystem(s3_server)
+    filesystem = s3_server.client()
     filesystem.create_dir("budgets")
     measured: dict[int, dict[str, int]] = {}
     for partitions in (20, 200):
@@ -222,7 +218,7 @@ def test_hive_sync_dry_run_keeps_the_s3a_scheme(uploaded: dict[str, str], s3_ser
 
 def test_an_upload_asked_again_sends_the_whole_object(s3_server: S3Server) -> None:
     """The store refuses more PUTs than pyarrow's own retries cover: hudi-bridge asks again, from the first byte."""
-    _filesystem(s3_server).create_dir("retried")
+    s3_server.client().create_dir("retried")
     storage = Storage.open("s3://retried/t", storage_options=s3_server.options(through_proxy=True))
     s3_server.faults.reset()
     s3_server.faults.fail_puts = 8
@@ -264,7 +260,7 @@ def test_a_failed_write_on_s3_leaves_the_table_object_for_object(template: Path,
     from metadata.mdt.write.writer import MetadataTableWriter
     from tests.test_cli_contract import Crash, commit_point, index_operation
 
-    client = _filesystem(s3_server)
+    client = s3_server.client()
     client.create_dir("crash")
     local = tmp_path / "t"
     shutil.copytree(template, local)
