@@ -1,6 +1,7 @@
 """HudiExpression: the engine-agnostic predicate tree, its front ends and evaluators."""
 
 from expressions.binding import bind
+from expressions.bound import BoundPredicate, bind_predicate
 from expressions.dialect import Dialect, NanSemantics
 from expressions.errors import CoercionError, ExpressionError, SqlSyntaxError, UnknownColumnError
 from expressions.eval_rows import evaluate_rows
@@ -30,6 +31,6 @@ from expressions.tree import (
 __all__ = [
     "AlwaysFalse", "AlwaysTrue", "And", "CoercionError", "Comparison", "Dialect", "NanSemantics", "Expr", "ExpressionError", "In",
     "IsNotNull", "IsNull", "Literal", "Not", "Op", "Or", "Ref", "SqlSyntaxError", "StartsWith", "Unknown",
-    "UnknownColumnError", "bind", "evaluate_rows", "from_spark_filters", "may_match", "parse_hive_filter", "parse_search_argument", "parse_sql",
+    "UnknownColumnError", "BoundPredicate", "bind", "bind_predicate", "evaluate_rows", "from_spark_filters", "may_match", "parse_hive_filter", "parse_search_argument", "parse_sql",
     "prune_files", "push_not_down", "to_sql",
 ]

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from expressions.binding import bind
+from expressions.bound import BoundPredicate
 from expressions.eval_rows import RowEvaluator
 from expressions.tree import AlwaysTrue, And, Comparison, Expr, In, Literal, Op, Or, Ref, and_, or_, visit
 from metadata.partition_path import parse_partition_values
@@ -41,7 +42,7 @@ def partition_values_table(
 
 
 def prune_partitions(
-    expr: Expr,
+    expr: Expr | BoundPredicate,
     partitions: list[str],
     fields: tuple[str, ...],
     types: dict[str, pa.DataType],
@@ -60,7 +61,7 @@ def prune_partitions(
         table = table.select([name for name in table.column_names if name in prunable]) if set(prunable) & set(table.column_names) else None
         if table is None:
             return list(partitions)
-    bound = bind(expr, table.schema, strict=False)
+    bound = expr.on(table.schema) if isinstance(expr, BoundPredicate) else bind(expr, table.schema, strict=False)
     keep = pc.fill_null(visit(bound, RowEvaluator(table, unknown_as_true=True)), False)
     return [p for p, k in zip(partitions, keep.to_pylist()) if k]
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from expressions.binding import bind
+from expressions.bound import BoundPredicate
 from expressions.dialect import NanSemantics, nan_semantics
 from expressions.eval_rows import is_nan_literal
 from expressions.functions import Function, RoundingCast, all_total, all_total_within_image, image_all, image_all_arrays, result_type
@@ -318,17 +319,18 @@ def _image(functions: tuple[Function, ...], low: Any, high: Any, source: pa.Data
         return None  # bounds f cannot take: no pruning for this file
 
 
-def may_match(expr: Expr, stats: pa.Table) -> pa.BooleanArray:
-    """Per file: True when it may hold a matching row."""
+def may_match(expr: Expr | BoundPredicate, stats: pa.Table) -> pa.BooleanArray:
+    """Per file: True when it may hold a matching row. A BoundPredicate is
+    not bound again, only narrowed to the columns with statistics."""
     check_stats_table(stats)
-    bound = bind(expr, stats_columns(stats), strict=False)
+    bound = expr.on(stats_columns(stats)) if isinstance(expr, BoundPredicate) else bind(expr, stats_columns(stats), strict=False)
     result = pc.fill_null(visit(bound, StatsEvaluator(stats)), True)
     if VALUE_COUNT in stats.column_names:  # an empty file holds no matching row
         result = pc.and_(result, pc.fill_null(pc.not_equal(stats.column(VALUE_COUNT), 0), True))
     return result.combine_chunks()
 
 
-def prune_files(expr: Expr, stats: pa.Table) -> list[str]:
+def prune_files(expr: Expr | BoundPredicate, stats: pa.Table) -> list[str]:
     """fileName values of the files that may match, in input order."""
     keep = may_match(expr, stats)
     return stats.column(FILE_NAME).filter(keep).to_pylist()

@@ -1,0 +1,36 @@
+"""The index supports a plan runs, in order (Apache Hudi's HoodieFileIndex chain).
+
+The order is by cost, cheapest and most selective first, so that each stage
+reads only what the ones before left:
+
+1. partition values: exact, in memory;
+2. partition_stats: one small metadata partition, a row per partition and column;
+3. record_index: point lookups of the keys the predicate pins (a few HFile
+   blocks), and a key lands in one file group: the most selective stage;
+4. secondary indexes: prefix lookups of pinned values, then the record index;
+5. column_stats: a row per file and column of the partitions still in play,
+   the largest read, so it comes after the key stages narrowed the partitions;
+6. bloom filters in base-file footers: a read per remaining base file, only on request.
+
+Stages 3-5 first rule file groups out by file name, so only the groups left
+are built into slices (on the latest view; a past view builds every group).
+"""
+
+from listers.index_support.base import FileIndexSupport, Groups, PartitionIndexSupport, PlanContext
+from listers.index_support.bloom_filters import FooterBloomFilters
+from listers.index_support.column_stats import ColumnStats
+from listers.index_support.keys import MAX_KEYS, index_text
+from listers.index_support.partition_stats import PartitionStats
+from listers.index_support.partition_values import PartitionValues, transformed_partition_fields
+from listers.index_support.record_index import RecordIndex, SecondaryIndexes
+
+
+def file_index_chain() -> list[FileIndexSupport]:
+    """A new chain of file-level supports (they keep per-plan state)."""
+    return [RecordIndex(), SecondaryIndexes(), ColumnStats(), FooterBloomFilters()]
+
+
+__all__ = [
+    "MAX_KEYS", "ColumnStats", "FileIndexSupport", "FooterBloomFilters", "Groups", "PartitionIndexSupport", "PartitionStats",
+    "PartitionValues", "PlanContext", "RecordIndex", "SecondaryIndexes", "file_index_chain", "index_text", "transformed_partition_fields",
+]

@@ -1,0 +1,99 @@
+"""What every index support shares: the plan's context and the two shapes of support.
+
+A `PartitionIndexSupport` narrows partition paths. A `FileIndexSupport`
+narrows file groups, first by file name before any file slice is built
+(`prune_groups`, optional: what keeps a 1M-file plan from building 1M
+slices), then the built slices (`prune_slices`). Each returns what it keeps
+and a note; the planner times it, counts its storage requests and writes
+the explanation. A support that cannot be used says why in `ctx.not_used`
+and keeps everything.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TypeVar
+
+import pyarrow as pa
+
+from expressions import BoundPredicate
+from listers.directory_lister import DirectoryLister
+from listers.index_support.keys import pinned_record_keys
+from metadata import FileSlice, HudiTable, MetadataTable, MetadataTableUnavailable
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+Groups = dict[str, set[str]]  # partition -> file ids
+
+
+@dataclass
+class PlanContext:
+    """One plan: the table, its predicate bound once, and what the stages found."""
+
+    lister: DirectoryLister
+    predicate: BoundPredicate
+    data_columns: list[str]  # columns whose data values (not partition paths) a stage may prune on
+    assume_unique_keys: bool = False
+    footers: bool = False
+    not_used: list[str] = field(default_factory=list)
+
+    @property
+    def table(self) -> HudiTable:
+        return self.lister.table
+
+    @cached_property
+    def mdt(self) -> MetadataTable | None:
+        return self.table.metadata_table
+
+    @cached_property
+    def record_keys(self) -> set[str] | None:
+        """The record keys the predicate pins, or None (`keys.pinned_record_keys`)."""
+        keys, note = pinned_record_keys(self.predicate, self.table.config.record_key_fields)
+        if note:
+            self.not_used.append(note)
+        return keys
+
+    def unusable(self, stage: str, exc: MetadataTableUnavailable, kept: T) -> T:
+        """A stage whose index cannot be read keeps every candidate (strict: the error)."""
+        if self.table.strict:
+            raise exc
+        log.warning("%s not used: %s", stage, exc)
+        self.not_used.append(f"{stage}: {exc.reason}; every candidate kept")
+        return kept
+
+
+class PartitionIndexSupport(ABC):
+    name: str
+
+    @abstractmethod
+    def prune(self, ctx: PlanContext, partitions: list[str]) -> tuple[list[str], str] | None:
+        """(kept partitions, note), or None when not used (reason in ctx.not_used)."""
+
+
+class FileIndexSupport(ABC):
+    name: str
+
+    def usable(self, ctx: PlanContext) -> bool:
+        """Whether this support prunes this plan (if not, the reason is in ctx.not_used)."""
+        return True
+
+    def prune_groups(self, ctx: PlanContext, files: pa.Table, groups: Groups | None) -> Groups | None:
+        """Before slices are built: the file groups of `files` (a listing's
+        partition, fileName rows) that may hold a match, within `groups`
+        (None: all of them). None: this support prunes built slices only."""
+        return None
+
+    @abstractmethod
+    def prune_slices(self, ctx: PlanContext, slices: list[FileSlice]) -> tuple[list[FileSlice], str] | None:
+        """(kept slices, note), or None when it turned out not to be usable (reason in ctx.not_used)."""
+
+
+def within(found: Groups, groups: Groups | None) -> Groups:
+    """`found` narrowed to `groups` (None: no narrowing)."""
+    if groups is None:
+        return found
+    return {p: ids & groups[p] for p, ids in found.items() if p in groups and ids & groups[p]}

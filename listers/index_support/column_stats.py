@@ -1,0 +1,122 @@
+"""File pruning on the metadata table's column_stats (RFC-27).
+
+A file slice stays when any of its files (base or log) may hold a match; a
+file without a stats row may hold anything. On the latest view the verdict
+is taken by file name before slices are built, so that only file groups
+with a candidate are built (1M-file tables)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from expressions import may_match
+from listers.directory_lister import DirectoryLister
+from listers.index_support.base import FileIndexSupport, Groups, PlanContext, within
+from metadata import FileSlice, MetadataTableUnavailable
+from metadata.file_naming import file_id_of
+from metadata.mdt.file_groups import MdtPartition
+from metadata.stats_table import FILE_NAME, PARTITION, min_field, stats_rows_of
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Verdict:
+    """Per stats row (partition, file) whether its statistics allow a match."""
+
+    stats: pa.Table
+    keep: npt.NDArray[np.bool_]
+    indexed: list[str]
+    candidates: set[tuple[str, str]] | None = None  # (partition, name) of listed files that may match, once listed
+
+    def files_may_match(self, files: pa.Table, lister: DirectoryLister) -> npt.NDArray[np.bool_]:
+        """Per row of a listing table, whether the file may hold a matching row."""
+        rows = lister.stats_rows(files, self.stats)
+        may = np.ones(len(rows), dtype=bool)
+        has = rows >= 0
+        may[has] = self.keep[rows[has]]
+        return may
+
+    def slices_may_match(self, slices: list[FileSlice]) -> list[bool]:
+        """Per slice, whether any of its files may hold a matching row."""
+        names_of = [([s.base_file_name] if s.base_file_name else []) + s.log_file_names for s in slices]
+        if self.candidates is not None:  # every file of a built slice is listed
+            return [any((s.partition, n) in self.candidates for n in names) for s, names in zip(slices, names_of)]
+        wanted = pa.table({PARTITION: pa.array([s.partition for s, names in zip(slices, names_of) for _ in names], pa.string()),
+                           FILE_NAME: pa.array([n for names in names_of for n in names], pa.string())})
+        rows = stats_rows_of(wanted, self.stats)
+        may = (rows < 0) | self.keep[np.maximum(rows, 0)]  # no stats row: may hold anything
+        bounds = np.cumsum([0] + [len(names) for names in names_of])
+        return [bool(may[a:b].any()) or a == b for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+
+
+class ColumnStats(FileIndexSupport):
+    name = "column_stats"
+
+    def __init__(self) -> None:
+        self.verdict: _Verdict | None = None
+        self.listed: int | None = None  # files the by-name verdict saw
+        self.read = False
+
+    def usable(self, ctx: PlanContext) -> bool:
+        if ctx.mdt is None:
+            return False
+        if not ctx.data_columns:
+            ctx.not_used.append("column_stats: the predicate names no data column")
+            return False
+        if MdtPartition.COLUMN_STATS not in ctx.table.config.metadata_partitions:
+            ctx.not_used.append("column_stats: not built for this table")
+            return False
+        return True
+
+    def _read(self, ctx: PlanContext, partitions: list[str]) -> _Verdict | None:
+        if ctx.mdt is None or not partitions:
+            return None
+        try:
+            stats = ctx.mdt.column_stats(ctx.data_columns, partitions, ordered=False)
+        except MetadataTableUnavailable as exc:
+            return ctx.unusable(self.name, exc, None)
+        indexed = [c for c in ctx.data_columns if stats.num_rows and stats.column(min_field(c)).null_count < stats.num_rows]
+        if not indexed:
+            ctx.not_used.append(f"column_stats: none of {', '.join(ctx.data_columns)} is indexed")
+            return None
+        keep = np.asarray(may_match(ctx.predicate, stats).to_numpy(zero_copy_only=False), dtype=bool)
+        return _Verdict(stats, keep, indexed)
+
+    def prune_groups(self, ctx: PlanContext, files: pa.Table, groups: Groups | None) -> Groups | None:
+        partitions = sorted(set(files.column(PARTITION).unique().to_pylist()))
+        if groups is not None:  # an earlier stage kept these: statistics of the others are not read
+            partitions = [p for p in partitions if p in groups]
+            files = files.filter(pc.is_in(files.column(PARTITION), pa.array(partitions, pa.string())))
+        self.read, self.verdict = True, self._read(ctx, partitions)
+        if self.verdict is None:
+            return None
+        self.listed = files.num_rows
+        candidates = files.filter(self.verdict.files_may_match(files, ctx.lister))
+        self.verdict.candidates = set(zip(candidates.column(PARTITION).to_pylist(), candidates.column(FILE_NAME).to_pylist()))
+        found: Groups = {p: set() for p in partitions}
+        for partition, name in self.verdict.candidates:
+            found[partition].add(file_id_of(name))
+        return within(found, groups)
+
+    def prune_slices(self, ctx: PlanContext, slices: list[FileSlice]) -> tuple[list[FileSlice], str] | None:
+        if not self.read:  # no verdict by name (a past view): take it on the slices
+            self.read, self.verdict = True, self._read(ctx, sorted({s.partition for s in slices}))
+        if self.verdict is None:
+            return None
+        kept = []
+        for s, may in zip(slices, self.verdict.slices_may_match(slices)):
+            if may:
+                kept.append(s)
+            else:
+                log.debug("dropped %s/%s: statistics exclude the predicate for every file", s.partition, s.file_id)
+        note = f"columns with stats: {', '.join(self.verdict.indexed)}"
+        if self.listed is not None:  # the slices of file groups without a candidate are never built (1M-file tables)
+            note += f"; {len(slices)} file group(s) with a candidate built"
+        return kept, note

@@ -1,0 +1,66 @@
+"""The index keys a predicate pins: record keys (through the key fields or
+`_hoodie_record_key`) and secondary-index values, as Hudi writes them."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import date, datetime
+from typing import Any
+
+from expressions import BoundPredicate
+from metadata.mdt.indexes import record_key_text
+
+MAX_KEYS = 100_000  # record keys looked up in one plan
+
+
+def index_text(value: Any, days: bool) -> str | None:
+    """A predicate value as an index key holds it: record keys and secondary
+    values are the column's value as text (a date as its day number in a
+    secondary index); None where that text is not known exactly."""
+    if isinstance(value, bool):
+        return None if not days else str(value).lower()
+    if isinstance(value, (int, str)):
+        return str(value)
+    if days and isinstance(value, date) and not isinstance(value, datetime):
+        return str((value - date(1970, 1, 1)).days)
+    return None
+
+
+def index_texts(predicate: BoundPredicate, column: str, days: bool) -> list[str] | None:
+    """The index keys of the values the predicate pins `column` to, if it does."""
+    values = predicate.values_required(column)
+    if values is None:
+        return None
+    texts = [index_text(v, days) for v in values]
+    return None if None in texts else [t for t in texts if t is not None]
+
+
+def pinned_record_keys(predicate: BoundPredicate, key_fields: tuple[str, ...]) -> tuple[set[str] | None, str]:
+    """(The record keys the predicate pins through the key fields and through
+    `_hoodie_record_key`, both where both do, or None; a note when too many
+    combinations were left out)."""
+    keys: set[str] | None = None
+    texts, note = _record_key_texts(predicate, key_fields)
+    for found in (texts, index_texts(predicate, "_hoodie_record_key", days=False)):
+        if found is not None:
+            keys = set(found) if keys is None else keys & set(found)
+    return keys, note
+
+
+def _record_key_texts(predicate: BoundPredicate, fields: tuple[str, ...]) -> tuple[list[str] | None, str]:
+    """Record keys pinned through the key fields: the value of a single field,
+    or `f1:v1,f2:v2` as Hudi's ComplexKeyGenerator encodes composite keys,
+    for every combination of pinned values (up to MAX_KEYS)."""
+    if not fields:
+        return None, ""
+    per_field = [index_texts(predicate, f, days=False) for f in fields]
+    if any(texts is None for texts in per_field):
+        return None, ""
+    if len(fields) == 1:
+        return per_field[0], ""
+    combinations = 1
+    for texts in per_field:
+        combinations *= len(texts or ())
+    if combinations > MAX_KEYS:
+        return None, f"record_index: {combinations} key combinations (more than {MAX_KEYS})"
+    return [record_key_text(fields, values) for values in itertools.product(*per_field)], ""  # type: ignore[arg-type]
