@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -151,9 +152,66 @@ def decode_bloom_filter(text: str | bytes, type_code: str | None, where: str) ->
     raise HudiFormatError(where, f"bloom filter type {type_code!r} is not known (SIMPLE, DYNAMIC_V0)")
 
 
-def footer_bloom_filter(footer: Mapping[bytes, bytes] | None, where: str) -> BloomFilter | None:
-    """The filter in a Parquet footer's key-value metadata, or None without one."""
+@dataclass(frozen=True)
+class SerializedBloomFilter:
+    """A filter as Hudi serialised it: its type code and Base64 text."""
+
+    type_code: str
+    text: str
+
+    def decode(self, where: str) -> BloomFilter | None:
+        return decode_bloom_filter(self.text, self.type_code, where)
+
+
+# Hudi's defaults: hoodie.index.bloom.num_entries, hoodie.index.bloom.fpp, hoodie.bloom.index.filter.dynamic.max.entries.
+DEFAULT_ENTRIES = 60_000
+DEFAULT_ERROR_RATE = 0.000000001
+DEFAULT_MAX_ENTRIES = 100_000
+
+
+def build_bloom_filter(keys: list[str], entries: int = DEFAULT_ENTRIES, error_rate: float = DEFAULT_ERROR_RATE,
+                       kind: BloomFilterType = BloomFilterType.DYNAMIC_V0) -> SerializedBloomFilter:
+    """The filter Hudi's writer puts in a base file's footer for these keys,
+    serialised as Hudi does: sized as Hudi's SimpleBloomFilter /
+    HoodieDynamicBoundedBloomFilter size theirs, Hadoop's Writable layout, Base64."""
+    vector_size = math.ceil(entries * (-math.log(error_rate) / (math.log(2) ** 2)))
+    nb_hash = math.ceil(math.log(2) * vector_size / entries)
+    rows = [bytearray((vector_size + 7) // 8)]
+    in_row = 0
+    for key in keys:
+        if kind is BloomFilterType.DYNAMIC_V0 and in_row >= entries:
+            rows.append(bytearray((vector_size + 7) // 8))
+            in_row = 0
+        seed, data = 0, key.encode("utf-8")
+        for _ in range(nb_hash):
+            seed = murmur_hash(data, seed)
+            position = abs(int(seed - int(seed / vector_size) * vector_size))
+            rows[-1][position >> 3] |= _BIT_VALUES[position & 7]
+        in_row += 1
+
+    def filter_bytes(bits: bytearray) -> bytes:
+        return struct.pack(">iibi", _VERSION, nb_hash, _MURMUR, vector_size) + bytes(bits)
+
+    if kind is BloomFilterType.SIMPLE:
+        data = filter_bytes(rows[0])
+    else:
+        data = (struct.pack(">iibi", _VERSION, nb_hash, _MURMUR, vector_size) + struct.pack(">iii", entries, in_row, len(rows))
+                + b"".join(filter_bytes(r) for r in rows))
+    return SerializedBloomFilter(kind.value, base64.b64encode(data).decode("ascii"))
+
+
+def footer_filter_text(footer: Mapping[bytes, bytes] | None) -> SerializedBloomFilter | None:
+    """The filter in a Parquet footer's key-value metadata as stored, or None
+    without one. A footer without a type code holds a SIMPLE filter (Hudi's
+    ParquetUtils reads it so)."""
     if not footer or FOOTER_KEY not in footer:
         return None
     type_code = footer.get(FOOTER_TYPE_KEY)
-    return decode_bloom_filter(footer[FOOTER_KEY], type_code.decode("utf-8", "replace") if type_code else None, where)
+    return SerializedBloomFilter(type_code.decode("utf-8", "replace").strip() if type_code else BloomFilterType.SIMPLE.value,
+                                 footer[FOOTER_KEY].decode("utf-8", "replace"))
+
+
+def footer_bloom_filter(footer: Mapping[bytes, bytes] | None, where: str) -> BloomFilter | None:
+    """The filter in a Parquet footer's key-value metadata, or None without one."""
+    found = footer_filter_text(footer)
+    return None if found is None else found.decode(where)

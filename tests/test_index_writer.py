@@ -86,16 +86,18 @@ def test_rebuild_equals_hudis_records(fixture_table: str, tmp_path: Path) -> Non
     update_table_config(Storage.open(str(copy)), {METADATA_PARTITIONS_KEY: None, METADATA_PARTITIONS_INFLIGHT_KEY: None})
     assert HudiTable.open(str(copy)).metadata_table is None
     report = MetadataTableWriter(str(copy)).build(PARTITION_ORDER)
-    assert report.partitions == ["files", "column_stats", "partition_stats", "record_index"]
+    assert report.partitions == ["files", "column_stats", "partition_stats", "record_index", "bloom_filters"]
     after_files, after_stats = _live(str(copy))
     assert after_files == before_files
     assert set(after_stats) == set(before_stats)
     assert after_stats == before_stats  # same typed values, counts and sizes
     assert _record_locations(str(copy)) == before_locations  # every key in the file group Hudi put it in
     assert _rs_slices(str(copy)) == _rs_slices(fixture_table)
-    assert validate_metadata(str(copy)).ok
+    validated = validate_metadata(str(copy))
+    assert validated.ok, validated.differences()
+    assert validated.bloom_files_checked == validated.stats_files_checked > 0  # every base file's record is its footer's filter
     config = TableConfig.load(Storage.open(str(copy)))
-    assert set(config.metadata_partitions) == {"files", "column_stats", "partition_stats", "record_index"}
+    assert set(config.metadata_partitions) == {"files", "column_stats", "partition_stats", "record_index", "bloom_filters"}
     assert METADATA_PARTITIONS_INFLIGHT_KEY not in config.raw
 
 
@@ -120,6 +122,8 @@ def _check(path: Path) -> None:
     assert table.metadata_table is not None
     base_files = sum(1 for s in table.file_slices() if s.base_file)
     assert report.stats_files_checked >= base_files  # every latest base file's footer was compared
+    if "bloom_filters" in table.config.metadata_partitions:
+        assert report.bloom_files_checked >= base_files
     for where in ("fare > 7", "fare < 2", "city = 'sf' AND fare >= 3.5", "day = DATE '2024-01-05'"):
         kept = {(s.partition, s.file_id) for s in plan(str(path), where).files}
         matching = _slices_with_matches(table, where)

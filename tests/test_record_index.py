@@ -130,3 +130,25 @@ def test_a_key_inserted_twice_keeps_both_file_groups(fixture_table: str) -> None
     assert any(r.startswith("record_index: ") and "insert" in r for r in sound.not_used)
     trusting = plan(fixture_table, "_hoodie_record_key = 'TXN-002'", assume_unique_keys=True)
     assert len({s.file_id for s in trusting.files} & holding) == 1
+
+
+@requires_fixtures
+@pytest.mark.parametrize("fixture_table", RLI_FIXTURES or ["no-fixtures"], indirect=True)
+def test_exact_keys_are_read_from_the_file_group_hudi_routed_them_to(fixture_table: str) -> None:
+    """Hudi's writer puts each record in group mapRecordKeyToFileGroupIndex(key):
+    a key lookup reads that one group of the record index (of 10) and finds
+    what reading every group finds; a secondary index (keyed by value) is read whole."""
+    from metadata.mdt.file_groups import file_group_index
+    from metadata.mdt.reader import KeyQuery
+
+    mdt = MetadataTable.open(HudiTable.open(fixture_table))
+    reader = mdt.reader
+    everything = reader.read("record_index", KeyQuery())
+    groups = reader.file_slices("record_index")
+    assert len(groups) == 10 and len(everything) >= 12
+    for key, record in everything.items():
+        (routed,) = reader.slices_holding("record_index", KeyQuery(keys=[key]))
+        assert routed.file_id == f"record-index-{file_group_index(key, 10):04d}-0"
+        assert reader.read("record_index", KeyQuery(keys=[key])) == {key: record}
+    index = secondary_indexes(mdt)[0]
+    assert len(reader.slices_holding(index.partition, KeyQuery(keys=["x"]))) == len(reader.file_slices(index.partition))

@@ -122,7 +122,7 @@ def table_files(path: str, partition: str | None, as_of: str | None, no_metadata
 
 @table.command("validate")
 @click.argument("path")
-@click.option("--no-stats", is_flag=True, help="Skip comparing column_stats with the base files' Parquet footers.")
+@click.option("--no-stats", is_flag=True, help="Skip comparing column_stats and bloom_filters with the base files' Parquet footers.")
 @command_output
 def table_validate(path: str, no_stats: bool) -> Output:
     """Compare the metadata table's file listing with storage (RFC-15 validate) and its
@@ -136,5 +136,7 @@ def table_validate(path: str, no_stats: bool) -> Output:
         raise MetadataTableUnavailable(table.base_uri, f"{exc.reason}; nothing to validate: build one with `hudi-bridge index build {table.base_uri}`") from None
     checked = "column_stats not compared (--no-stats)" if no_stats else \
         f"column_stats of {report.stats_files_checked} base file(s) checked against their footers"
+    if report.bloom_files_checked:
+        checked += f"; bloom_filters of {report.bloom_files_checked} base file(s) equal their footers' filters"
     lines = report.differences() or [f"metadata table and storage agree; {checked}"]
     return Output(report.to_dict(), lambda: print_lines(lines), exit_code=0 if report.ok else 1)

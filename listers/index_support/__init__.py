@@ -10,14 +10,16 @@ reads only what the ones before left:
 4. secondary indexes: prefix lookups of pinned values, then the record index;
 5. column_stats: a row per file and column of the partitions still in play,
    the largest read, so it comes after the key stages narrowed the partitions;
-6. bloom filters in base-file footers: a read per remaining base file, only on request.
+6. bloom_filters: a point lookup per remaining base file, so after
+   column_stats has left fewer (it rules out keys inside a file's min/max);
+7. bloom filters in base-file footers: a read per remaining base file, only on request.
 
 Stages 3-5 first rule file groups out by file name, so only the groups left
 are built into slices (on the latest view; a past view builds every group).
 """
 
 from listers.index_support.base import FileIndexSupport, Groups, PartitionIndexSupport, PlanContext
-from listers.index_support.bloom_filters import FooterBloomFilters
+from listers.index_support.bloom_filters import FooterBloomFilters, MetadataBloomFilters
 from listers.index_support.column_stats import ColumnStats
 from listers.index_support.keys import MAX_KEYS, index_text
 from listers.index_support.partition_stats import PartitionStats
@@ -27,10 +29,10 @@ from listers.index_support.record_index import RecordIndex, SecondaryIndexes
 
 def file_index_chain() -> list[FileIndexSupport]:
     """A new chain of file-level supports (they keep per-plan state)."""
-    return [RecordIndex(), SecondaryIndexes(), ColumnStats(), FooterBloomFilters()]
+    return [RecordIndex(), SecondaryIndexes(), ColumnStats(), MetadataBloomFilters(), FooterBloomFilters()]
 
 
 __all__ = [
-    "MAX_KEYS", "ColumnStats", "FileIndexSupport", "FooterBloomFilters", "Groups", "PartitionIndexSupport", "PartitionStats",
+    "MAX_KEYS", "ColumnStats", "FileIndexSupport", "FooterBloomFilters", "Groups", "MetadataBloomFilters", "PartitionIndexSupport", "PartitionStats",
     "PartitionValues", "PlanContext", "RecordIndex", "SecondaryIndexes", "file_index_chain", "index_text", "transformed_partition_fields",
 ]

@@ -1,4 +1,8 @@
-"""File pruning on record-key bloom filters (Hudi's BloomIndex, read at plan time)."""
+"""File pruning on record-key bloom filters (Hudi's bloom index, used at plan
+time): the record keys the predicate pins, tested against each remaining
+base file's filter. A slice with log files is kept (a log may hold keys its
+base file's filter never saw), and so is a file without a filter, or with a
+hash this project does not read."""
 
 from __future__ import annotations
 
@@ -7,18 +11,54 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow.parquet as pq
 
 from listers.index_support.base import FileIndexSupport, PlanContext
-from metadata import FileSlice
-from metadata.bloom_filter import footer_bloom_filter
+from metadata import FileSlice, MetadataTableUnavailable
+from metadata.bloom_filter import BloomFilter, footer_bloom_filter
+from metadata.mdt.bloom_filters import bloom_filters_of
+from metadata.mdt.file_groups import MdtPartition
 
 FOOTER_THREADS = 8  # footers read at once (each a request or two on an object store)
 
 
-class FooterBloomFilters(FileIndexSupport):
-    """Beyond Hudi: the record keys the predicate pins, tested against the
-    bloom filter in each remaining base file's footer (one footer read per
-    candidate, so only when asked: `footers=True`). A slice with log files
-    is kept (a log may hold keys its base file's filter never saw), and so
-    is a file without a filter Hudi's hash can read."""
+class _KeyFilters(FileIndexSupport):
+    def filters(self, ctx: PlanContext, bases: list[FileSlice]) -> list[BloomFilter | None]:
+        """The filter of each slice's base file, None where there is none."""
+        raise NotImplementedError
+
+    def prune_slices(self, ctx: PlanContext, slices: list[FileSlice]) -> tuple[list[FileSlice], str] | None:
+        keys = ctx.record_keys or set()
+        bases = [s for s in slices if s.base_file and not s.log_files]
+        ruled_out = {id(s) for s, found in zip(bases, self.filters(ctx, bases))
+                     if found is not None and not any(found.might_contain(k) for k in keys)}
+        kept = [s for s in slices if id(s) not in ruled_out]
+        return kept, f"{len(keys)} record key(s); {len(bases)} base file(s) tested, slices with log files kept"
+
+
+class MetadataBloomFilters(_KeyFilters):
+    """The bloom_filters partition of the metadata table: one point lookup
+    per candidate base file, all in one read."""
+
+    name = MdtPartition.BLOOM_FILTERS.value
+
+    def usable(self, ctx: PlanContext) -> bool:
+        if ctx.mdt is None or MdtPartition.BLOOM_FILTERS not in ctx.table.config.metadata_partitions:
+            return False
+        if ctx.record_keys is None:
+            ctx.not_used.append("bloom_filters: the predicate pins no record keys")
+            return False
+        return True
+
+    def filters(self, ctx: PlanContext, bases: list[FileSlice]) -> list[BloomFilter | None]:
+        assert ctx.mdt is not None
+        try:
+            found = bloom_filters_of(ctx.mdt, [(s.partition, s.base_file_name or "") for s in bases])
+        except MetadataTableUnavailable as exc:
+            return ctx.unusable(self.name, exc, [None] * len(bases))
+        return [found.get((s.partition, s.base_file_name or "")) for s in bases]
+
+
+class FooterBloomFilters(_KeyFilters):
+    """Beyond Hudi: the filter in each remaining base file's footer (one
+    footer read per candidate, so only when asked: `footers=True`)."""
 
     name = "bloom filters (footers)"
 
@@ -30,19 +70,14 @@ class FooterBloomFilters(FileIndexSupport):
             return False
         return True
 
-    def prune_slices(self, ctx: PlanContext, slices: list[FileSlice]) -> tuple[list[FileSlice], str] | None:
-        keys = ctx.record_keys or set()
+    def filters(self, ctx: PlanContext, bases: list[FileSlice]) -> list[BloomFilter | None]:
         storage = ctx.table.storage
 
-        def may_hold(piece: FileSlice) -> bool:
-            if piece.log_files or not piece.base_file:
-                return True
+        def footer_filter(piece: FileSlice) -> BloomFilter | None:
+            assert piece.base_file is not None
             with storage.open_random_access(piece.base_file) as handle:
                 footer = pq.read_metadata(handle).metadata
-            found = footer_bloom_filter(footer, storage.display_path(piece.base_file))
-            return found is None or any(found.might_contain(k) for k in keys)
+            return footer_bloom_filter(footer, storage.display_path(piece.base_file))
 
         with ThreadPoolExecutor(max_workers=FOOTER_THREADS) as pool:
-            verdicts = list(pool.map(may_hold, slices))
-        kept = [s for s, may in zip(slices, verdicts) if may]
-        return kept, f"{len(keys)} record key(s); slices with log files kept"
+            return list(pool.map(footer_filter, bases))

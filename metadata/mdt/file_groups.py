@@ -18,6 +18,7 @@ class MdtPartition(TextEnum):
     COLUMN_STATS = "column_stats"
     PARTITION_STATS = "partition_stats"
     RECORD_INDEX = "record_index"
+    BLOOM_FILTERS = "bloom_filters"
 
     @property
     def file_group_prefix(self) -> str:
@@ -35,12 +36,15 @@ _PREFIXES = {
     MdtPartition.COLUMN_STATS: "col-stats-",
     MdtPartition.PARTITION_STATS: "partition-stats-",
     MdtPartition.RECORD_INDEX: "record-index-",
+    MdtPartition.BLOOM_FILTERS: "bloom-filters-",
 }
-_DEFAULT_GROUPS = {MdtPartition.COLUMN_STATS: 2, MdtPartition.RECORD_INDEX: 10}
+# hoodie.metadata.index.bloom.filter.file.group.count defaults to 4.
+_DEFAULT_GROUPS = {MdtPartition.COLUMN_STATS: 2, MdtPartition.RECORD_INDEX: 10, MdtPartition.BLOOM_FILTERS: 4}
 
 # Order in which a build creates them: `files` first, as Hudi initialises it.
-PARTITION_ORDER = (MdtPartition.FILES, MdtPartition.COLUMN_STATS, MdtPartition.PARTITION_STATS, MdtPartition.RECORD_INDEX)
-# What a build creates unless told otherwise (the record index is opt-in, as in Hudi).
+PARTITION_ORDER = (MdtPartition.FILES, MdtPartition.COLUMN_STATS, MdtPartition.PARTITION_STATS, MdtPartition.RECORD_INDEX,
+                   MdtPartition.BLOOM_FILTERS)
+# What a build creates unless told otherwise (the record index and bloom filters are opt-in, as in Hudi).
 BUILD_ORDER = PARTITION_ORDER[:3]
 
 # Hudi's record-index sizing (hoodie.metadata.record.index.*): 48 bytes a

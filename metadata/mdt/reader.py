@@ -36,6 +36,7 @@ from metadata.fs_view import FileSystemView
 from metadata.instant import Action, Instant
 from metadata.listing import StorageListing
 from metadata.log_format import BlockType, LogBlock, decode_avro_records, decode_delete_keys, scan_log_blocks
+from metadata.mdt.file_groups import MdtPartition, file_group_index
 from metadata.mdt.hfile_cells import CellChunk
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.records import MetadataRecord, decode_record, merge_records, record_from_dict
@@ -121,6 +122,10 @@ def _apply_changes(current: MetadataRecord | None, changes: list[MetadataRecord 
 class _LogContent:
     blocks: list[LogBlock]
     problems: list[HudiFormatError]
+
+
+# Partitions whose records Hudi routes to a file group by the hash of the whole key.
+_KEY_ROUTED = frozenset(p.value for p in MdtPartition)
 
 
 class KeyQuery:
@@ -303,6 +308,23 @@ class MetadataTableReader:
     def _newest_compaction(self) -> str:
         return max((i.requested_time for i in self.mdt.timeline.completed() if i.action is Action.COMMIT), default="")
 
+    def slices_holding(self, mdt_partition: str, query: KeyQuery) -> list[FileSlice]:
+        """The slices that can hold the query's keys. Hudi's writer routes
+        each record of these partitions to file group
+        `mapRecordKeyToFileGroupIndex(key, groups)` (Java's String hash), so
+        exact keys are read from their own groups only: one of the record
+        index's 10+ groups, not all. Prefix queries, secondary indexes (keyed
+        by value), and groups not numbered 0..n-1 read every slice."""
+        slices = self.file_slices(mdt_partition)
+        if query.keys is None or mdt_partition not in _KEY_ROUTED:
+            return slices
+        prefix = MdtPartition(mdt_partition).file_group_prefix
+        by_index = {s.file_id: s for s in slices}
+        numbered = [by_index.get(f"{prefix}{i:04d}-0") for i in range(len(slices))]
+        if None in numbered:
+            return slices
+        return [numbered[i] for i in sorted({file_group_index(k, len(slices)) for k in query.keys})]  # type: ignore[misc]
+
     def _hfile(self, relative: str) -> HFileReader:
         with self._lock:
             reader = self._readers.get(relative)
@@ -382,7 +404,7 @@ class MetadataTableReader:
     def read(self, mdt_partition: str, query: KeyQuery) -> dict[str, MetadataRecord]:
         """Merged records of one MDT partition that the query selects."""
         merged: dict[str, MetadataRecord] = {}
-        for file_slice in self.file_slices(mdt_partition):
+        for file_slice in self.slices_holding(mdt_partition, query):
             base, changes = self._slice_contents(file_slice, query)
             records = {} if base is None else base.records_of()
             for key, changed in changes.items():
@@ -412,7 +434,7 @@ class MetadataTableReader:
         other key merged by `read`'s rules."""
         raw: list[RawCells] = []
         merged: dict[str, MetadataRecord] = {}
-        for file_slice in self.file_slices(mdt_partition):
+        for file_slice in self.slices_holding(mdt_partition, query):
             base, changes = self._slice_contents(file_slice, query)
             older = base.records_of(list(changes)) if base is not None and changes else {}
             for key, changed in changes.items():

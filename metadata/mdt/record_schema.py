@@ -24,6 +24,7 @@ from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.records import (
     EPOCH,
     TYPE_ALL_PARTITIONS,
+    TYPE_BLOOM_FILTER,
     TYPE_COLUMN_STATS,
     TYPE_FILES,
     TYPE_PARTITION_STATS,
@@ -75,6 +76,24 @@ METADATA_RECORD_SCHEMA: dict[str, Any] = {
                         "namespace": NS,
                         "fields": [{"name": "size", "type": "long"}, {"name": "isDeleted", "type": "boolean"}],
                     },
+                },
+            ],
+            "default": None,
+        },
+        {
+            "name": "BloomFilterMetadata",
+            "type": [
+                "null",
+                {
+                    "type": "record",
+                    "name": "HoodieMetadataBloomFilter",
+                    "namespace": NS,
+                    "fields": [
+                        {"name": "type", "type": "string"},
+                        {"name": "timestamp", "type": "string"},
+                        {"name": "bloomFilter", "type": "bytes"},
+                        {"name": "isDeleted", "type": "boolean"},
+                    ],
                 },
             ],
             "default": None,
@@ -160,7 +179,7 @@ LEGACY_WRAPPERS = [
 
 def _legacy_schema() -> dict[str, Any]:
     schema = json.loads(METADATA_RECORD_SCHEMA_JSON)
-    stats = schema["fields"][2 + 1]["type"][1]
+    stats = next(f for f in schema["fields"] if f["name"] == "ColumnStatsMetadata")["type"][1]
     fields = [f for f in stats["fields"] if f["name"] != "valueType"]
     for f in fields:
         if f["name"] == "minValue":
@@ -268,6 +287,19 @@ def files_record(partition_id: str, files: dict[str, tuple[int, bool]], all_part
         "key": partition_id,
         "type": TYPE_ALL_PARTITIONS if all_partitions else TYPE_FILES,
         "filesystemMetadata": {name: {"size": size, "isDeleted": deleted} for name, (size, deleted) in files.items()},
+        "ColumnStatsMetadata": None,
+    }
+
+
+def bloom_filter_record(key: str, type_code: str, timestamp: str, serialized: str, deleted: bool = False) -> dict[str, Any]:
+    """A bloom_filters record: the file's filter as Hudi stores it, the UTF-8
+    of its serialized (Base64) text; a removed file's record is empty and deleted."""
+    return {
+        "key": key,
+        "type": TYPE_BLOOM_FILTER,
+        "filesystemMetadata": None,
+        "BloomFilterMetadata": {"type": "" if deleted else type_code, "timestamp": timestamp,
+                                "bloomFilter": b"" if deleted else serialized.encode("utf-8"), "isDeleted": deleted},
         "ColumnStatsMetadata": None,
     }
 

@@ -12,6 +12,7 @@ from metadata.errors import MissingFileError
 from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.listing import StorageListing
 from metadata.mdt import keys
+from metadata.mdt.bloom_filters import footer_filter, stored_bloom_filters
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.listing import MetadataListing
@@ -33,11 +34,13 @@ class ValidationReport:
     size_mismatches: dict[str, list[str]] = field(default_factory=dict)
     slice_differences: list[str] = field(default_factory=list)
     stats_differences: list[str] = field(default_factory=list)
+    bloom_differences: list[str] = field(default_factory=list)
     stats_files_checked: int = field(default=0, compare=False)
+    bloom_files_checked: int = field(default=0, compare=False)
 
     @property
     def ok(self) -> bool:
-        return not any(v for k, v in vars(self).items() if k != "stats_files_checked")
+        return not any(v for k, v in vars(self).items() if not k.endswith("_files_checked"))
 
     def differences(self) -> list[str]:
         lines = [f"partition {p!r} only in the metadata table" for p in self.partitions_only_in_metadata]
@@ -45,10 +48,11 @@ class ValidationReport:
         lines += [f"{p}/{n}: only in the metadata table" for p, names in self.files_only_in_metadata.items() for n in names]
         lines += [f"{p}/{n}: only in storage" for p, names in self.files_only_in_storage.items() for n in names]
         lines += [f"{p}/{d}" for p, items in self.size_mismatches.items() for d in items]
-        return lines + self.slice_differences + self.stats_differences
+        return lines + self.slice_differences + self.stats_differences + self.bloom_differences
 
     def to_dict(self) -> dict[str, object]:
-        return {"ok": self.ok, "differences": self.differences(), "stats_files_checked": self.stats_files_checked}
+        return {"ok": self.ok, "differences": self.differences(), "stats_files_checked": self.stats_files_checked,
+                "bloom_files_checked": self.bloom_files_checked}
 
 
 def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
@@ -88,6 +92,8 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
         on_both = {p: {n: size for n, size in mdt_files[p].items() if n in present[p]} for p in common}
         _check_column_stats(table, mdt, on_both, {p: set(mdt_files[p]) for p in common}, extension,
                             engine or LocalStatsEngine(), report)
+    if check_stats and MdtPartition.BLOOM_FILTERS in table.config.metadata_partitions:
+        _check_bloom_filters(table, mdt, {p: {n for n in mdt_files[p] if n in {f.name for f in stored[p]}} for p in common}, extension, report)
     with_mdt = HudiTable(table.storage, table.config, table.timeline, listing=MetadataListing(mdt))
     with_storage = HudiTable(table.storage, table.config, table.timeline, listing=storage)
     via_mdt = {(s.partition, s.file_id): s.files for s in with_mdt.file_slices()}
@@ -144,6 +150,26 @@ def _check_column_stats(table: HudiTable, mdt: MetadataTable, listed: dict[str, 
         footer = by_file.get(name, {})
         for column, stats in sorted(held[p, name].items()):
             report.stats_differences.extend(_stat_differences(base_files[p, name], column, stats, footer.get(column)))
+
+
+def _check_bloom_filters(table: HudiTable, mdt: MetadataTable, listed: dict[str, set[str]], extension: str,
+                         report: ValidationReport) -> None:
+    """Every live base file's bloom_filters record against its footer's
+    filter: the same type code and the same serialized text."""
+    bases = sorted((p, n) for p, names in listed.items() for n in names if n.endswith(extension) and not n.startswith("."))
+    held = stored_bloom_filters(mdt, bases)
+    for p, name in bases:
+        where = f"{p}/{name}" if p else name
+        footer = footer_filter(table.storage, where)
+        report.bloom_files_checked += 1
+        if held.get((p, name)) != footer:
+            if footer is None:
+                report.bloom_differences.append(f"{where}: a bloom_filters record, but no filter in the footer")
+            elif (p, name) not in held:
+                report.bloom_differences.append(f"{where}: no bloom_filters record")
+            else:
+                report.bloom_differences.append(f"{where}: bloom_filters record differs from the footer's filter "
+                                                f"({held[p, name].type_code} vs {footer.type_code})")
 
 
 def _stat_differences(where: str, column: str, held: ColumnStats, footer: ColumnRange | None) -> list[str]:

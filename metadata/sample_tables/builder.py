@@ -29,6 +29,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from metadata.avro_schema import META_FIELDS, arrow_to_avro_schema, with_meta_fields
+from metadata.bloom_filter import FOOTER_KEY, FOOTER_TYPE_KEY, build_bloom_filter
 from metadata.commit_metadata import CommitMetadata, WriteStat
 from metadata.file_naming import BaseFileName, LogFileName
 from metadata.instant import INSTANT_SECONDS_FORMAT, Action
@@ -100,12 +101,15 @@ class TableBuilder:
         timestamp_type: str | None = None,
         timestamp_zone: str = "UTC",
         timestamp_input_format: str = "yyyy-MM-dd'T'HH:mm:ss.SSSZ",
+        bloom_filter_entries: int | None = 1000,
     ) -> None:
         """`key_generator` "TIMESTAMP" writes the one partition field (epoch
         milliseconds or `timestamp_type`, or text in `timestamp_input_format`)
         as `timestamp_output_format` in `timestamp_zone`, as Hudi's
         TimestampBasedKeyGenerator does; "CUSTOM" takes fields as
-        `name:SIMPLE` / `name:TIMESTAMP`, as Hudi's CustomKeyGenerator does."""
+        `name:SIMPLE` / `name:TIMESTAMP`, as Hudi's CustomKeyGenerator does.
+        Base files carry Hudi's record-key bloom filter (DYNAMIC_V0) sized for
+        `bloom_filter_entries` keys (Hudi's hoodie.index.bloom.num_entries; None: no filter)."""
         if version not in (6, 8):
             raise ValueError(f"the builder writes table versions 6 and 8, not {version}")
         if metadata_table and version < 8:
@@ -148,6 +152,7 @@ class TableBuilder:
         self._task = 0
         self._partitions_written: set[str] = set()
         self.metadata_table = metadata_table
+        self.bloom_filter_entries = bloom_filter_entries
         self._write_properties()
         self._mdt = FilesPartitionWriter(self.storage, name, self.next_instant_time) if metadata_table else None
         self._mdt_partitions: set[str] = set()
@@ -303,9 +308,20 @@ class TableBuilder:
         columns = [meta[name] for name in META_FIELDS] + [table.column(n_) for n_ in self.schema.names]
         return pa.Table.from_arrays(columns, schema=self.full_schema)
 
+    def _with_footer(self, table: pa.Table) -> pa.Table:
+        """Rows with the footer metadata Hudi's writer adds: the record keys'
+        bloom filter and their min and max."""
+        if self.bloom_filter_entries is None or not table.num_rows:
+            return table
+        keys = table.column("_hoodie_record_key").to_pylist()
+        found = build_bloom_filter(keys, self.bloom_filter_entries)
+        footer = {**(table.schema.metadata or {}), FOOTER_KEY: found.text.encode(), FOOTER_TYPE_KEY: found.type_code.encode(),
+                  b"hoodie_min_record_key": min(keys).encode(), b"hoodie_max_record_key": max(keys).encode()}
+        return table.replace_schema_metadata(footer)
+
     def _write_parquet(self, partition: str, name: str, table: pa.Table) -> int:
         buf = io.BytesIO()
-        pq.write_table(table, buf, compression="snappy")
+        pq.write_table(self._with_footer(table), buf, compression="snappy")
         data = buf.getvalue()
         self.storage.write_bytes(join(partition, name), data)
         return len(data)
@@ -350,7 +366,7 @@ class TableBuilder:
         self._write_pending(ts, action)
         table = self._as_table(rows)
         buf = io.BytesIO()
-        pq.write_table(self._with_meta(table, ts, self.record_keys(table), "", "copy.parquet"), buf, compression="snappy")
+        pq.write_table(self._with_footer(self._with_meta(table, ts, self.record_keys(table), "", "copy.parquet")), buf, compression="snappy")
         data = buf.getvalue()
         for partition, count in files_per_partition.items():
             self._ensure_partition(partition, ts)

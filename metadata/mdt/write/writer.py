@@ -33,6 +33,7 @@ from metadata.instant import BEFORE_ALL_INSTANTS, Action, Instant, instant_epoch
 from metadata.instant_content import encode_avro_instant
 from metadata.listing import StorageListing
 from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records, read_log_blocks
+from metadata.mdt.bloom_filters import bloom_filter_records, removed_bloom_filter_records
 from metadata.mdt.file_groups import (
     BUILD_ORDER,
     PARTITION_ORDER,
@@ -320,7 +321,8 @@ class MetadataTableWriter:
         self.fault(f"{partition.value}: after requested")
         self.mdt_storage.write_bytes(join(partition.value, ".hoodie_partition_metadata"),
                                      f"#partition metadata\ncommitTime={ts}\npartitionDepth=1\n".encode())
-        spills = self._route(groups, ((key, encode_record(record, self.schema_json)) for key, record in snapshot.records(partition, self.version)))
+        spills = self._route(groups, ((key, encode_record(record, self.schema_json))
+                                      for key, record in snapshot.records(partition, self.version, ts)))
         for index, spill in spills.items():
             fg = file_group_id(partition, index)
             empty_log = f".{fg}_{ts}.log.1_0-0-0"
@@ -507,6 +509,11 @@ class MetadataTableWriter:
                         stats[key] = range_record(key, ColumnRange(name, column, dtype, None, None, 0, 0), self.version, deleted=True)
         if MdtPartition.RECORD_INDEX in records:
             records[MdtPartition.RECORD_INDEX].update(self._record_locations(ts, change, present))
+        if MdtPartition.BLOOM_FILTERS in records:
+            extension = self.data.config.base_file_format.extension
+            blooms = records[MdtPartition.BLOOM_FILTERS]
+            blooms.update(bloom_filter_records(self.storage, [(p, n) for p, names in present.items() for n in names], ts, extension))
+            blooms.update(removed_bloom_filter_records([(p, n) for p, names in change.deleted.items() for n in names], ts, extension))
         if MdtPartition.PARTITION_STATS in records:
             touched = sorted((set(change.added) | set(change.deleted)) - change.dropped_partitions)
             records[MdtPartition.PARTITION_STATS].update(
@@ -658,7 +665,7 @@ class MetadataTableWriter:
         written: list[tuple[str, str, int]] = []
         for partition in partitions:
             groups = len({s.file_id for s in slices_of[partition]}) or self._file_group_count(partition)
-            cells = ((key, encode_record(record, self.schema_json)) for key, record in snapshot.records(partition, self.version))
+            cells = ((key, encode_record(record, self.schema_json)) for key, record in snapshot.records(partition, self.version, ts))
             report.records_written += self._write_bases(partition, ts, groups, cells, written, "rebuild")
             report.partitions.append(partition.value)
         extra = {INDEXED_COLUMNS: ",".join(snapshot.columns)} if {MdtPartition.COLUMN_STATS, MdtPartition.PARTITION_STATS} & set(partitions) else {}
@@ -930,8 +937,8 @@ class _Snapshot:
             self.progress(f"statistics of {min(start + self.batch_files, len(targets))} of {len(targets)} files")
         self._rollups = rollups
 
-    def records(self, partition: MdtPartition, version: int) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(key, record) of one MDT partition, produced a batch at a time."""
+    def records(self, partition: MdtPartition, version: int, instant: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(key, record) of one MDT partition written at `instant`, produced a batch at a time."""
         if partition is MdtPartition.FILES:
             for p, names in self.files.items():
                 key = to_metadata_partition(p)
@@ -940,6 +947,9 @@ class _Snapshot:
                                                    all_partitions=True)
         elif partition is MdtPartition.RECORD_INDEX:
             yield from record_index_entries(self.file_keys(), timeline_is_utc(self.data.config))
+        elif partition is MdtPartition.BLOOM_FILTERS:  # stamped with the building instant, as Hudi's initialisation does
+            yield from bloom_filter_records(self.data.storage, [(p, n) for p, names in self.files.items() for n in names], instant,
+                                            self.data.config.base_file_format.extension)
         elif partition is MdtPartition.COLUMN_STATS:
             for p, found in self._range_batches():
                 for r in found:

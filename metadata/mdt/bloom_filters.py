@@ -1,0 +1,83 @@
+"""The metadata table's bloom_filters partition (Hudi's MetaIndex/BloomFilter):
+one record per base file, keyed by PartitionIndexID + FileIndexID, holding
+the record-key bloom filter from the file's footer exactly as Hudi stores
+it (the UTF-8 of its serialized Base64 text, and its type code). Log files
+get no record, as in Hudi; nor does a base file without a filter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from metadata.bloom_filter import BloomFilter, SerializedBloomFilter, footer_filter_text
+from metadata.errors import HudiFormatError
+from metadata.file_naming import is_log_file_name
+from metadata.mdt.file_groups import MdtPartition
+from metadata.mdt.keys import file_index_id, partition_index_id
+from metadata.mdt.metadata_table import MetadataTable
+from metadata.mdt.reader import KeyQuery
+from metadata.mdt.record_schema import bloom_filter_record
+from metadata.storage import Storage, join
+
+FOOTER_THREADS = 16  # footers read at once (a request or two each on an object store)
+
+
+def bloom_filter_key(partition: str, file_name: str) -> str:
+    return partition_index_id(partition) + file_index_id(file_name)
+
+
+def footer_filter(storage: Storage, relative: str) -> SerializedBloomFilter | None:
+    """The bloom filter in a base file's footer, as stored."""
+    with storage.open_random_access(relative) as handle:
+        return footer_filter_text(pq.read_metadata(handle).metadata)
+
+
+def bloom_filter_records(storage: Storage, files: Iterable[tuple[str, str]], timestamp: str,
+                         base_extension: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(key, record) of each base file among (partition, name) that carries a filter."""
+    bases = [(p, n) for p, n in files if not is_log_file_name(n) and n.endswith(base_extension)]
+    with ThreadPoolExecutor(max_workers=FOOTER_THREADS) as pool:
+        found = pool.map(lambda target: footer_filter(storage, join(*target)), bases)
+        for (partition, name), serialized in zip(bases, found):
+            if serialized is not None:
+                key = bloom_filter_key(partition, name)
+                yield key, bloom_filter_record(key, serialized.type_code, timestamp, serialized.text)
+
+
+def removed_bloom_filter_records(files: Iterable[tuple[str, str]], timestamp: str,
+                                 base_extension: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Deleted records of removed base files (Hudi writes them for cleans and rollbacks)."""
+    for partition, name in files:
+        if not is_log_file_name(name) and name.endswith(base_extension):
+            key = bloom_filter_key(partition, name)
+            yield key, bloom_filter_record(key, "", timestamp, "", deleted=True)
+
+
+def stored_bloom_filters(mdt: MetadataTable, files: Iterable[tuple[str, str]]) -> dict[tuple[str, str], SerializedBloomFilter]:
+    """The live bloom_filters records of these (partition, base file name)s; a
+    file without one (not indexed, or deleted) is absent."""
+    wanted = {bloom_filter_key(p, n): (p, n) for p, n in files}
+    if not wanted:
+        return {}
+    where = f"{mdt.reader.mdt.storage.uri}/{MdtPartition.BLOOM_FILTERS}"
+    found = {}
+    for key, record in mdt.reader.read(MdtPartition.BLOOM_FILTERS, KeyQuery(keys=wanted)).items():
+        meta = record.raw.get("BloomFilterMetadata")
+        if not isinstance(meta, dict):
+            raise HudiFormatError(where, f"bloom_filters record {key!r} has no BloomFilterMetadata")
+        if meta.get("isDeleted") or key not in wanted:
+            continue
+        data = meta.get("bloomFilter") or b""
+        found[wanted[key]] = SerializedBloomFilter(str(meta.get("type") or ""), bytes(data).decode("utf-8", "replace"))
+    return found
+
+
+def bloom_filters_of(mdt: MetadataTable, files: Iterable[tuple[str, str]]) -> dict[tuple[str, str], BloomFilter | None]:
+    """Decoded filters of `stored_bloom_filters` (None: a hash this project does not read; the file stays)."""
+    where = f"{mdt.reader.mdt.storage.uri}/{MdtPartition.BLOOM_FILTERS}"
+    return {target: serialized.decode(f"{where} ({target[0]}/{target[1]})")
+            for target, serialized in stored_bloom_filters(mdt, files).items()}
