@@ -115,8 +115,13 @@ def index_compact(path: str, force: bool, compact_after: int) -> Output:
 
 @index.command("drop")
 @click.argument("path")
-@click.option("--partitions", required=True, help="Metadata partitions to drop (dropping files drops them all).")
+@click.option("--partitions", required=True,
+              help="Metadata partitions to drop: any the table lists, Hudi's secondary indexes included (dropping files drops them all).")
 @command_output
 def index_drop(path: str, partitions: str) -> Output:
     """Remove metadata partitions: the table config first, then the files."""
-    return _render(MetadataTableWriter(path, progress=progress).drop(_partitions(partitions)))
+    writer = MetadataTableWriter(path, progress=progress)
+    listed = set(writer.data.config.metadata_partitions)
+    names = [p.strip() for p in partitions.split(",") if p.strip()]
+    chosen: list[MdtPartition | str] = [n for n in names if n in listed and n not in PARTITION_NAMES]
+    return _render(writer.drop([*_partitions(",".join(n for n in names if n not in chosen)), *chosen]))

@@ -22,9 +22,8 @@ from typing import Any
 from metadata.errors import HudiFormatError, StoredFileNotFound
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.metadata_table import MetadataTable
-from metadata.mdt.reader import KeyQuery
+from metadata.mdt.reader import SECONDARY_INDEX_PREFIX, KeyQuery
 
-SECONDARY_INDEX_PREFIX = "secondary_index_"
 INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
 MISSING_FILE_INDEX = -1
 _ESCAPED = ("\\", "$", "\0")

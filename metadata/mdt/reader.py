@@ -126,6 +126,15 @@ class _LogContent:
 
 # Partitions whose records Hudi routes to a file group by the hash of the whole key.
 _KEY_ROUTED = frozenset(p.value for p in MdtPartition)
+SECONDARY_INDEX_PREFIX = "secondary_index_"
+
+
+def _ends_secondary_key(prefix: str) -> bool:
+    """Whether a prefix is a whole `<escaped value>$` (its last '$' not escaped)."""
+    if not prefix.endswith("$"):
+        return False
+    backslashes = len(prefix[:-1]) - len(prefix[:-1].rstrip("\\"))
+    return backslashes % 2 == 0
 
 
 class KeyQuery:
@@ -313,17 +322,24 @@ class MetadataTableReader:
         each record of these partitions to file group
         `mapRecordKeyToFileGroupIndex(key, groups)` (Java's String hash), so
         exact keys are read from their own groups only: one of the record
-        index's 10+ groups, not all. Prefix queries, secondary indexes (keyed
-        by value), and groups not numbered 0..n-1 read every slice."""
+        index's 10+ groups, not all. Secondary indexes route by the
+        `<escaped value>$` prefix instead, so a lookup of a value reads one
+        group too. Other prefix queries, and groups not numbered 0..n-1,
+        read every slice."""
         slices = self.file_slices(mdt_partition)
-        if query.keys is None or mdt_partition not in _KEY_ROUTED:
+        if mdt_partition in _KEY_ROUTED and query.keys is not None:
+            routed_by = query.keys
+            prefix = MdtPartition(mdt_partition).file_group_prefix
+        elif mdt_partition.startswith(SECONDARY_INDEX_PREFIX) and query.prefixes and all(_ends_secondary_key(p) for p in query.prefixes):
+            routed_by = set(query.prefixes)  # Hudi routes secondary-index records by their "<escaped value>$" prefix
+            prefix = mdt_partition.replace("_", "-") + "-"
+        else:
             return slices
-        prefix = MdtPartition(mdt_partition).file_group_prefix
         by_index = {s.file_id: s for s in slices}
         numbered = [by_index.get(f"{prefix}{i:04d}-0") for i in range(len(slices))]
         if None in numbered:
             return slices
-        return [numbered[i] for i in sorted({file_group_index(k, len(slices)) for k in query.keys})]  # type: ignore[misc]
+        return [numbered[i] for i in sorted({file_group_index(k, len(slices)) for k in routed_by})]  # type: ignore[misc]
 
     def _hfile(self, relative: str) -> HFileReader:
         with self._lock:

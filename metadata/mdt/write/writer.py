@@ -185,7 +185,9 @@ class MetadataTableWriter:
         report.seconds = time.monotonic() - started
         return report
 
-    def drop(self, partitions: Sequence[MdtPartition]) -> IndexReport:
+    def drop(self, partitions: Sequence[MdtPartition | str]) -> IndexReport:
+        """Remove metadata partitions: any this writer builds, or any other the
+        table lists (Hudi's secondary or expression indexes)."""
         started = time.monotonic()
         report = IndexReport("drop")
         with self._writing():
@@ -441,9 +443,10 @@ class MetadataTableWriter:
         return lambda instant: instant.requested_time in completed or coverage.covers(instant.requested_time)
 
     def _sync_locked(self, report: IndexReport) -> None:
+        order = (lambda i: (i.completion_time or i.requested_time)) if self.data.timeline.uses_completion_time else (lambda i: i.requested_time)
+        self._refuse_to_leave_indexes_behind(self._mdt())
         mdt = self._roll_back_failed(self._mdt(), report)
         is_synced = self._synced(mdt)
-        order = (lambda i: (i.completion_time or i.requested_time)) if self.data.timeline.uses_completion_time else (lambda i: i.requested_time)
         todo = sorted((i for i in self.data.timeline.completed() if not is_synced(i)), key=order)
         built = [MdtPartition(p) for p in self.data.config.metadata_partitions if p in {m.value for m in MdtPartition}]
         schema = table_schema(self.data)
@@ -459,6 +462,25 @@ class MetadataTableWriter:
             mdt = self._mdt()
         if todo:
             self._compact_locked(report, force=False)
+
+    def _refuse_to_leave_indexes_behind(self, mdt: TableParts) -> None:
+        """Partitions this writer does not maintain (Hudi's secondary and
+        expression indexes, a partitioned record index) would fall behind the
+        instants a sync adds, and a planner trusting the metadata table's
+        instants would then miss rows they do not index: refuse, before
+        anything is written, and say how to go on."""
+        unmaintained = sorted(set(self.data.config.metadata_partitions) - {p.value for p in MdtPartition})
+        if not unmaintained:
+            return
+        is_synced = self._synced(mdt)
+        behind = [i.requested_time for i in self.data.timeline.completed()
+                  if not is_synced(i) and (change := _Change.of(self.data, i)) is not None and (change.added or change.deleted)]
+        if behind:
+            names = ",".join(unmaintained)
+            raise IndexWriteError(
+                f"{self.storage.uri}: the metadata table holds {', '.join(unmaintained)}, which hudi-bridge does not maintain; "
+                f"syncing {len(behind)} instant(s) ({behind[0]} ..) would leave them behind and plans would miss rows they do not "
+                f"index. Sync with Apache Hudi, or set them aside first: hudi-bridge index drop {self.storage.uri} --partitions {names}")
 
     def _indexed_columns(self, mdt: TableParts, schema: pa.Schema) -> list[str]:
         for instant in reversed(mdt.timeline.completed()):
@@ -715,11 +737,11 @@ class MetadataTableWriter:
             return hfile.close(self._file_info())
 
     # Drop -------------------------------------------------------------------------------------
-    def _drop(self, partitions: list[MdtPartition], report: IndexReport) -> None:
+    def _drop(self, partitions: list[MdtPartition | str], report: IndexReport) -> None:
         if not partitions:
             return
-        names = {p.value for p in partitions}
-        if MdtPartition.FILES in partitions:
+        names = {p.value if isinstance(p, MdtPartition) else p for p in partitions}
+        if MdtPartition.FILES.value in names:
             names = set(self.data.config.metadata_partitions) | names  # nothing is read without `files`
         remaining = [p for p in self.data.config.metadata_partitions if p not in names]
         self._set_config({METADATA_PARTITIONS_KEY: ",".join(remaining) or None,
