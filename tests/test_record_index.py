@@ -151,33 +151,50 @@ def test_exact_keys_are_read_from_the_file_group_hudi_routed_them_to(fixture_tab
         assert routed.file_id == f"record-index-{file_group_index(key, 10):04d}-0"
         assert reader.read("record_index", KeyQuery(keys=[key])) == {key: record}
     index = secondary_indexes(mdt)[0]
-    assert len(reader.slices_holding(index.partition, KeyQuery(keys=["x"]))) == len(reader.file_slices(index.partition))
+    assert len(reader.slices_holding(index.value, KeyQuery(keys=["x"]))) == len(reader.file_slices(index.value))
 
 
 @requires_fixtures
 @pytest.mark.parametrize("fixture_table", RLI_FIXTURES[:1] or ["no-fixtures"], indirect=True)
-def test_sync_refuses_to_leave_hudis_secondary_indexes_behind(fixture_table: str, tmp_path: Path) -> None:
-    """A sync adds instants to the metadata table; Hudi's secondary indexes,
-    which this writer does not maintain, would not hold their records, and a
-    plan through them would miss rows. The sync refuses before writing and
-    names the way on; once they are dropped it syncs."""
+def test_sync_keeps_hudis_secondary_indexes_or_refuses_to_leave_them_behind(fixture_table: str, tmp_path: Path) -> None:
+    """A sync adds instants to the metadata table. Hudi's secondary indexes on
+    string and date columns are kept by it (equal to the rows after); one it
+    cannot write (a decimal column's index text) would fall behind and a plan
+    through it would miss rows: the sync refuses before writing and names the
+    way on; once it is dropped the sync goes ahead."""
+    import json
     import shutil
 
     from metadata.mdt.validate import validate_metadata
     from metadata.mdt.write.writer import IndexWriteError, MetadataTableWriter
+    from tests.test_secondary_index_writer import _live_pairs
 
-    copy = tmp_path / "t"
-    shutil.copytree(fixture_table, copy)
-    data_commits = {p.name.split("_")[0] for p in (copy / ".hoodie" / "timeline").glob("*_*.commit")}
-    mdt_timeline = copy / ".hoodie" / "metadata" / ".hoodie" / "timeline"
-    latest = max(p for p in mdt_timeline.glob("*_*.deltacommit") if p.name.split("_")[0] in data_commits)
-    latest.unlink()  # as if a writer had committed to the table without syncing the metadata table
-    before = {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()}
-    with pytest.raises(IndexWriteError, match="secondary_index_merchant_idx, secondary_index_txn_date_idx, which hudi-bridge does not maintain"):
-        MetadataTableWriter(str(copy)).sync()
-    assert {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()} == before  # byte for byte as it was
-    MetadataTableWriter(str(copy)).drop(["secondary_index_merchant_idx", "secondary_index_txn_date_idx"])
-    assert MetadataTableWriter(str(copy)).sync().instants
-    assert validate_metadata(str(copy)).ok
-    planned = plan(str(copy), "merchant_name = 'Grab'")  # without the index: every slice that may match stays
-    assert not [s for s in planned.stages if "secondary" in s.name]
+    def unsynced_copy(name: str) -> Path:
+        copy = tmp_path / name
+        shutil.copytree(fixture_table, copy)
+        data_commits = {p.name.split("_")[0] for p in (copy / ".hoodie" / "timeline").glob("*_*.commit")}
+        mdt_timeline = copy / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+        latest = max(p for p in mdt_timeline.glob("*_*.deltacommit") if p.name.split("_")[0] in data_commits)
+        latest.unlink()  # as if a writer had committed to the table without syncing the metadata table
+        return copy
+
+    kept = unsynced_copy("kept")
+    assert MetadataTableWriter(str(kept)).sync().instants
+    assert validate_metadata(str(kept)).ok
+    rows = [r for s in HudiTable.open(str(kept)).file_slices() for r in rows_of(str(kept), s).to_pylist()]
+    assert _live_pairs(str(kept), "secondary_index_merchant_idx") == {(r["merchant_name"], r["_hoodie_record_key"]) for r in rows}
+
+    refused = unsynced_copy("refused")
+    definitions_path = refused / ".hoodie" / ".index_defs" / "index.json"
+    definitions = json.loads(definitions_path.read_text())
+    definitions["indexDefinitions"]["secondary_index_merchant_idx"]["sourceFields"] = ["amount"]  # decimal(15,2)
+    definitions_path.write_text(json.dumps(definitions))
+    before = {p: p.read_bytes() for p in refused.rglob("*") if p.is_file()}
+    with pytest.raises(IndexWriteError, match="holds secondary_index_merchant_idx, which hudi-bridge does not maintain"):
+        MetadataTableWriter(str(refused)).sync()
+    assert {p: p.read_bytes() for p in refused.rglob("*") if p.is_file()} == before  # byte for byte as it was
+    MetadataTableWriter(str(refused)).drop(["secondary_index_merchant_idx"])
+    assert MetadataTableWriter(str(refused)).sync().instants
+    assert validate_metadata(str(refused)).ok
+    planned = plan(str(refused), "merchant_name = 'Grab'")  # without the index: every slice that may match stays
+    assert not [s for s in planned.stages if "merchant" in s.name]

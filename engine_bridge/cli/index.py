@@ -10,7 +10,14 @@ import click
 
 from engine_bridge.cli.app import main
 from engine_bridge.cli.output import Output, command_output, print_lines, progress
-from metadata.mdt.file_groups import BUILD_ORDER, PARTITION_ORDER, MdtPartition
+from metadata.mdt.file_groups import (
+    BUILD_ORDER,
+    PARTITION_ORDER,
+    SECONDARY_INDEX_PREFIX,
+    MdtPartition,
+    MetadataPartition,
+    SecondaryIndexPartition,
+)
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
 from metadata.mdt.write.writer import DEFAULT_COMPACT_AFTER, IndexReport, MetadataTableWriter
 
@@ -29,6 +36,14 @@ def _partitions(text: str) -> list[MdtPartition]:
     if unknown:
         raise click.BadParameter(f"unknown metadata partition {', '.join(unknown)} (choose from {', '.join(PARTITION_NAMES)})")
     return [MdtPartition(n) for n in names]
+
+
+def _secondary_index(text: str) -> SecondaryIndexPartition:
+    name, _, column = text.partition(":")
+    if not name.strip() or not column.strip():
+        raise click.BadParameter(f"{text!r}: give NAME:COLUMN, as in merchant_idx:merchant_name", param_hint="--secondary-index")
+    name = name.strip()
+    return SecondaryIndexPartition(name if name.startswith(SECONDARY_INDEX_PREFIX) else SECONDARY_INDEX_PREFIX + name, column.strip())
 
 
 @contextmanager
@@ -72,12 +87,15 @@ def _render(report: IndexReport) -> Output:
               help=f"Metadata partitions to build, of {', '.join(PARTITION_NAMES)} (record_index is opt-in, as in Hudi).")
 @click.option("--columns", default=None, help="Columns for column_stats/partition_stats (default: Hudi's: meta fields and the first 32 columns).")
 @click.option("--all-columns", is_flag=True, help="Every indexable top-level column, not only the first 32.")
+@click.option("--secondary-index", "secondary", multiple=True, metavar="NAME:COLUMN",
+              help="A Hudi secondary index on COLUMN, as partition secondary_index_NAME (repeatable; needs record_index).")
 @click.option("--rebuild", is_flag=True, help="Rebuild partitions that already exist.")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Where footers and logs are read: a thread pool here, or a Spark job.")
 @click.option("--parallelism", type=click.IntRange(min=1), default=8, show_default=True)
 @command_output
-def index_build(path: str, partitions: str, columns: str | None, all_columns: bool, rebuild: bool, engine: str, parallelism: int) -> Output:
+def index_build(path: str, partitions: str, columns: str | None, all_columns: bool, secondary: tuple[str, ...], rebuild: bool,
+                engine: str, parallelism: int) -> Output:
     """Bootstrap metadata partitions from the completed timeline (RFC-15, RFC-27)."""
     chosen: list[str] | None = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     if all_columns:
@@ -87,7 +105,7 @@ def index_build(path: str, partitions: str, columns: str | None, all_columns: bo
 
         schema = table_schema(TableParts.load(path))
         chosen = [f.name for f in schema if is_indexable(f.type)]
-    wanted = _partitions(partitions)  # a bad name fails before Spark starts
+    wanted: list[MetadataPartition] = [*_partitions(partitions), *(_secondary_index(text) for text in secondary)]  # bad names fail before Spark starts
     with _engine(engine, parallelism) as stats_engine:
         writer = MetadataTableWriter(path, engine=stats_engine, progress=progress)
         return _render(writer.build(wanted, chosen, rebuild=rebuild))

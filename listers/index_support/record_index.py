@@ -110,7 +110,7 @@ class SecondaryIndexes(_KeyIndex):
             if texts is not None:
                 found = record_keys_with_values(mdt, index, texts)
                 keys = found if keys is None else keys & found
-                used.append(index.partition)
+                used.append(index.value)
         if used:
             self.name = " + ".join(used)
         return keys

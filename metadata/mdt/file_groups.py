@@ -9,6 +9,7 @@ index>-0`; a record goes to the group its key hashes to (Hudi's
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from metadata.text_enum import TextEnum
 
@@ -23,6 +24,10 @@ class MdtPartition(TextEnum):
     @property
     def file_group_prefix(self) -> str:
         return _PREFIXES[self]
+
+    def routing_key(self, key: str) -> str:
+        """What Hudi hashes to pick a record's file group: the whole key."""
+        return key
 
     @property
     def default_file_groups(self) -> int:
@@ -62,7 +67,47 @@ def record_index_file_groups(records: int) -> int:
     return min(RECORD_INDEX_MAX_GROUPS, max(RECORD_INDEX_MIN_GROUPS, wanted))
 
 
-def file_group_id(partition: MdtPartition, index: int) -> str:
+SECONDARY_INDEX_PREFIX = "secondary_index_"
+
+
+@dataclass(frozen=True)
+class SecondaryIndexPartition:
+    """A `secondary_index_<name>` partition on one column (identity function).
+    Hudi routes its records by their `<escaped value>$` prefix, so that every
+    record key of one value lives in one file group."""
+
+    value: str  # the partition's name
+    column: str
+
+    @property
+    def file_group_prefix(self) -> str:
+        return self.value.replace("_", "-") + "-"
+
+    @property
+    def default_file_groups(self) -> int:
+        return RECORD_INDEX_MIN_GROUPS  # sized as the record index is (10 for small tables, as Hudi's)
+
+    def routing_key(self, key: str) -> str:
+        return key[: secondary_key_separator(key) + 1]
+
+
+def secondary_key_separator(key: str) -> int:
+    """The position of the `$` between the escaped value and the record key."""
+    escaped = False
+    for i, c in enumerate(key):
+        if c == "\\" and not escaped:
+            escaped = True
+        elif c == "$" and not escaped:
+            return i
+        else:
+            escaped = False
+    raise ValueError(f"secondary index key {key!r} has no '$'")
+
+
+MetadataPartition = MdtPartition | SecondaryIndexPartition  # what the writer keeps
+
+
+def file_group_id(partition: MetadataPartition, index: int) -> str:
     return f"{partition.file_group_prefix}{index:04d}-0"
 
 

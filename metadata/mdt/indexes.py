@@ -16,23 +16,18 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from metadata.errors import HudiFormatError, StoredFileNotFound
-from metadata.mdt.file_groups import MdtPartition
+from metadata.mdt.file_groups import SECONDARY_INDEX_PREFIX, MdtPartition, SecondaryIndexPartition, secondary_key_separator
 from metadata.mdt.metadata_table import MetadataTable
-from metadata.mdt.reader import SECONDARY_INDEX_PREFIX, KeyQuery
+from metadata.mdt.reader import KeyQuery
+from metadata.storage import Storage
 
 INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
 MISSING_FILE_INDEX = -1
 _ESCAPED = ("\\", "$", "\0")
-
-
-@dataclass(frozen=True)
-class SecondaryIndex:
-    partition: str  # the metadata-table partition, secondary_index_<name>
-    column: str
 
 
 def escape_secondary_key(value: str) -> str:
@@ -51,15 +46,7 @@ def _unescape(text: str) -> str:
 
 
 def _record_key_of(secondary_index_key: str) -> str:
-    escaped = False
-    for i, c in enumerate(secondary_index_key):
-        if c == "\\" and not escaped:
-            escaped = True
-        elif c == "$" and not escaped:
-            return _unescape(secondary_index_key[i + 1 :])
-        else:
-            escaped = False
-    raise ValueError(f"secondary index key {secondary_index_key!r} has no '$'")
+    return _unescape(secondary_index_key[secondary_key_separator(secondary_index_key) + 1 :])
 
 
 def file_group_of(info: dict[str, Any], where: str) -> tuple[str, str]:
@@ -91,10 +78,10 @@ def record_locations(mdt: MetadataTable, keys: list[str]) -> dict[str, tuple[str
     return found
 
 
-def record_keys_with_values(mdt: MetadataTable, index: SecondaryIndex, values: list[str]) -> set[str]:
+def record_keys_with_values(mdt: MetadataTable, index: SecondaryIndexPartition, values: list[str]) -> set[str]:
     """Record keys whose indexed column holds one of `values` (secondary-key text)."""
     prefixes = [escape_secondary_key(v) + "$" for v in values]
-    records = mdt.reader.read(index.partition, KeyQuery(prefixes=prefixes))
+    records = mdt.reader.read(index.value, KeyQuery(prefixes=prefixes))
     keys = set()
     for key, record in records.items():
         meta = record.raw.get("SecondaryIndexMetadata")
@@ -106,27 +93,31 @@ def record_keys_with_values(mdt: MetadataTable, index: SecondaryIndex, values: l
 
 def record_index_is_global(mdt: MetadataTable) -> bool:
     """A partitioned record index keys records per partition; only the global one is read here."""
-    definition = _definitions(mdt).get(MdtPartition.RECORD_INDEX, {})
+    definition = index_definitions(mdt.table.storage, mdt.table.config.raw).get(MdtPartition.RECORD_INDEX, {})
     return str(definition.get("indexOptions", {}).get("isPartitioned", "false")).lower() != "true"
 
 
-def secondary_indexes(mdt: MetadataTable) -> list[SecondaryIndex]:
+def secondary_indexes(mdt: MetadataTable) -> list[SecondaryIndexPartition]:
     """Built secondary indexes on one column with the identity function."""
     built = set(mdt.table.config.metadata_partitions)
-    result = []
-    for name, definition in _definitions(mdt).items():
+    return [index for index in defined_secondary_indexes(index_definitions(mdt.table.storage, mdt.table.config.raw)) if index.value in built]
+
+
+def defined_secondary_indexes(definitions: Mapping[str, Mapping[str, Any]]) -> list[SecondaryIndexPartition]:
+    """Defined secondary indexes on one column with the identity function."""
+    found = []
+    for name, definition in sorted(definitions.items()):
         fields = definition.get("sourceFields") or []
-        if (name in built and name.startswith(SECONDARY_INDEX_PREFIX) and len(fields) == 1
-                and definition.get("indexFunction", "identity") in ("identity", "")):
-            result.append(SecondaryIndex(name, fields[0]))
-    return result
+        if name.startswith(SECONDARY_INDEX_PREFIX) and len(fields) == 1 and definition.get("indexFunction", "identity") in ("identity", ""):
+            found.append(SecondaryIndexPartition(name, fields[0]))
+    return found
 
 
-def _definitions(mdt: MetadataTable) -> dict[str, dict[str, Any]]:
-    path = mdt.table.config.raw.get(INDEX_DEFS_KEY)
+def index_definitions(storage: Storage, raw_config: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """Index definitions (`hoodie.table.index.defs.path`), by index name."""
+    path = raw_config.get(INDEX_DEFS_KEY)
     if not path:
         return {}
-    storage = mdt.table.storage
     try:
         data = json.loads(storage.read_bytes(path))
     except StoredFileNotFound:

@@ -36,7 +36,7 @@ from metadata.fs_view import FileSystemView
 from metadata.instant import Action, Instant
 from metadata.listing import StorageListing
 from metadata.log_format import BlockType, LogBlock, decode_avro_records, decode_delete_keys, scan_log_blocks
-from metadata.mdt.file_groups import MdtPartition, file_group_index
+from metadata.mdt.file_groups import SECONDARY_INDEX_PREFIX, MdtPartition, file_group_index
 from metadata.mdt.hfile_cells import CellChunk
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.records import MetadataRecord, decode_record, merge_records, record_from_dict
@@ -126,7 +126,6 @@ class _LogContent:
 
 # Partitions whose records Hudi routes to a file group by the hash of the whole key.
 _KEY_ROUTED = frozenset(p.value for p in MdtPartition)
-SECONDARY_INDEX_PREFIX = "secondary_index_"
 
 
 def _ends_secondary_key(prefix: str) -> bool:

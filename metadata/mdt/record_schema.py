@@ -29,6 +29,7 @@ from metadata.mdt.records import (
     TYPE_FILES,
     TYPE_PARTITION_STATS,
     TYPE_RECORD_INDEX,
+    TYPE_SECONDARY_INDEX,
     VALUE_TYPE_DATE,
     VALUE_TYPE_DECIMAL,
     VALUE_TYPE_LOCAL_TIMESTAMP_MICROS,
@@ -157,6 +158,14 @@ METADATA_RECORD_SCHEMA: dict[str, Any] = {
                         {"name": "position", "type": ["null", "long"], "default": None},
                     ],
                 },
+            ],
+            "default": None,
+        },
+        {
+            "name": "SecondaryIndexMetadata",
+            "type": [
+                "null",
+                {"type": "record", "name": "HoodieSecondaryIndexInfo", "namespace": NS, "fields": [{"name": "isDeleted", "type": "boolean"}]},
             ],
             "default": None,
         },
@@ -302,6 +311,12 @@ def bloom_filter_record(key: str, type_code: str, timestamp: str, serialized: st
                                 "bloomFilter": b"" if deleted else serialized.encode("utf-8"), "isDeleted": deleted},
         "ColumnStatsMetadata": None,
     }
+
+
+def secondary_index_record(key: str, deleted: bool = False) -> dict[str, Any]:
+    """A secondary index record: `<value>$<record key>` holds (or, deleted, no longer holds)."""
+    return {"key": key, "type": TYPE_SECONDARY_INDEX, "filesystemMetadata": None, "ColumnStatsMetadata": None,
+            "SecondaryIndexMetadata": {"isDeleted": deleted}}
 
 
 _UUID_FILE_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(\d+)")

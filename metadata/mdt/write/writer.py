@@ -38,16 +38,20 @@ from metadata.mdt.file_groups import (
     BUILD_ORDER,
     PARTITION_ORDER,
     MdtPartition,
+    MetadataPartition,
+    SecondaryIndexPartition,
     file_group_id,
     file_group_index,
     record_index_file_groups,
 )
 from metadata.mdt.file_stats import ColumnRange, blocks_counting, columns_to_index, merge_ranges, roll_up
+from metadata.mdt.indexes import INDEX_DEFS_KEY, defined_secondary_indexes, index_definitions
 from metadata.mdt.keys import column_stats_key, partition_stats_key
 from metadata.mdt.reader import BUILT_THROUGH, METADATA_FOLDER, PENDING_AT_BUILD, KeyQuery, MetadataTableReader, build_coverage
 from metadata.mdt.record_keys import FileKeys, keys_of_files
 from metadata.mdt.record_schema import encode_record, files_record, range_record, record_index_record, record_schema_json
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord
+from metadata.mdt.secondary_index import INDEX_DEFS_PATH, check_indexable, entries, records_of, slice_rows, with_definition
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
 from metadata.mdt.validate import committed_files
 from metadata.mdt.write.cell_spill import DEFAULT_BUDGET_BYTES, CellSpill
@@ -117,10 +121,10 @@ class MetadataTableWriter:
         self._token = 0
         self._last_time = ""
         self._requested: list[str] = []  # MDT instants this operation started (undone if it fails)
-        self._initialising: list[tuple[str, MdtPartition]] = []  # (instant, partition) of new partitions
+        self._initialising: list[tuple[str, MetadataPartition]] = []  # (instant, partition) of new partitions
 
     # Public operations ---------------------------------------------------------------
-    def build(self, partitions: Sequence[MdtPartition] = BUILD_ORDER, columns: Sequence[str] | None = None,
+    def build(self, partitions: Sequence[MetadataPartition] = BUILD_ORDER, columns: Sequence[str] | None = None,
               rebuild: bool = False) -> IndexReport:
         """Initialise the partitions not built yet; with `rebuild`, also rebuild
         the named partitions that exist. A rebuild writes new base files beside
@@ -130,7 +134,9 @@ class MetadataTableWriter:
         started = time.monotonic()
         report = IndexReport("build")
         check_columns(self.data, columns)  # before anything is touched
-        asked = [p for p in PARTITION_ORDER if p in partitions]
+        asked: list[MetadataPartition] = [p for p in PARTITION_ORDER if p in partitions]
+        asked += [p for p in partitions if isinstance(p, SecondaryIndexPartition)]
+        self._check_secondary([p for p in asked if isinstance(p, SecondaryIndexPartition)], asked)
         with self._writing():
             built = set(self.data.config.metadata_partitions)
             if MdtPartition.FILES.value not in built:
@@ -138,7 +144,8 @@ class MetadataTableWriter:
                 built = set()
             else:
                 self._sync_locked(report)
-            todo = [p for p in PARTITION_ORDER if (p in asked or p is MdtPartition.FILES) and p.value not in built]
+            todo = [p for p in [*PARTITION_ORDER, *asked[len([a for a in asked if isinstance(a, MdtPartition)]):]]
+                    if (p in asked or p is MdtPartition.FILES) and p.value not in built]
             redo = [p for p in asked if p.value in built] if rebuild else []
             if MdtPartition.COLUMN_STATS in redo and MdtPartition.PARTITION_STATS.value in built and MdtPartition.PARTITION_STATS not in redo:
                 redo.append(MdtPartition.PARTITION_STATS)  # both hold the same columns: rebuilt from one pass
@@ -150,6 +157,7 @@ class MetadataTableWriter:
                 report.seconds = time.monotonic() - started
                 return report
             if todo:
+                self._define([p for p in todo if isinstance(p, SecondaryIndexPartition)])
                 self._set_config({METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(sorted({*self._inflight(), *(p.value for p in todo)}))})
             snapshot = _Snapshot.take(self.data, self.engine, columns, self.batch_files, self.progress,
                                       rollups_wanted=MdtPartition.PARTITION_STATS in {*todo, *redo})
@@ -207,19 +215,20 @@ class MetadataTableWriter:
             self._reload()
             properties = self.storage.read_bytes(PROPERTIES_PATH)
             had_metadata = self.storage.exists(METADATA_FOLDER)
+            definitions = self.storage.read_bytes(INDEX_DEFS_PATH) if self.storage.exists(INDEX_DEFS_PATH) else None
             self._requested = []
             self._initialising = []
             try:
                 yield
             except BaseException:
                 try:
-                    self._undo(properties, had_metadata)
+                    self._undo(properties, had_metadata, definitions)
                 except Exception as undo_error:  # the failure itself is what the caller hears about
                     log.warning("%s: could not undo the failed write (%s); the next index build or sync rolls it back",
                                 self.storage.uri, undo_error)
                 raise
 
-    def _undo(self, properties: bytes, had_metadata: bool) -> None:
+    def _undo(self, properties: bytes, had_metadata: bool, definitions: bytes | None) -> None:
         if not had_metadata:
             if self.storage.exists(METADATA_FOLDER):
                 self.storage.filesystem.delete_dir(self.storage.full_path(METADATA_FOLDER))
@@ -231,13 +240,17 @@ class MetadataTableWriter:
                 # a new partition's instants count only once hoodie.properties lists it: completed or not, they go
                 if ts in initialised or not mdt.timeline.is_completed(ts):
                     self._remove_instant(mdt, ts)
-            for partition in MdtPartition:  # a partition folder this run created and left empty
-                if self.mdt_storage.exists(partition.value):
-                    files, folders = self.mdt_storage.list_dir(partition.value)
-                    if not folders and [f.name for f in files] == [".hoodie_partition_metadata"] and partition.value not in listed:
-                        self.storage.filesystem.delete_dir(self.mdt_storage.full_path(partition.value))
+            for name in {*(p.value for p in MdtPartition), *(p.value for _, p in self._initialising)}:  # a folder this run created and left empty
+                if self.mdt_storage.exists(name):
+                    files, folders = self.mdt_storage.list_dir(name)
+                    if not folders and [f.name for f in files] == [".hoodie_partition_metadata"] and name not in listed:
+                        self.storage.filesystem.delete_dir(self.mdt_storage.full_path(name))
         if self.storage.read_bytes(PROPERTIES_PATH) != properties:
             self.storage.write_bytes(PROPERTIES_PATH, properties)
+        if definitions is not None and self.storage.read_bytes(INDEX_DEFS_PATH) != definitions:
+            self.storage.write_bytes(INDEX_DEFS_PATH, definitions)
+        elif definitions is None and self.storage.exists(INDEX_DEFS_PATH):
+            self.storage.delete_file(INDEX_DEFS_PATH)
         if self.storage.exists(PROPERTIES_BACKUP_PATH):
             self.storage.delete_file(PROPERTIES_BACKUP_PATH)
 
@@ -296,8 +309,13 @@ class MetadataTableWriter:
                         extra=extra).write(self.mdt_storage)
         self.fault("after metadata table properties")
 
-    def _initialisation_time(self, mdt: TableParts, partition: MdtPartition) -> str:
+    def _initialisation_time(self, mdt: TableParts, partition: MetadataPartition) -> str:
         used = {i.requested_time for i in mdt.timeline.instants}
+        if self._written_before(mdt, partition.value):
+            # A partition made again after a drop: its old commits name files it no
+            # longer has, so its first instant must be newer than theirs (as
+            # Hudi's async indexer's is), or a view would look for those files.
+            return self._new_time()
         if self.version >= 8:
             n = 0
             while f"{n:017d}" in used:
@@ -305,12 +323,19 @@ class MetadataTableWriter:
             return f"{n:017d}"
         latest = self.data.timeline.latest_completed()
         base = latest.requested_time if latest else BEFORE_ALL_INSTANTS
-        n = 10 + PARTITION_ORDER.index(partition)
+        n = 10 + (PARTITION_ORDER.index(partition) if isinstance(partition, MdtPartition) else len(PARTITION_ORDER))
         while f"{base}{n:03d}" in used:
             n += 1
         return f"{base}{n:03d}"
 
-    def _initialise(self, partition: MdtPartition, snapshot: _Snapshot, report: IndexReport) -> None:
+    @staticmethod
+    def _written_before(mdt: TableParts, name: str) -> bool:
+        """Whether a completed metadata-table commit wrote files of this partition."""
+        timeline = mdt.timeline
+        return any(stat.partition_path == name for instant in timeline.completed()
+                   if instant.action in (Action.DELTA_COMMIT, Action.COMMIT) for stat in timeline.commit_metadata(instant).write_stats())
+
+    def _initialise(self, partition: MetadataPartition, snapshot: _Snapshot, report: IndexReport) -> None:
         mdt = self._mdt()
         ts = self._initialisation_time(mdt, partition)
         self._initialising.append((ts, partition))
@@ -323,8 +348,8 @@ class MetadataTableWriter:
         self.fault(f"{partition.value}: after requested")
         self.mdt_storage.write_bytes(join(partition.value, ".hoodie_partition_metadata"),
                                      f"#partition metadata\ncommitTime={ts}\npartitionDepth=1\n".encode())
-        spills = self._route(groups, ((key, encode_record(record, self.schema_json))
-                                      for key, record in snapshot.records(partition, self.version, ts)))
+        spills = self._route(partition, groups, ((key, encode_record(record, self.schema_json))
+                                                 for key, record in snapshot.records(partition, self.version, ts)))
         for index, spill in spills.items():
             fg = file_group_id(partition, index)
             empty_log = f".{fg}_{ts}.log.1_0-0-0"
@@ -342,10 +367,10 @@ class MetadataTableWriter:
         self._complete(mdt, ts, Action.DELTA_COMMIT, written, "BULK_INSERT", extra)
         report.files_indexed = max(report.files_indexed, snapshot.file_count)
 
-    def _file_group_count(self, partition: MdtPartition) -> int:
+    def _file_group_count(self, partition: MetadataPartition) -> int:
         return len(self._existing_groups(partition)) or partition.default_file_groups
 
-    def _existing_groups(self, partition: MdtPartition) -> set[str]:
+    def _existing_groups(self, partition: MetadataPartition) -> set[str]:
         if not self.mdt_storage.exists(partition.value):
             return set()
         files, _ = self.mdt_storage.list_dir(partition.value)
@@ -408,11 +433,11 @@ class MetadataTableWriter:
         return self._mdt()
 
     def _remove_instant(self, mdt: TableParts, ts: str) -> None:
-        """The files a pending MDT instant wrote, then its timeline files."""
-        for partition in MdtPartition:
-            if not self.mdt_storage.exists(partition.value):
-                continue
-            files, _ = self.mdt_storage.list_dir(partition.value)
+        """The files a pending MDT instant wrote (in any partition folder:
+        secondary indexes too), then its timeline files."""
+        _, folders = self.mdt_storage.list_dir("")
+        for folder in sorted(name for name in folders if not name.startswith(".")):
+            files, _ = self.mdt_storage.list_dir(folder)
             for f in files:
                 parsed = classify(f.name, ".hfile", f.relative_path)
                 if isinstance(parsed, (BaseFileName, LogFileName)) and (
@@ -448,7 +473,7 @@ class MetadataTableWriter:
         mdt = self._roll_back_failed(self._mdt(), report)
         is_synced = self._synced(mdt)
         todo = sorted((i for i in self.data.timeline.completed() if not is_synced(i)), key=order)
-        built = [MdtPartition(p) for p in self.data.config.metadata_partitions if p in {m.value for m in MdtPartition}]
+        built = self._built()
         schema = table_schema(self.data)
         columns = self._indexed_columns(mdt, schema)
         for n, instant in enumerate(todo, 1):
@@ -464,12 +489,13 @@ class MetadataTableWriter:
             self._compact_locked(report, force=False)
 
     def _refuse_to_leave_indexes_behind(self, mdt: TableParts) -> None:
-        """Partitions this writer does not maintain (Hudi's secondary and
-        expression indexes, a partitioned record index) would fall behind the
+        """Partitions this writer does not maintain (Hudi's expression indexes,
+        secondary indexes on columns whose index text it does not write, a
+        partitioned record index) would fall behind the
         instants a sync adds, and a planner trusting the metadata table's
         instants would then miss rows they do not index: refuse, before
         anything is written, and say how to go on."""
-        unmaintained = sorted(set(self.data.config.metadata_partitions) - {p.value for p in MdtPartition})
+        unmaintained = sorted(set(self.data.config.metadata_partitions) - {p.value for p in self._built()})
         if not unmaintained:
             return
         is_synced = self._synced(mdt)
@@ -482,6 +508,45 @@ class MetadataTableWriter:
                 f"syncing {len(behind)} instant(s) ({behind[0]} ..) would leave them behind and plans would miss rows they do not "
                 f"index. Sync with Apache Hudi, or set them aside first: hudi-bridge index drop {self.storage.uri} --partitions {names}")
 
+    def _built(self) -> list[MetadataPartition]:
+        """The listed partitions this writer keeps: its own, and secondary
+        indexes defined on one column whose index text it writes."""
+        listed = set(self.data.config.metadata_partitions)
+        own: list[MetadataPartition] = [p for p in PARTITION_ORDER if p.value in listed]
+        schema = {f.name: f.type for f in table_schema(self.data)} if any(p.startswith("secondary_index_") for p in listed) else {}
+        for index in defined_secondary_indexes(index_definitions(self.storage, self.data.config.raw)):
+            if index.value in listed and index.column in schema:
+                try:
+                    check_indexable(index.column, schema[index.column])
+                except IndexWriteError:
+                    continue
+                own.append(index)
+        return own
+
+    def _check_secondary(self, asked: list[SecondaryIndexPartition], partitions: list[MetadataPartition]) -> None:
+        """Before anything is written: a secondary index needs table version 8+,
+        a column whose index text is known, and the record index it is read through."""
+        if not asked:
+            return
+        if self.version < 8:
+            raise IndexWriteError(f"{self.storage.uri}: secondary indexes are Hudi 1.x (table version 8+); this table is version {self.version}")
+        schema = {f.name: f.type for f in table_schema(self.data)}
+        for index in asked:
+            check_indexable(index.column, schema.get(index.column))
+        if MdtPartition.RECORD_INDEX not in partitions and MdtPartition.RECORD_INDEX.value not in self.data.config.metadata_partitions:
+            raise IndexWriteError(f"{self.storage.uri}: a secondary index is read through the record index: build record_index too")
+
+    def _define(self, indexes: list[SecondaryIndexPartition]) -> None:
+        """Index definitions (`.hoodie/.index_defs/index.json`) for new secondary indexes, as Hudi 1.1 writes them."""
+        if not indexes:
+            return
+        definitions = index_definitions(self.storage, self.data.config.raw)
+        for index in indexes:
+            self.storage.write_bytes(INDEX_DEFS_PATH, with_definition(definitions, index))
+            definitions = index_definitions(self.storage, {INDEX_DEFS_KEY: INDEX_DEFS_PATH})
+        if self.data.config.raw.get(INDEX_DEFS_KEY) != INDEX_DEFS_PATH:
+            self._set_config({INDEX_DEFS_KEY: INDEX_DEFS_PATH})
+
     def _indexed_columns(self, mdt: TableParts, schema: pa.Schema) -> list[str]:
         for instant in reversed(mdt.timeline.completed()):
             if instant.action in (Action.DELTA_COMMIT, Action.COMMIT):  # a rebuild's compaction may set them
@@ -490,9 +555,9 @@ class MetadataTableWriter:
                     return [c for c in extra[INDEXED_COLUMNS].split(",") if c]
         return columns_to_index(schema)
 
-    def _apply(self, mdt: TableParts, ts: str, change: _Change, built: list[MdtPartition], columns: list[str],
+    def _apply(self, mdt: TableParts, ts: str, change: _Change, built: list[MetadataPartition], columns: list[str],
                schema: pa.Schema, report: IndexReport) -> None:
-        records: dict[MdtPartition, dict[str, dict[str, Any]]] = {p: {} for p in built}
+        records: dict[MetadataPartition, dict[str, dict[str, Any]]] = {p: {} for p in built}
         files = records.get(MdtPartition.FILES, {})
         current = set(self._reader_partitions())
         for partition in sorted(set(change.added) | set(change.deleted)):
@@ -531,6 +596,10 @@ class MetadataTableWriter:
                         stats[key] = range_record(key, ColumnRange(name, column, dtype, None, None, 0, 0), self.version, deleted=True)
         if MdtPartition.RECORD_INDEX in records:
             records[MdtPartition.RECORD_INDEX].update(self._record_locations(ts, change, present))
+        secondary = [p for p in records if isinstance(p, SecondaryIndexPartition)]
+        if secondary:
+            for secondary_index, found in self._secondary_changes(ts, change, secondary).items():
+                records[secondary_index].update(found)
         if MdtPartition.BLOOM_FILTERS in records:
             extension = self.data.config.base_file_format.extension
             blooms = records[MdtPartition.BLOOM_FILTERS]
@@ -543,26 +612,64 @@ class MetadataTableWriter:
         self._write_pending(mdt, ts, Action.DELTA_COMMIT)
         self.fault(f"{ts}: after requested")
         written: list[tuple[str, str, int]] = []
-        for partition, by_key in records.items():
+        for target, by_key in records.items():
             if not by_key:
                 continue
-            groups = self._file_group_count(partition)
+            groups = self._file_group_count(target)
             cells: dict[int, list[tuple[bytes, bytes]]] = {}
             for key, record in by_key.items():
-                cells.setdefault(file_group_index(key, groups), []).append((key.encode(), encode_record(record, self.schema_json)))
+                cells.setdefault(file_group_index(target.routing_key(key), groups), []).append(
+                    (key.encode(), encode_record(record, self.schema_json)))
             for index, group_cells in sorted(cells.items()):
-                fg = file_group_id(partition, index)
-                name = self._log_name(mdt, partition, fg, ts)
+                fg = file_group_id(target, index)
+                name = self._log_name(mdt, target, fg, ts)
                 block = LogBlock(BlockType.HFILE_DATA, {HeaderKey.INSTANT_TIME: ts, HeaderKey.SCHEMA: self.schema_json},
                                  self._hfile(sorted(group_cells)))
                 data = encode_block(block)
-                self.mdt_storage.write_bytes(join(partition.value, name), data)
-                written.append((fg, join(partition.value, name), len(data)))
+                self.mdt_storage.write_bytes(join(target.value, name), data)
+                written.append((fg, join(target.value, name), len(data)))
                 report.records_written += len(group_cells)
-                self.fault(f"{ts}: after log {partition.value}/{index}")
+                self.fault(f"{ts}: after log {target.value}/{index}")
         self._complete(mdt, ts, Action.DELTA_COMMIT, written, "UPSERT_PREPPED")
         if not written:
             log.debug("instant %s changed nothing the metadata table holds", ts)
+
+    def _secondary_changes(self, ts: str, change: _Change,
+                           indexes: list[SecondaryIndexPartition]) -> dict[SecondaryIndexPartition, dict[str, dict[str, Any]]]:
+        """Secondary index records for what one instant did: the (value, record
+        key) pairs of the file groups it changed, before and after it; those
+        gone are written deleted, the new ones live. Where a state cannot be
+        read back (a later clean removed its files), and after a rollback,
+        every pair of the touched partitions' latest slices is written live:
+        a stale pair only keeps a file group, a missing one would lose rows."""
+        out: dict[SecondaryIndexPartition, dict[str, dict[str, Any]]] = {p: {} for p in indexes}
+        table = HudiTable(self.data.storage, self.data.config, self.data.timeline, listing=StorageListing(self.data.storage))
+        options = dict(self.storage.storage_options)
+        rewrite = sorted(change.rekeyed_partitions)
+        touched = sorted(change.added) if change.keyed else []
+        if touched:
+            earlier = [i.requested_time for i in self.data.timeline.completed() if i.requested_time < ts]
+            try:
+                before = table.view(as_of=max(earlier)).latest_file_slices(touched) if earlier else []
+                after = table.view(as_of=ts).latest_file_slices(touched)
+            except CleanedFilesError:
+                rewrite = sorted({*rewrite, *touched})
+            else:
+                old = {(s.partition, s.file_id): s for s in before}
+                new = {(s.partition, s.file_id): s for s in after}
+                gone = [s for k, s in old.items() if new.get(k) is None or new[k].files != s.files]
+                came = [s for k, s in new.items() if old.get(k) is None or old[k].files != s.files]
+                for index in indexes:
+                    was = entries(slice_rows(self.storage.uri, options, gone, index.column), index.column)
+                    now = entries(slice_rows(self.storage.uri, options, came, index.column), index.column)
+                    out[index].update(records_of([(v, k, True) for v, k in sorted(was - now, key=str)]
+                                                 + [(v, k, False) for v, k in sorted(now - was, key=str)]))
+        if rewrite:
+            current = table.view().latest_file_slices(rewrite)
+            for index in indexes:
+                out[index].update(records_of((v, k, False) for v, k in entries(slice_rows(self.storage.uri, options, current, index.column),
+                                                                                 index.column)))
+        return out
 
     def _record_locations(self, ts: str, change: _Change, present: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
         """record_index records for what one instant did: the keys of the files
@@ -582,7 +689,7 @@ class MetadataTableWriter:
         found = keys_of_files(self.storage, targets, blocks_counting(ts if change.keyed else None, _completed(self.data)))
         return dict(record_index_entries(found, timeline_is_utc(self.data.config)))
 
-    def _log_name(self, mdt: TableParts, partition: MdtPartition, fg: str, ts: str) -> str:
+    def _log_name(self, mdt: TableParts, partition: MetadataPartition, fg: str, ts: str) -> str:
         """v8+: one log file per writing instant. v6: a new log version in the
         latest slice (appending to a file would leave half a block on a crash)."""
         if self.version >= 8:
@@ -647,7 +754,7 @@ class MetadataTableWriter:
     def _compact_locked(self, report: IndexReport, force: bool) -> None:
         mdt = self._roll_back_failed(self._mdt(), report)
         pending = [i for i in self.data.timeline.pending() if not i.is_compaction]
-        built = [MdtPartition(p) for p in self.data.config.metadata_partitions if p in {m.value for m in MdtPartition}]
+        built = self._built()
         due = []
         reader = MetadataTableReader(self.data)
         try:
@@ -672,7 +779,7 @@ class MetadataTableWriter:
             report.compacted.append(partition.value)
         self._complete(mdt, ts, Action.COMMIT, written, "COMPACT", compacted=True)
 
-    def _rebuild(self, partitions: list[MdtPartition], snapshot: _Snapshot, report: IndexReport) -> None:
+    def _rebuild(self, partitions: list[MetadataPartition], snapshot: _Snapshot, report: IndexReport) -> None:
         """Every file group of each partition gets a new base file from the
         snapshot; the completed compaction commit swaps them all in at once
         (Hudi's readers take compaction instants as valid). Until then readers
@@ -696,7 +803,7 @@ class MetadataTableWriter:
         report.notes.append(f"rebuilt beside the old file slices and swapped in by metadata instant {ts}: {', '.join(p.value for p in partitions)}")
 
     def _request_compaction(self, mdt: TableParts, reader: MetadataTableReader,
-                            partitions: Sequence[MdtPartition]) -> tuple[str, dict[MdtPartition, list[FileSlice]]]:
+                            partitions: Sequence[MetadataPartition]) -> tuple[str, dict[MetadataPartition, list[FileSlice]]]:
         """A new compaction instant (requested and inflight) over the partitions' current slices."""
         ts = self._new_time() if self.version >= 8 else (reader.latest_instant + "001")
         slices_of = {p: reader.file_slices(p.value) for p in partitions}
@@ -710,11 +817,11 @@ class MetadataTableWriter:
         self.fault("compaction: after requested")
         return ts, slices_of
 
-    def _write_bases(self, partition: MdtPartition, ts: str, groups: int, cells: Iterable[tuple[str, bytes]],
+    def _write_bases(self, partition: MetadataPartition, ts: str, groups: int, cells: Iterable[tuple[str, bytes]],
                      written: list[tuple[str, str, int]], step: str) -> int:
         """One HFile per file group (empty ones too: each replaces its group's
         old slice), cells routed by Hudi's key hash; returns the cells written."""
-        spills = self._route(groups, cells)
+        spills = self._route(partition, groups, cells)
         for index, spill in spills.items():
             fg = file_group_id(partition, index)
             name = join(partition.value, f"{fg}_{self._write_token()}_{ts}.hfile")
@@ -722,11 +829,11 @@ class MetadataTableWriter:
             self.fault(f"{step}: after {partition.value}/{index}")
         return sum(spill.count for spill in spills.values())
 
-    def _route(self, groups: int, cells: Iterable[tuple[str, bytes]]) -> dict[int, CellSpill]:
+    def _route(self, partition: MetadataPartition, groups: int, cells: Iterable[tuple[str, bytes]]) -> dict[int, CellSpill]:
         """Cells gathered per file group as Hudi hashes keys to them, sorted within the memory budget."""
         spills = {i: CellSpill(max(1, self.memory_budget // groups)) for i in range(groups)}
         for key, value in cells:
-            spills[file_group_index(key, groups)].add(key.encode(), value)
+            spills[file_group_index(partition.routing_key(key), groups)].add(key.encode(), value)
         return spills
 
     def _write_hfile(self, name: str, spill: CellSpill) -> int:
@@ -827,7 +934,11 @@ def record_index_entries(found: Sequence[FileKeys], utc: bool) -> Iterator[tuple
 
 
 def _is_dropped(record: MetadataRecord) -> bool:
-    return bool(record.column_stats and record.column_stats.is_deleted)
+    """A deleted entry, which a compaction leaves out as Hudi's does."""
+    if record.column_stats and record.column_stats.is_deleted:
+        return True
+    return any(isinstance(meta := record.raw.get(name), dict) and bool(meta.get("isDeleted"))
+               for name in ("BloomFilterMetadata", "SecondaryIndexMetadata"))
 
 
 def _raw(record: MetadataRecord) -> dict[str, Any]:
@@ -959,8 +1070,14 @@ class _Snapshot:
             self.progress(f"statistics of {min(start + self.batch_files, len(targets))} of {len(targets)} files")
         self._rollups = rollups
 
-    def records(self, partition: MdtPartition, version: int, instant: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    def records(self, partition: MetadataPartition, version: int, instant: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(key, record) of one MDT partition written at `instant`, produced a batch at a time."""
+        if isinstance(partition, SecondaryIndexPartition):
+            slices = latest_slices_from_storage(self.data, self.built_through) if self.built_through else []
+            self.progress(f"reading {partition.column} of {len(slices)} file slices")
+            rows = slice_rows(self.data.storage.uri, dict(self.data.storage.storage_options), slices, partition.column)
+            yield from records_of((v, k, False) for v, k in sorted(entries(rows, partition.column), key=str))
+            return
         if partition is MdtPartition.FILES:
             for p, names in self.files.items():
                 key = to_metadata_partition(p)

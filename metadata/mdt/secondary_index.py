@@ -1,0 +1,90 @@
+"""Writing Hudi's secondary indexes (`secondary_index_<name>`, Hudi 1.x).
+
+One record per (value, record key): key `<escaped value>$<escaped record
+key>` (`SecondaryIndexKeyUtils`: `\\`, `$` and NUL escaped with `\\`; a null
+value is a bare NUL), type 7, `SecondaryIndexMetadata.isDeleted`. The value
+is the column's Avro value as text, as Hudi's `Object.toString` gives it: a
+string as is, an integer in decimal, a date as its day number, a boolean as
+`true`/`false`. Other column types are refused rather than guessed.
+Records are routed to file groups by their `<escaped value>$` prefix
+(`SecondaryIndexPartition.routing_key`), as Hudi routes them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from datetime import date
+from typing import Any
+
+import hudi
+import pyarrow as pa
+
+from metadata.errors import IndexWriteError
+from metadata.file_group import FileSlice
+from metadata.mdt.file_groups import SecondaryIndexPartition
+from metadata.mdt.indexes import escape_secondary_key
+from metadata.mdt.record_schema import secondary_index_record
+from metadata.storage_options import hudi_rs_options
+
+INDEX_DEFS_PATH = ".hoodie/.index_defs/index.json"
+NULL_VALUE = "\0"
+RECORD_KEY = "_hoodie_record_key"
+
+
+def value_text(value: Any) -> str | None:
+    """Hudi's text of a column value (None: a null value)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, date):
+        return str((value - date(1970, 1, 1)).days)
+    return str(value)
+
+
+def secondary_index_key(value: str | None, record_key: str) -> str:
+    return (NULL_VALUE if value is None else escape_secondary_key(value)) + "$" + escape_secondary_key(record_key)
+
+
+def check_indexable(column: str, dtype: pa.DataType | None) -> None:
+    """Columns whose Hudi text is known exactly: strings, integers, dates, booleans."""
+    if dtype is None:
+        raise IndexWriteError(f"secondary index on {column}: no such column in the table's schema")
+    if not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_integer(dtype)
+            or pa.types.is_date32(dtype) or pa.types.is_boolean(dtype)):
+        raise IndexWriteError(f"secondary index on {column}: a {dtype} column's index text is not written here "
+                              "(strings, integers, dates and booleans are)")
+
+
+def entries(rows: pa.Table, column: str) -> set[tuple[str | None, str]]:
+    """(value text, record key) of merged rows."""
+    return {(value_text(v), k) for k, v in zip(rows.column(RECORD_KEY).to_pylist(), rows.column(column).to_pylist())}
+
+
+def slice_rows(base_uri: str, storage_options: dict[str, str], slices: Iterable[FileSlice], column: str) -> pa.Table:
+    """Record keys and `column` of the merged rows of these slices (hudi-rs's file group reader)."""
+    reader = hudi.HudiFileGroupReader(base_uri, hudi_rs_options(base_uri, storage_options) or None)
+    tables = []
+    for piece in slices:
+        batch = reader.read_file_slice_from_paths(piece.base_file or "", list(piece.log_files))
+        if batch.num_rows:
+            tables.append(pa.Table.from_batches([batch]).select([RECORD_KEY, column]))
+    if not tables:
+        return pa.table({RECORD_KEY: pa.array([], pa.string()), column: pa.array([], pa.null())})
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+def records_of(changes: Iterable[tuple[str | None, str, bool]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(key, record) of (value, record key, deleted) entries."""
+    for value, record_key, deleted in changes:
+        key = secondary_index_key(value, record_key)
+        yield key, secondary_index_record(key, deleted)
+
+
+def with_definition(definitions: dict[str, dict[str, Any]], partition: SecondaryIndexPartition) -> bytes:
+    """index.json with this secondary index defined as Hudi 1.1 defines one."""
+    updated = dict(definitions)
+    updated[partition.value] = {"indexName": partition.value, "indexType": "secondary_index", "indexFunction": "identity",
+                                "sourceFields": [partition.column], "indexOptions": {}, "version": "V2"}
+    return json.dumps({"indexDefinitions": updated}, indent=2).encode()
