@@ -1,7 +1,9 @@
-"""DirectoryLister, candidate-file planning and incremental pull."""
+"""DirectoryLister, candidate-file planning, incremental pull and change feeds."""
 
+from listers.changes import CDC_SCHEMA, ChangeFeedError, changes
 from listers.directory_lister import DirectoryLister
 from listers.incremental import IncrementalPlan, IncrementalRangeError, incremental, incremental_from_hive_conf
 from listers.planner import Plan, plan
 
-__all__ = ["DirectoryLister", "IncrementalPlan", "IncrementalRangeError", "Plan", "incremental", "incremental_from_hive_conf", "plan"]
+__all__ = ["CDC_SCHEMA", "ChangeFeedError", "DirectoryLister", "IncrementalPlan", "IncrementalRangeError", "Plan", "changes", "incremental",
+           "incremental_from_hive_conf", "plan"]

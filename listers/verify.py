@@ -3,9 +3,7 @@ holds a row the predicate selects (issue 26). A user's safety net against
 statistics that lie (Apache Hudi's #18755 writes all-null column_stats that
 look true), and the project's own test oracle.
 
-Rows are the slice's merged rows: a base file read with pyarrow, a slice
-with log files merged by hudi-rs's file group reader. Partition columns the
-writer left out of the files are added from the path, as strings.
+Rows are the slice's merged rows (`metadata.slice_rows`).
 """
 
 from __future__ import annotations
@@ -14,15 +12,10 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from expressions import Expr, ExpressionError, evaluate_rows
 from listers.planner import Plan
 from metadata import HudiTable
-from metadata.file_group import FileSlice
-from metadata.partition_path import parse_partition_values
-from metadata.storage_options import hudi_rs_options
+from metadata.slice_rows import merged_rows
 
 
 @dataclass(frozen=True)
@@ -47,28 +40,6 @@ class Verification:
                 "unchecked": list(self.unchecked)}
 
 
-def slice_rows(table: HudiTable, piece: FileSlice) -> pa.Table:
-    """The merged rows of one file slice, with partition columns from the path where the files lack them."""
-    if piece.log_files:
-        import hudi
-
-        reader = hudi.HudiFileGroupReader(table.base_uri, hudi_rs_options(table.base_uri, table.storage.storage_options) or None)
-        rows = pa.Table.from_batches([reader.read_file_slice_from_paths(piece.base_file or "", list(piece.log_files))])
-    elif piece.base_file:
-        with table.storage.open_random_access(piece.base_file) as handle:
-            rows = pq.read_table(handle)
-    else:
-        return pa.table({})
-    config = table.config
-    values = parse_partition_values(piece.partition, config.partition_fields, config.hive_style_partitioning,
-                                    config.url_encode_partitioning)
-    present = {name.lower() for name in rows.column_names}
-    for field, value in values.items():
-        if field.lower() not in present:
-            rows = rows.append_column(field, pa.array([value] * rows.num_rows, pa.string()))
-    return rows
-
-
 def verify_plan(table: HudiTable, result: Plan, expr: Expr, as_of: str | None = None, sample: int | None = None,
                 seed: int = 0) -> Verification:
     """Read the slices `result` ruled out (all, or `sample` of them chosen
@@ -79,7 +50,7 @@ def verify_plan(table: HudiTable, result: Plan, expr: Expr, as_of: str | None = 
     matches, unchecked = [], []
     for piece in chosen:
         where = table.storage.display_path(piece.base_file or (piece.log_files[0] if piece.log_files else piece.partition))
-        rows = slice_rows(table, piece)
+        rows = merged_rows(table, piece)
         if not rows.num_rows:
             continue
         try:

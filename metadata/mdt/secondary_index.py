@@ -17,7 +17,6 @@ from collections.abc import Iterable, Iterator
 from datetime import date
 from typing import Any
 
-import hudi
 import pyarrow as pa
 
 from metadata.errors import IndexWriteError
@@ -25,7 +24,8 @@ from metadata.file_group import FileSlice
 from metadata.mdt.file_groups import SecondaryIndexPartition
 from metadata.mdt.indexes import escape_secondary_key
 from metadata.mdt.record_schema import secondary_index_record
-from metadata.storage_options import hudi_rs_options
+from metadata.slice_rows import rows_of_slices
+from metadata.table import HudiTable
 
 INDEX_DEFS_PATH = ".hoodie/.index_defs/index.json"
 NULL_VALUE = "\0"
@@ -57,22 +57,12 @@ def check_indexable(column: str, dtype: pa.DataType | None) -> None:
                               "(strings, integers, dates and booleans are)")
 
 
-def entries(rows: pa.Table, column: str) -> set[tuple[str | None, str]]:
-    """(value text, record key) of merged rows."""
+def entries(table: HudiTable, slices: Iterable[FileSlice], column: str) -> set[tuple[str | None, str]]:
+    """(value text, record key) of the merged rows of these slices."""
+    rows = rows_of_slices(table, slices, [RECORD_KEY, column])
+    if rows is None:
+        return set()
     return {(value_text(v), k) for k, v in zip(rows.column(RECORD_KEY).to_pylist(), rows.column(column).to_pylist())}
-
-
-def slice_rows(base_uri: str, storage_options: dict[str, str], slices: Iterable[FileSlice], column: str) -> pa.Table:
-    """Record keys and `column` of the merged rows of these slices (hudi-rs's file group reader)."""
-    reader = hudi.HudiFileGroupReader(base_uri, hudi_rs_options(base_uri, storage_options) or None)
-    tables = []
-    for piece in slices:
-        batch = reader.read_file_slice_from_paths(piece.base_file or "", list(piece.log_files))
-        if batch.num_rows:
-            tables.append(pa.Table.from_batches([batch]).select([RECORD_KEY, column]))
-    if not tables:
-        return pa.table({RECORD_KEY: pa.array([], pa.string()), column: pa.array([], pa.null())})
-    return pa.concat_tables(tables, promote_options="permissive")
 
 
 def records_of(changes: Iterable[tuple[str | None, str, bool]]) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -51,7 +51,7 @@ from metadata.mdt.reader import BUILT_THROUGH, METADATA_FOLDER, PENDING_AT_BUILD
 from metadata.mdt.record_keys import FileKeys, keys_of_files
 from metadata.mdt.record_schema import encode_record, files_record, range_record, record_index_record, record_schema_json
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord
-from metadata.mdt.secondary_index import INDEX_DEFS_PATH, check_indexable, entries, records_of, slice_rows, with_definition
+from metadata.mdt.secondary_index import INDEX_DEFS_PATH, check_indexable, entries, records_of, with_definition
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
 from metadata.mdt.validate import committed_files
 from metadata.mdt.write.cell_spill import DEFAULT_BUDGET_BYTES, CellSpill
@@ -644,7 +644,6 @@ class MetadataTableWriter:
         a stale pair only keeps a file group, a missing one would lose rows."""
         out: dict[SecondaryIndexPartition, dict[str, dict[str, Any]]] = {p: {} for p in indexes}
         table = HudiTable(self.data.storage, self.data.config, self.data.timeline, listing=StorageListing(self.data.storage))
-        options = dict(self.storage.storage_options)
         rewrite = sorted(change.rekeyed_partitions)
         touched = sorted(change.added) if change.keyed else []
         if touched:
@@ -660,15 +659,13 @@ class MetadataTableWriter:
                 gone = [s for k, s in old.items() if new.get(k) is None or new[k].files != s.files]
                 came = [s for k, s in new.items() if old.get(k) is None or old[k].files != s.files]
                 for index in indexes:
-                    was = entries(slice_rows(self.storage.uri, options, gone, index.column), index.column)
-                    now = entries(slice_rows(self.storage.uri, options, came, index.column), index.column)
+                    was, now = entries(table, gone, index.column), entries(table, came, index.column)
                     out[index].update(records_of([(v, k, True) for v, k in sorted(was - now, key=str)]
                                                  + [(v, k, False) for v, k in sorted(now - was, key=str)]))
         if rewrite:
             current = table.view().latest_file_slices(rewrite)
             for index in indexes:
-                out[index].update(records_of((v, k, False) for v, k in entries(slice_rows(self.storage.uri, options, current, index.column),
-                                                                                 index.column)))
+                out[index].update(records_of((v, k, False) for v, k in entries(table, current, index.column)))
         return out
 
     def _record_locations(self, ts: str, change: _Change, present: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
@@ -1075,8 +1072,8 @@ class _Snapshot:
         if isinstance(partition, SecondaryIndexPartition):
             slices = latest_slices_from_storage(self.data, self.built_through) if self.built_through else []
             self.progress(f"reading {partition.column} of {len(slices)} file slices")
-            rows = slice_rows(self.data.storage.uri, dict(self.data.storage.storage_options), slices, partition.column)
-            yield from records_of((v, k, False) for v, k in sorted(entries(rows, partition.column), key=str))
+            table = HudiTable(self.data.storage, self.data.config, self.data.timeline, listing=StorageListing(self.data.storage))
+            yield from records_of((v, k, False) for v, k in sorted(entries(table, slices, partition.column), key=str))
             return
         if partition is MdtPartition.FILES:
             for p, names in self.files.items():

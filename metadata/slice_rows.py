@@ -1,0 +1,47 @@
+"""The merged rows of file slices: a base file read with pyarrow, a slice
+with log files merged by hudi-rs's file group reader. Partition columns the
+writer left out of the files are added from the path, as strings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from metadata.file_group import FileSlice
+from metadata.partition_path import parse_partition_values
+from metadata.storage_options import hudi_rs_options
+from metadata.table import HudiTable
+
+
+def merged_rows(table: HudiTable, piece: FileSlice) -> pa.Table:
+    """The merged rows of one file slice."""
+    if piece.log_files:
+        import hudi
+
+        reader = hudi.HudiFileGroupReader(table.base_uri, hudi_rs_options(table.base_uri, table.storage.storage_options) or None)
+        rows = pa.Table.from_batches([reader.read_file_slice_from_paths(piece.base_file or "", list(piece.log_files))])
+    elif piece.base_file:
+        with table.storage.open_random_access(piece.base_file) as handle:
+            rows = pq.read_table(handle)
+    else:
+        return pa.table({})
+    config = table.config
+    values = parse_partition_values(piece.partition, config.partition_fields, config.hive_style_partitioning,
+                                    config.url_encode_partitioning)
+    present = {name.lower() for name in rows.column_names}
+    for field, value in values.items():
+        if field.lower() not in present:
+            rows = rows.append_column(field, pa.array([value] * rows.num_rows, pa.string()))
+    return rows
+
+
+def rows_of_slices(table: HudiTable, slices: Iterable[FileSlice], columns: Sequence[str] | None = None) -> pa.Table | None:
+    """The merged rows of many slices in one table (schemas unified), or None when they hold none."""
+    parts = []
+    for piece in slices:
+        rows = merged_rows(table, piece)
+        if rows.num_rows:
+            parts.append(rows.select(list(columns)) if columns is not None else rows)
+    return pa.concat_tables(parts, promote_options="permissive") if parts else None
