@@ -24,6 +24,7 @@ from engine_bridge.spark.scan import plan_scan, read_split
 from engine_bridge.spark.schema import spark_arrow_schema, spark_schema, table_arrow_schema
 from engine_bridge.spark.stream import HudiStreamReader
 from expressions import Expr, ExpressionError, from_spark_filters
+from listers.changes import CDC_SCHEMA, CommitChange, commit_changes, plan_changes
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,33 @@ class HudiBatchReader(DataSourceReader):
         yield from read_split(partition.spec, partition.split, spark_arrow_schema(self.schema))
 
 
+class ChangePartition(InputPartition):
+    """One Spark task of a change feed: one commit's changed file slices."""
+
+    def __init__(self, index: int, options: ReadOptions, change: CommitChange) -> None:
+        super().__init__(index)
+        self.options = options
+        self.change = change
+
+
+class HudiChangeReader(DataSourceReader):
+    """`hoodie.datasource.query.incremental.format=cdc`: Hudi's CDC rows
+    (listers.changes), a task per commit, in commit order."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        self.options = options
+
+    def partitions(self) -> list[ChangePartition]:
+        table = self.options.open_table()
+        return [ChangePartition(i, self.options, change)
+                for i, change in enumerate(plan_changes(table, self.options.begin or "0", self.options.end))]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        if not isinstance(partition, ChangePartition):
+            return  # a range with no commit: Spark still asks for one partition
+        yield from commit_changes(partition.options.open_table(), partition.change).to_batches()
+
+
 class HudiDataSource(DataSource):
     """`spark.read.format("hudi").load(path)`, options under Hudi's names
     (see engine_bridge.spark.options)."""
@@ -75,10 +103,16 @@ class HudiDataSource(DataSource):
         return ReadOptions.parse(self.options, self.prune_pushed_default)
 
     def schema(self) -> Any:
-        return spark_schema(table_arrow_schema(self._read_options().open_table()))
+        options = self._read_options()
+        if options.is_change_feed:
+            return spark_schema(CDC_SCHEMA)
+        return spark_schema(table_arrow_schema(options.open_table()))
 
-    def reader(self, schema: Any) -> HudiBatchReader:
-        return HudiBatchReader(self._read_options(), schema)
+    def reader(self, schema: Any) -> HudiBatchReader | HudiChangeReader:
+        options = self._read_options()
+        if options.is_change_feed:
+            return HudiChangeReader(options)
+        return HudiBatchReader(options, schema)
 
     def streamReader(self, schema: Any) -> HudiStreamReader:
         return HudiStreamReader(self.options, schema)

@@ -18,6 +18,7 @@ PATH = "path"
 QUERY_TYPE = "hoodie.datasource.query.type"
 BEGIN = "hoodie.datasource.read.begin.instanttime"
 END = "hoodie.datasource.read.end.instanttime"
+INCREMENTAL_FORMAT = "hoodie.datasource.query.incremental.format"
 AS_OF = "as.of.instant"
 DATA_SKIPPING = "hoodie.enable.data.skipping"
 METADATA = "hoodie.metadata.enable"
@@ -44,6 +45,14 @@ class QueryType(TextEnum):
     SNAPSHOT = "snapshot"
     READ_OPTIMIZED = "read_optimized"
     INCREMENTAL = "incremental"
+
+
+class IncrementalFormat(TextEnum):
+    """Hudi's `hoodie.datasource.query.incremental.format`: the rows as they
+    are now, or the change feed (op, ts_ms, before, after)."""
+
+    LATEST_STATE = "latest_state"
+    CDC = "cdc"
 
 
 def _flag(options: Mapping[str, str], key: str, default: bool) -> bool:
@@ -89,9 +98,14 @@ class ReadOptions:
     data_skipping: bool = True
     use_metadata: bool = True
     incremental_fallback: bool = False
+    incremental_format: IncrementalFormat = IncrementalFormat.LATEST_STATE
     prune_pushed: bool = True
     split_bytes: int = DEFAULT_SPLIT_BYTES
     storage_options: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def is_change_feed(self) -> bool:
+        return self.incremental_format is IncrementalFormat.CDC
 
     def open_table(self) -> HudiTable:
         """The table, read through its metadata table unless hoodie.metadata.enable=false."""
@@ -123,6 +137,13 @@ class ReadOptions:
             raise SparkOptionError(f"an incremental query needs {BEGIN}")
         if query_type is not QueryType.INCREMENTAL and (begin or end):
             raise SparkOptionError(f"{BEGIN} and {END} apply to {QUERY_TYPE}=incremental only")
+        try:
+            incremental_format = IncrementalFormat(options.get(INCREMENTAL_FORMAT, "latest_state").strip().lower())
+        except ValueError:
+            raise SparkOptionError(f"option {INCREMENTAL_FORMAT}={options[INCREMENTAL_FORMAT]!r}: expected one of "
+                                   f"{', '.join(IncrementalFormat.values())}") from None
+        if incremental_format is IncrementalFormat.CDC and query_type is not QueryType.INCREMENTAL:
+            raise SparkOptionError(f"{INCREMENTAL_FORMAT}=cdc applies to {QUERY_TYPE}=incremental only")
         as_of = options.get(AS_OF)
         if as_of and query_type is QueryType.INCREMENTAL:
             raise SparkOptionError(f"{AS_OF} (time travel) cannot be combined with an incremental query")
@@ -140,6 +161,7 @@ class ReadOptions:
             data_skipping=_flag(options, DATA_SKIPPING, True),
             use_metadata=_flag(options, METADATA, True),
             incremental_fallback=_flag(options, INCREMENTAL_FALLBACK, False),
+            incremental_format=incremental_format,
             prune_pushed=_flag(options, PRUNE_PUSHED, prune_pushed_default),
             split_bytes=max(1, split_bytes),
             storage_options=storage_options_in(options),
