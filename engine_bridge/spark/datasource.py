@@ -18,13 +18,13 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from engine_bridge.spark.options import ReadOptions
-from engine_bridge.spark.partition import HudiInputPartition
+from engine_bridge.spark.options import ReadOptions, wants_change_feed
+from engine_bridge.spark.partition import ChangePartition, HudiInputPartition
 from engine_bridge.spark.scan import plan_scan, read_split
 from engine_bridge.spark.schema import spark_arrow_schema, spark_schema, table_arrow_schema
 from engine_bridge.spark.stream import HudiStreamReader
 from expressions import Expr, ExpressionError, from_spark_filters
-from listers.changes import CDC_SCHEMA, CommitChange, commit_changes, plan_changes
+from listers.changes import CDC_SCHEMA, commit_changes, plan_changes
 
 log = logging.getLogger(__name__)
 
@@ -61,15 +61,6 @@ class HudiBatchReader(DataSourceReader):
         yield from read_split(partition.spec, partition.split, spark_arrow_schema(self.schema))
 
 
-class ChangePartition(InputPartition):
-    """One Spark task of a change feed: one commit's changed file slices."""
-
-    def __init__(self, index: int, options: ReadOptions, change: CommitChange) -> None:
-        super().__init__(index)
-        self.options = options
-        self.change = change
-
-
 class HudiChangeReader(DataSourceReader):
     """`hoodie.datasource.query.incremental.format=cdc`: Hudi's CDC rows
     (listers.changes), a task per commit, in commit order."""
@@ -103,10 +94,9 @@ class HudiDataSource(DataSource):
         return ReadOptions.parse(self.options, self.prune_pushed_default)
 
     def schema(self) -> Any:
-        options = self._read_options()
-        if options.is_change_feed:
+        if wants_change_feed(self.options):  # batch or stream: Hudi's CDC columns
             return spark_schema(CDC_SCHEMA)
-        return spark_schema(table_arrow_schema(options.open_table()))
+        return spark_schema(table_arrow_schema(self._read_options().open_table()))
 
     def reader(self, schema: Any) -> HudiBatchReader | HudiChangeReader:
         options = self._read_options()

@@ -65,6 +65,11 @@ def _flag(options: Mapping[str, str], key: str, default: bool) -> bool:
     return lowered == "true"
 
 
+def wants_change_feed(options: Mapping[str, str]) -> bool:
+    """Whether the options ask for Hudi's CDC rows (the value is checked by ReadOptions.parse)."""
+    return any(k.lower() == INCREMENTAL_FORMAT and v.strip().lower() == IncrementalFormat.CDC.value for k, v in options.items())
+
+
 def storage_options_in(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     """The storage options among a source's options (keys lower-cased, as Spark passes them)."""
     found = {k.removeprefix(STORAGE_PREFIX): v for k, v in options.items() if k.startswith((STORAGE_PREFIX, HADOOP_S3A_PREFIX))}

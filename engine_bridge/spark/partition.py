@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pyspark.sql.datasource import InputPartition
 
+from engine_bridge.spark.options import ReadOptions
 from engine_bridge.spark.scan import ReadSpec, Split
+from listers.changes import CommitChange
 
 
 class HudiInputPartition(InputPartition):
@@ -15,3 +17,12 @@ class HudiInputPartition(InputPartition):
         super().__init__(index)
         self.spec = spec
         self.split = split
+
+
+class ChangePartition(InputPartition):
+    """One Spark task of a change feed: one commit's changed file slices."""
+
+    def __init__(self, index: int, options: ReadOptions, change: CommitChange) -> None:
+        super().__init__(index)
+        self.options = options
+        self.change = change

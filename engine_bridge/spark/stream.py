@@ -4,7 +4,9 @@ An offset is `{"instant": T}`: every commit up to T has been delivered. T
 is a completion time on table v8+ and a requested time on v6, so on v8+ a
 commit that completes after a later-requested one still comes, in the
 batch after the one its completion falls in. Each batch is the incremental
-read of (start, end], as `hoodie.datasource.query.type=incremental` reads it.
+read of (start, end], as `hoodie.datasource.query.type=incremental` reads it,
+or with `hoodie.datasource.query.incremental.format=cdc` the change feed of
+those commits (a task per commit), with the same offsets.
 """
 
 from __future__ import annotations
@@ -16,10 +18,22 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles, SupportsTriggerAvailableNow
 
-from engine_bridge.spark.options import INCREMENTAL_FALLBACK, METADATA, PATH, QueryType, ReadOptions, SparkOptionError, query_instant
-from engine_bridge.spark.partition import HudiInputPartition
+from engine_bridge.spark.options import (
+    HADOOP_S3A_PREFIX,
+    INCREMENTAL_FALLBACK,
+    METADATA,
+    PATH,
+    STORAGE_PREFIX,
+    QueryType,
+    ReadOptions,
+    SparkOptionError,
+    query_instant,
+    wants_change_feed,
+)
+from engine_bridge.spark.partition import ChangePartition, HudiInputPartition
 from engine_bridge.spark.scan import plan_scan, read_split
 from engine_bridge.spark.schema import spark_arrow_schema
+from listers.changes import commit_changes, plan_changes
 from listers.incremental import range_key
 from metadata import HudiTable
 from metadata.instant import BEFORE_ALL_INSTANTS
@@ -33,6 +47,7 @@ class StreamOptions:
     read: ReadOptions
     start: str  # earliest | latest | an instant (commits after it)
     max_commits: int | None
+    change_feed: bool = False  # hoodie.datasource.query.incremental.format=cdc: Hudi's CDC rows
 
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> StreamOptions:
@@ -47,8 +62,9 @@ class StreamOptions:
             raise SparkOptionError(f"option {MAX_COMMITS}={text!r}: expected a number of commits") from None
         if max_commits is not None and max_commits < 1:
             raise SparkOptionError(f"option {MAX_COMMITS} must be at least 1")
-        kept = {k: v for k, v in options.items() if k in (PATH, "paths", METADATA, INCREMENTAL_FALLBACK)}
-        return cls(ReadOptions.parse(kept), start, max_commits)
+        kept = {k: v for k, v in options.items()
+                if k in (PATH, "paths", METADATA, INCREMENTAL_FALLBACK) or k.startswith((STORAGE_PREFIX, HADOOP_S3A_PREFIX))}
+        return cls(ReadOptions.parse(kept), start, max_commits, wants_change_feed(options))
 
 
 def _offset(instant: str) -> dict[str, str]:
@@ -94,9 +110,12 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             pending = pending[: max(1, limit.max_files)]  # files stand for commits here
         return _offset(pending[-1])
 
-    def partitions(self, start: dict[str, str], end: dict[str, str]) -> list[HudiInputPartition]:
+    def partitions(self, start: dict[str, str], end: dict[str, str]) -> list[HudiInputPartition] | list[ChangePartition]:
         if start["instant"] >= end["instant"]:
             return []
+        if self.options.change_feed:
+            changed = plan_changes(self._table(), start["instant"], end["instant"])
+            return [ChangePartition(i, self.options.read, change) for i, change in enumerate(changed)]
         read = ReadOptions(
             path=self.options.read.path,
             query_type=QueryType.INCREMENTAL,
@@ -109,6 +128,9 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [HudiInputPartition(i, scan.spec, split) for i, split in enumerate(scan.splits)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        if isinstance(partition, ChangePartition):
+            yield from commit_changes(partition.options.open_table(), partition.change).to_batches()
+            return
         assert isinstance(partition, HudiInputPartition)
         yield from read_split(partition.spec, partition.split, spark_arrow_schema(self.schema))
 
