@@ -470,3 +470,42 @@ def test_empty_results_are_zero_rows_with_the_schema(tmp_path: Path, spark: Any,
     # a stream over a table never written delivers nothing, and fails nowhere
     assert _run_stream(spark, source, empty, tmp_path / "out", tmp_path / "checkpoint") == []
     assert sum(pq.read_metadata(f).num_rows for f in (tmp_path / "out").glob("*.parquet")) == 0
+
+
+def test_a_throttled_stream_splits_commits_by_file_group_and_delivers_each_row_once(tmp_path: Path, spark: Any, source: str) -> None:
+    """20 commits of 1 to 5 files each, read with at most 3 files a batch:
+    commits larger than what a batch has left are split by file group (the
+    offset names the commit and the group reached); across a restart every
+    row comes once."""
+    from engine_bridge.spark.stream import MAX_FILES
+
+    schema = pa.schema([("id", pa.int64()), ("city", pa.string()), ("round", pa.int64())])
+    path = str(tmp_path / "throttled")
+    builder = TableBuilder(path, schema, version=8, partition_fields=["city"], max_rows_per_file=2)
+
+    def commit(r: int) -> None:  # 1, 5 or 9 rows: 1, 3 or 5 new file groups
+        builder.write([{"id": r * 10 + i, "city": ("sf", "la")[i % 2], "round": r} for i in range(1 + 4 * (r % 3))])
+
+    for r in range(12):
+        commit(r)
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+
+    def run() -> list[dict[str, Any]]:
+        stream = (spark.readStream.format(source).option(MAX_FILES, "3").option(START_OFFSET, "earliest").load(path)
+                  .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(checkpoint))
+                  .trigger(availableNow=True).start())
+        stream.awaitTermination(300)
+        progress = [p for p in stream.recentProgress if p["numInputRows"] > 0]
+        stream.stop()
+        return progress
+
+    first = run()
+    ends = [p["sources"][0]["endOffset"] for p in first]
+    ends = [json.loads(e) if isinstance(e, str) else e for e in ends]
+    assert any("commit" in e for e in ends), ends  # some commit was split across batches
+    assert max(p["numInputRows"] for p in first) <= 6  # 3 files of at most 2 rows
+    for r in range(12, 20):
+        commit(r)
+    run()
+    written = sorted(r.id for r in spark.read.parquet(str(out)).collect())
+    assert written == sorted(r * 10 + i for r in range(20) for i in range(1 + 4 * (r % 3)))  # each row once

@@ -43,10 +43,16 @@ class SliceToRead:
     base_file: str | None
     log_files: tuple[str, ...]
     size: int
+    file_id: str = ""
 
     @classmethod
     def of(cls, s: FileSlice) -> SliceToRead:
-        return cls(s.partition, s.base_file, s.log_files, s.total_size)
+        return cls(s.partition, s.base_file, s.log_files, s.total_size, s.file_id)
+
+    @property
+    def group(self) -> tuple[str, str]:
+        """(partition, file id): the file group, the unit a stream may split a commit at."""
+        return self.partition, self.file_id
 
     @property
     def file_count(self) -> int:
