@@ -100,3 +100,20 @@ def test_a_change_stream_gives_each_change_once_across_a_restart(tmp_path: Path,
     assert run() == [1, 1]  # the delete, then an insert: nothing delivered twice
     written = [r.asDict() for r in spark.read.parquet(str(out)).collect()]
     assert _sorted(written) == _sorted(changes(path, "0").to_pylist())
+
+
+def test_read_and_pull_give_the_change_feed(tmp_path: Path, spark: Any, source: str) -> None:  # noqa: F811
+    from engine_bridge.spark import read
+    from engine_bridge.spark.pull import pull
+
+    path = str(tmp_path / "t")
+    builder = TableBuilder(path, SCHEMA, version=8, partition_fields=["city"])
+    builder.write([{"id": f"k{i}", "city": "sf", "fare": float(i)} for i in range(3)])
+    builder.write([{"id": "k2", "city": "sf", "fare": 5.0}])
+    builder.delete(["k0"])
+    everything = _sorted(changes(path, "0").to_pylist())
+    frame = read(spark, path, query_type="incremental", begin="00000000000000000", incremental_format="cdc", where="op <> 'i'")
+    assert _sorted([r.asDict() for r in frame.collect()]) == [r for r in everything if r[1] != "i"]
+    result = pull(spark, path, str(tmp_path / "out"), output_format="cdc", checkpoint=str(tmp_path / "checkpoint.json"))
+    assert result.rows == 5 and result.output is not None
+    assert _sorted([r.asDict() for r in spark.read.parquet(result.output).collect()]) == everything

@@ -11,7 +11,8 @@ from engine_bridge.cli.output import Output, command_output, console, progress
 @main.command()
 @click.argument("path")
 @click.option("--to", "out", required=True, help="Folder the ranges are written under (one range_<begin>_<end> folder each).")
-@click.option("--format", "output_format", default="parquet", show_default=True, help="Spark output format.")
+@click.option("--format", "output_format", default="parquet", show_default=True,
+              help="Spark output format of the rows, or cdc: the change feed (op, ts_ms, before, after) as Parquet.")
 @click.option("--begin", default=None, help="Pull commits after this instant (default: from the start, or the checkpoint).")
 @click.option("--checkpoint", default=None, help="JSON file holding the last pulled instant; read first, moved after the write.")
 @click.option("--end", default=None, help="Last instant to pull (completion time on v8+, requested time on v6).")

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from engine_bridge.spark.options import AS_OF, BEGIN, END, PATH, QUERY_TYPE, STORAGE_PREFIX, ReadOptions
+from engine_bridge.spark.options import AS_OF, BEGIN, END, INCREMENTAL_FORMAT, PATH, QUERY_TYPE, STORAGE_PREFIX, ReadOptions
 from engine_bridge.spark.register import source_name
 from engine_bridge.spark.scan import ScanPlan, plan_scan
 from engine_bridge.spark.schema import spark_schema, table_arrow_schema
@@ -65,15 +65,20 @@ def _needs_source(spark: Any, table: HudiTable, scan: ScanPlan) -> str | None:
 
 def read(spark: Any, path: str, where: str | None = None, query_type: str = "snapshot", begin: str | None = None,
          end: str | None = None, as_of: str | None = None, table: HudiTable | None = None,
-         storage_options: Mapping[str, str] | None = None, **options: str) -> Any:
+         storage_options: Mapping[str, str] | None = None, incremental_format: str | None = None, **options: str) -> Any:
     """A DataFrame of the table's rows (matching `where`, a Spark SQL predicate),
     planned by hudi-bridge. Options are the `hudi` source's; `table`, when the
     caller has it open already, saves reading its timeline again;
-    `storage_options` reach an object store (the driver's and the executors')."""
+    `storage_options` reach an object store (the driver's and the executors');
+    `incremental_format="cdc"` (with query_type="incremental") reads the
+    change feed: op, ts_ms, before, after."""
     raw = {PATH: path, QUERY_TYPE: query_type, **options}
     raw.update({f"{STORAGE_PREFIX}{k}": v for k, v in (storage_options or {}).items()})
-    raw.update({k: v for k, v in ((BEGIN, begin), (END, end), (AS_OF, as_of)) if v})
+    raw.update({k: v for k, v in ((BEGIN, begin), (END, end), (AS_OF, as_of), (INCREMENTAL_FORMAT, incremental_format)) if v})
     read_options = ReadOptions.parse(raw)
+    if read_options.is_change_feed:
+        frame = spark.read.format(source_name(spark)).options(**{k: v for k, v in raw.items() if k != PATH}).load(path)
+        return frame.where(where) if where else frame
     table = table or read_options.open_table()
     scan = plan_scan(read_options, _predicate(where), table)
     for note in scan.explanation:

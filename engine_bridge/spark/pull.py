@@ -71,6 +71,7 @@ def write_checkpoint(path: str, instant: str, table: str, output: str) -> None:
 
 
 STAGING_PREFIX = "_staging_"
+CHANGE_FEED = "cdc"  # --format cdc: the range's change feed (op, ts_ms, before, after), written as Parquet
 
 
 def _remove_staging(out: Path) -> None:
@@ -116,7 +117,10 @@ def pull(
     last = range_key(table, planned.instants[-1])
     instants = [i.requested_time for i in planned.instants]
     progress(f"{len(instants)} instant(s), {len(planned.files)} file slice(s) in {len(planned.partitions)} partition(s)")
-    frame = read(spark, path, where=where, query_type="incremental", begin=start, end=last, table=table)
+    change_feed = output_format == CHANGE_FEED
+    frame = read(spark, path, where=where, query_type="incremental", begin=start, end=last, table=table,
+                 incremental_format="cdc" if change_feed else None)
+    output_format = "parquet" if change_feed else output_format
     final = Path(out) / f"range_{start}_{last}"
     _remove_staging(Path(out))
     staging = Path(out) / f"{STAGING_PREFIX}{start}_{last}_{uuid.uuid4().hex}"
