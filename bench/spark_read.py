@@ -9,6 +9,9 @@ files opened, plus ratios to plain `spark.read.parquet`:
   (b) the `engine_bridge.spark.read` fast path (plan, then spark.read.parquet of the candidates);
   (c) `spark.read.parquet` of every base file with the same filter;
   (d) hudi-rs `HudiTable.read` with the same filters.
+Then the last commit (an upsert of one partition) read two ways: (e) the
+plain incremental read and (f) its change feed (`incremental.format=cdc`,
+before and after images), in rows per second.
 
     python -m bench.spark_read [--files 1000] [--runs 3] [--table DIR]
 """
@@ -27,9 +30,10 @@ import pyarrow as pa
 
 from bench.common import finish, progress
 from engine_bridge.spark import local_spark_session, read, register
-from engine_bridge.spark.options import PRUNE_PUSHED, ReadOptions
+from engine_bridge.spark.options import BEGIN, END, INCREMENTAL_FORMAT, PRUNE_PUSHED, QUERY_TYPE, ReadOptions
 from engine_bridge.spark.scan import plan_scan
 from expressions import parse_sql
+from listers.incremental import range_key
 from metadata import HudiTable
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
@@ -48,7 +52,13 @@ def build(path: str, files: int) -> None:
         "v": pa.array([i * 0.5 for i in range(rows)], pa.float64()),
         "p": pa.array([f"p{i // per_partition:02d}" for i in range(rows)]),
     }), operation="bulk_insert")
+    builder.write(pa.table({  # an upsert of the first partition: the commit the change-feed reads measure
+        "id": pa.array(range(per_partition), pa.int64()),
+        "v": pa.array([i * 0.5 + 1 for i in range(per_partition)], pa.float64()),
+        "p": pa.array(["p00"] * per_partition),
+    }))
     MetadataTableWriter(path).build()
+
 
 
 def timed(runs: int, call: Callable[[], int]) -> tuple[float, int]:
@@ -122,6 +132,16 @@ def main() -> None:
     report["c_parquet_all_files_opened"] = len(base_files)
     report["d_hudi_rs_files_opened"] = len(rs_slices)
     report["rows_agree"] = len({report[f"{k}_rows"] for k in ways}) == 1
+    commits = sorted(range_key(table, i) for i in table.timeline.commits())
+    incremental_options = {QUERY_TYPE: "incremental", BEGIN: commits[-2], END: commits[-1]}
+    feeds = {"e_incremental": lambda: spark.read.format(name).options(**incremental_options).load(path).count(),
+             "f_change_feed": lambda: spark.read.format(name).options(**incremental_options, **{INCREMENTAL_FORMAT: "cdc"}).load(path).count()}
+    for key, call in feeds.items():
+        progress(f"timing {key}")
+        seconds, rows = timed(args.runs, call)
+        report[f"{key}_seconds"], report[f"{key}_rows"] = round(seconds, 3), rows
+        report[f"{key}_rows_per_second"] = round(rows / seconds) if seconds else None
+    report["change_feed_time_vs_incremental"] = round(report["f_change_feed_seconds"] / report["e_incremental_seconds"], 2)
     for key in ("a_hudi_pruned", "a0_hudi_default", "b_fast_path", "d_hudi_rs"):
         report[f"{key}_time_vs_parquet_all"] = round(report[f"{key}_seconds"] / report["c_parquet_all_seconds"], 3)
         report[f"{key}_files_vs_parquet_all"] = round(report[f"{key}_files_opened"] / len(base_files), 4)

@@ -55,10 +55,10 @@ def fixture_table(request: pytest.FixtureRequest, fixture_root: Path) -> str:
 
 # Real Hive services, started once per session on 127.0.0.1 -----------------------
 from tests.azure_services import azure_server  # noqa: E402,F401  (session fixture)
-from tests.hive_services import hiveserver2, metastore, spark  # noqa: E402,F401  (session fixtures)
+from tests.hive_services import hiveserver2, metastore, spark, spark_connect  # noqa: E402,F401  (session fixtures)
 from tests.s3_services import s3_server  # noqa: E402,F401  (session fixture)
 
-JAVA_FIXTURES = {"metastore", "hiveserver2", "spark"}
+JAVA_FIXTURES = {"metastore", "hiveserver2", "spark", "spark_connect"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -67,3 +67,32 @@ def hiveserver2(metastore: EmbeddedMetastore, tmp_path_factory: pytest.TempPathF
         yield f"127.0.0.1:{port}"
     finally:
         stop_process(process)
+
+
+@pytest.fixture(scope="session")
+def spark_connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """sc://host:port of a Spark Connect server started from the PySpark
+    distribution on 127.0.0.1, whose Python workers run this interpreter."""
+    _require_java()
+    folder = tmp_path_factory.mktemp("spark-connect")
+    port = free_port()
+    command = [
+        str(spark_home() / "bin" / "spark-submit"), "--master", "local[2]",
+        "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+        "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.driver.bindAddress=127.0.0.1",
+        "--conf", "spark.driver.host=127.0.0.1",
+        "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+        "--conf", f"spark.connect.grpc.binding.port={port}",
+        "--conf", f"spark.sql.warehouse.dir={folder / 'warehouse'}",
+        "spark-internal",
+    ]
+    env = {**os.environ, "SPARK_HOME": str(spark_home()), "PYSPARK_PYTHON": sys.executable}
+    log_path = Path(folder) / "spark-connect.log"
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=folder, env=env)
+    try:
+        wait_for_port(port, process, 180.0, log_path, "the Spark Connect server")
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        stop_process(process)
