@@ -217,11 +217,13 @@ def test_fast_path_falls_back_to_the_source_for_log_files(tmp_path: Path, spark:
 
 
 # Streaming --------------------------------------------------------------------------------------------
-def _run_stream(spark: Any, source: str, path: str, out: Path, checkpoint: Path) -> list[dict[str, Any]]:
-    stream = (spark.readStream.format(source).option(MAX_COMMITS, "1").option(START_OFFSET, "earliest").load(path)
+def _run_stream(spark: Any, source: str, path: str, out: Path, checkpoint: Path, **options: str) -> list[dict[str, Any]]:
+    """An availableNow stream of the table into Parquet at `out` (a commit a
+    batch unless `options` say otherwise); the batches that delivered rows."""
+    stream = (spark.readStream.format(source).options(**{MAX_COMMITS: "1", START_OFFSET: "earliest", **options}).load(path)
               .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(checkpoint))
               .trigger(availableNow=True).start())
-    stream.awaitTermination(180)
+    stream.awaitTermination(300)
     progress = [p for p in stream.recentProgress if p["numInputRows"] > 0]
     stream.stop()
     return progress
@@ -491,13 +493,7 @@ def test_a_throttled_stream_splits_commits_by_file_group_and_delivers_each_row_o
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
 
     def run() -> list[dict[str, Any]]:
-        stream = (spark.readStream.format(source).option(MAX_FILES, "3").option(START_OFFSET, "earliest").load(path)
-                  .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(checkpoint))
-                  .trigger(availableNow=True).start())
-        stream.awaitTermination(300)
-        progress = [p for p in stream.recentProgress if p["numInputRows"] > 0]
-        stream.stop()
-        return progress
+        return _run_stream(spark, source, path, out, checkpoint, **{MAX_FILES: "3", MAX_COMMITS: "1000"})
 
     first = run()
     ends = [p["sources"][0]["endOffset"] for p in first]

@@ -85,7 +85,8 @@ def _render(report: IndexReport) -> Output:
 @click.argument("path")
 @click.option("--partitions", default=DEFAULT_BUILD, show_default=True,
               help=f"Metadata partitions to build, of {', '.join(PARTITION_NAMES)} (record_index is opt-in, as in Hudi).")
-@click.option("--columns", default=None, help="Columns for column_stats/partition_stats (default: Hudi's: meta fields and the first 32 columns).")
+@click.option("--columns", default=None,
+              help="Columns for column_stats/partition_stats, nested fields as a.b (default: Hudi's: meta fields and the first 32 columns).")
 @click.option("--all-columns", is_flag=True, help="Every indexable top-level column, not only the first 32.")
 @click.option("--secondary-index", "secondary", multiple=True, metavar="NAME:COLUMN",
               help="A Hudi secondary index on COLUMN, as partition secondary_index_NAME (repeatable; needs record_index).")

@@ -60,6 +60,35 @@ def is_indexable(dtype: pa.DataType) -> bool:
     )
 
 
+def leaf_type(schema: pa.Schema, column: str) -> pa.DataType | None:
+    """The type of a column, or of a nested field `a.b.c` inside structs (Hudi
+    names nested columns so), or None where there is none."""
+    if column in schema.names:
+        return schema.field(column).type
+    head, *rest = column.split(".")
+    if head not in schema.names or not rest:
+        return None
+    dtype = schema.field(head).type
+    for name in rest:
+        if not pa.types.is_struct(dtype) or dtype.get_field_index(name) < 0:
+            return None
+        dtype = dtype.field(name).type
+    return dtype
+
+
+def leaf_values(table: pa.Table, column: str) -> pa.ChunkedArray:
+    """A column's values, or a nested field's, null wherever a struct above it is null."""
+    if column in table.column_names:
+        return table.column(column)
+    head, *rest = column.split(".")
+    chunks = []
+    for chunk in table.column(head).chunks:
+        for name in rest:
+            chunk = chunk.flatten()[chunk.type.get_field_index(name)]  # flatten applies the struct's nulls
+        chunks.append(chunk)
+    return pa.chunked_array(chunks, leaf_type(table.schema, column))
+
+
 def columns_to_index(schema: pa.Schema, limit: int = MAX_COLUMNS_TO_INDEX) -> list[str]:
     names = set(schema.names)
     chosen = [c for c in META_FIELDS_ALWAYS_INDEXED if c in names]
@@ -112,8 +141,8 @@ def footer_ranges(data: bytes | pa.NativeFile, file_name: str, columns: Sequence
     except (OSError, pa.ArrowInvalid) as exc:
         raise HudiFormatError(where, f"Parquet footer does not read ({exc})") from None
     schema = parquet.schema_arrow
-    wanted = columns_to_index(schema) if columns is None else [c for c in columns if c in schema.names]
-    types = {name: schema.field(name).type for name in wanted}
+    wanted = columns_to_index(schema) if columns is None else [c for c in columns if leaf_type(schema, c) is not None]
+    types = {name: leaf_type(schema, name) for name in wanted}
     positions = {parquet.metadata.schema.column(i).path: i for i in range(parquet.metadata.num_columns)}
     merged: dict[str, ColumnRange] = {}
     for rg in range(parquet.metadata.num_row_groups):
@@ -125,10 +154,12 @@ def footer_ranges(data: bytes | pa.NativeFile, file_name: str, columns: Sequence
             chunk = group.column(index)
             stats = chunk.statistics
             has_range = stats is not None and stats.has_min_max
+            dtype = types[name]
+            assert dtype is not None
             piece = ColumnRange(
-                file_name, name, types[name],
-                _stat_value(stats.min, types[name]) if has_range else None,
-                _stat_value(stats.max, types[name]) if has_range else None,
+                file_name, name, dtype,
+                _stat_value(stats.min, dtype) if has_range else None,
+                _stat_value(stats.max, dtype) if has_range else None,
                 int(stats.null_count) if stats is not None and stats.has_null_count else 0,
                 int(chunk.num_values), int(chunk.total_compressed_size), int(chunk.total_uncompressed_size),
             )
@@ -138,11 +169,11 @@ def footer_ranges(data: bytes | pa.NativeFile, file_name: str, columns: Sequence
 
 def table_ranges(table: pa.Table, file_name: str, columns: Sequence[str] | None) -> list[ColumnRange]:
     """Stats of in-memory records (log blocks): exact min/max, sizes 0."""
-    wanted = columns_to_index(table.schema) if columns is None else [c for c in columns if c in table.schema.names]
+    wanted = columns_to_index(table.schema) if columns is None else [c for c in columns if leaf_type(table.schema, c) is not None]
     out = []
     for name in wanted:
-        column = table.column(name)
-        dtype = table.schema.field(name).type
+        column = leaf_values(table, name)
+        dtype = column.type
         nulls = column.null_count
         if len(column) - nulls:
             bounds = pc.min_max(column)
@@ -180,8 +211,8 @@ def log_ranges(
     if not tables:  # only deletes: Hudi still writes an empty range per column
         if schema is None:
             return []
-        wanted = columns_to_index(schema) if columns is None else [c for c in columns if c in schema.names]
-        return [ColumnRange(file_name, c, schema.field(c).type, None, None, 0, 0) for c in wanted]
+        wanted = columns_to_index(schema) if columns is None else [c for c in columns if leaf_type(schema, c) is not None]
+        return [ColumnRange(file_name, c, leaf_type(schema, c) or pa.null(), None, None, 0, 0) for c in wanted]
     combined = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
     return table_ranges(combined, file_name, columns)
 

@@ -44,7 +44,7 @@ from metadata.mdt.file_groups import (
     file_group_index,
     record_index_file_groups,
 )
-from metadata.mdt.file_stats import ColumnRange, blocks_counting, columns_to_index, merge_ranges, roll_up
+from metadata.mdt.file_stats import ColumnRange, blocks_counting, columns_to_index, leaf_type, merge_ranges, roll_up
 from metadata.mdt.indexes import INDEX_DEFS_KEY, defined_secondary_indexes, index_definitions
 from metadata.mdt.keys import column_stats_key, partition_stats_key
 from metadata.mdt.reader import BUILT_THROUGH, METADATA_FOLDER, PENDING_AT_BUILD, KeyQuery, MetadataTableReader, build_coverage
@@ -592,7 +592,7 @@ class MetadataTableWriter:
                 for name in deleted:
                     for column in columns:
                         key = column_stats_key(column, partition, name)
-                        dtype = schema.field(column).type if column in schema.names else pa.string()
+                        dtype = leaf_type(schema, column) or pa.string()
                         stats[key] = range_record(key, ColumnRange(name, column, dtype, None, None, 0, 0), self.version, deleted=True)
         if MdtPartition.RECORD_INDEX in records:
             records[MdtPartition.RECORD_INDEX].update(self._record_locations(ts, change, present))
@@ -874,7 +874,7 @@ def check_columns(data: TableParts, columns: Sequence[str] | None) -> None:
 
 
 def _check_columns(data: TableParts, schema: pa.Schema, columns: Sequence[str]) -> None:
-    unknown = [c for c in columns if c not in schema.names]
+    unknown = [c for c in columns if leaf_type(schema, c) is None]
     if unknown and schema.names:
         raise IndexWriteError(f"{data.storage.uri}: no column {', '.join(map(repr, unknown))} in the table schema")
 
@@ -889,7 +889,7 @@ def table_schema(data: TableParts) -> pa.Schema:
 
 
 def _range_of(stats: Any, schema: pa.Schema) -> ColumnRange:
-    dtype = schema.field(stats.column_name).type if stats.column_name in schema.names else pa.string()
+    dtype = leaf_type(schema, stats.column_name) or pa.string()
     return ColumnRange(stats.file_name, stats.column_name, dtype, stats.min_value, stats.max_value,
                        stats.null_count or 0, stats.value_count or 0, stats.total_size or 0, stats.total_uncompressed_size or 0)
 
