@@ -9,7 +9,7 @@ from metadata.errors import HudiFormatError
 
 PARTITION_METADATA_PREFIX = ".hoodie_partition_metadata"
 
-_LOG_FILE = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(\.cdc)?)?$")
+_LOG_FILE = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(\.cdc|-cdc)?)?$")
 _WRITE_TOKEN = re.compile(r"^\d+-\d+-\d+$")
 _INSTANT = re.compile(r"^\d{14,}$")
 
@@ -101,7 +101,10 @@ def classify(name: str, base_extension: str, where: str = "") -> BaseFileName | 
     if is_log_file_name(name):
         if name.endswith(".crc"):
             return None
-        return LogFileName.parse(name, where)
+        parsed = LogFileName.parse(name, where)
+        # A change-data log (`hoodie.table.cdc.enabled`) holds a commit's
+        # changes, not rows of the slice: no reader merges it, as in Hudi.
+        return None if parsed.is_cdc else parsed
     if name.startswith(".") or name.startswith("_"):
         return None  # hidden and marker files (.DS_Store, _SUCCESS, .tmp-*)
     if name.endswith(base_extension):

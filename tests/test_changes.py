@@ -212,3 +212,24 @@ def test_cli_changes(tmp_path: Path) -> None:
     assert pq.read_table(out).column("op").to_pylist() == ["i", "i", "u"]
     human = runner.invoke(main, ["changes", str(path), "--begin", "0"])
     assert "u" in human.output and "k001" in human.output
+
+
+def test_change_data_logs_are_not_rows_of_a_slice(tmp_path: Path) -> None:
+    """A table written with hoodie.table.cdc.enabled keeps each commit's
+    changes in `.cdc` (or, before Hudi 1.x, `-cdc`) log files beside the
+    data: no view takes them for log files of the slice, as Hudi's does not."""
+    from listers import plan
+
+    path = tmp_path / "t"
+    builder = TableBuilder(str(path), SCHEMA, version=8, partition_fields=["city"])
+    builder.write(_rows([0, 1, 2], 0))
+    builder.write(_rows([0], 5))
+    before = {(s.partition, s.file_id): s.files for s in HudiTable.open(str(path), use_metadata=False).file_slices()}
+    (partition, file_id), _ = next(iter(before.items()))
+    instant = HudiTable.open(str(path)).timeline.completed()[-1].requested_time
+    for suffix in (".cdc", "-cdc"):
+        (path / partition / f".{file_id}_{instant}.log.1_0-1-1{suffix}").write_bytes(b"change data, not rows")
+    table = HudiTable.open(str(path), use_metadata=False)
+    assert {(s.partition, s.file_id): s.files for s in table.file_slices()} == before
+    assert len(plan(str(path), "fare > 0", use_metadata=False).files) == len(before)
+    assert changes(table, "0").num_rows == 4

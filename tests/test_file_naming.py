@@ -46,4 +46,5 @@ def test_file_id_of_agrees_with_classify_on_made_up_names(file_id: str, instant:
     base = BaseFileName(file_id, "1-2-3", instant, ".parquet").name
     log = LogFileName(file_id, instant, "archive" if archive else "log", version, "0-1-2", cdc).name
     assert file_id_of(base) == classify(base, ".parquet").file_id  # type: ignore[union-attr]
-    assert file_id_of(log) == classify(log, ".parquet").file_id  # type: ignore[union-attr]
+    assert file_id_of(log) == LogFileName.parse(log).file_id
+    assert (classify(log, ".parquet") is None) == cdc  # a change-data log is no log file of the slice
