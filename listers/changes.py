@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from listers.incremental import _as_of_for, range_key
 from metadata import CleanedFilesError, FileSlice, HudiTable, Instant
+from metadata.cdc import CdcMode, read_cdc_records
 from metadata.errors import HudiBridgeError
 from metadata.instant import Action, check_begin_instant, check_instant_time
 from metadata.slice_rows import rows_of_slices
@@ -56,11 +57,13 @@ class ChangeFeedError(HudiBridgeError):
 
 @dataclass(frozen=True)
 class CommitChange:
-    """What one commit changed: its file groups' slices before and after it."""
+    """What one commit changed: its file groups' slices before and after it,
+    and the change-data logs it wrote per file group (CDC-enabled tables)."""
 
     instant: Instant
     before: tuple[FileSlice, ...]
     after: tuple[FileSlice, ...]
+    cdc_logs: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # (partition, file id, log paths)
 
 
 def plan_changes(table: HudiTable, begin: str, end: str | None = None) -> list[CommitChange]:
@@ -91,6 +94,7 @@ def plan_changes(table: HudiTable, begin: str, end: str | None = None) -> list[C
             instant,
             tuple(s for k, s in sorted(old.items()) if k not in new or new[k].files != s.files),
             tuple(s for k, s in sorted(new.items()) if k not in old or old[k].files != s.files),
+            _cdc_logs(table, instant),
         ))
     return planned
 
@@ -103,16 +107,25 @@ def changes(path_or_uri: str | HudiTable, begin: str, end: str | None = None,
     return pa.concat_tables(batches) if batches else CDC_SCHEMA.empty_table()
 
 
-def commit_changes(table: HudiTable, change: CommitChange) -> pa.Table:
-    """The CDC rows of one commit."""
-    before = _by_record(rows_of_slices(table, change.before), table.base_uri)
-    after = _by_record(rows_of_slices(table, change.after), table.base_uri)
+def commit_changes(table: HudiTable, change: CommitChange, use_cdc_logs: bool = True) -> pa.Table:
+    """The CDC rows of one commit: from its change-data logs where it wrote
+    them (images the logging mode leaves out are read from the slices before
+    and after, as Hudi's HoodieCDCRDD fills them), derived elsewhere."""
+    mode = CdcMode.of_table(table.config.raw) if use_cdc_logs else None
+    logged = {(p, file_id): paths for p, file_id, paths in change.cdc_logs} if mode is not None else {}
+    changed: list[tuple[tuple[str, str], Row | None, Row | None]] = []
+    before = _by_record(rows_of_slices(table, [s for s in change.before if (s.partition, s.file_id) not in logged]), table.base_uri)
+    after = _by_record(rows_of_slices(table, [s for s in change.after if (s.partition, s.file_id) not in logged]), table.base_uri)
+    for key in before.keys() | after.keys():
+        changed += [(key, old, new) for old, new in pair_versions(before.get(key, []), after.get(key, []))]
+    if mode is not None:
+        for group, paths in logged.items():
+            changed += _logged_changes(table, change, group, paths, mode)
     ops, befores, afters = [], [], []
-    for key in sorted(before.keys() | after.keys()):
-        for old, new in pair_versions(before.get(key, []), after.get(key, [])):
-            ops.append(ChangeOp.INSERT if old is None else ChangeOp.DELETE if new is None else ChangeOp.UPDATE)
-            befores.append(None if old is None else _json(old))
-            afters.append(None if new is None else _json(new))
+    for _, old, new in sorted(changed, key=lambda entry: entry[0]):
+        ops.append(ChangeOp.INSERT if old is None else ChangeOp.DELETE if new is None else ChangeOp.UPDATE)
+        befores.append(None if old is None else _json(old))
+        afters.append(None if new is None else _json(new))
     ts = change.instant.requested_time
     return pa.table({"op": pa.array([op.value for op in ops], pa.string()), "ts_ms": pa.array([ts] * len(ops), pa.string()),
                      "before": pa.array(befores, pa.string()), "after": pa.array(afters, pa.string())}, schema=CDC_SCHEMA)
@@ -137,6 +150,35 @@ def pair_versions(old: list[Row], new: list[Row]) -> list[tuple[Row | None, Row 
     paired += [(row, None) for row in left[len(right):]]
     paired += [(None, row) for row in right[len(left):]]
     return paired
+
+
+def _logged_changes(table: HudiTable, change: CommitChange, group: tuple[str, str], paths: tuple[str, ...],
+                    mode: CdcMode) -> list[tuple[tuple[str, str], Row | None, Row | None]]:
+    """One file group's changes as its change-data logs record them."""
+    partition, file_id = group
+    records = [r for path in paths for r in read_cdc_records(table.storage.read_bytes(path), table.storage.display_path(path))]
+    needs_before, needs_after = mode is CdcMode.OP_KEY_ONLY, mode is not CdcMode.DATA_BEFORE_AFTER
+    old = _by_key(rows_of_slices(table, [s for s in change.before if (s.partition, s.file_id) == group])) if needs_before else {}
+    new = _by_key(rows_of_slices(table, [s for s in change.after if (s.partition, s.file_id) == group])) if needs_after else {}
+    out: list[tuple[tuple[str, str], Row | None, Row | None]] = []
+    for record in records:
+        key = record.record_key or ""
+        image_before = None if record.op == ChangeOp.INSERT.value else (old.get(key) if needs_before else record.before)
+        image_after = None if record.op == ChangeOp.DELETE.value else (new.get(key) if needs_after else record.after)
+        out.append(((partition, key), image_before, image_after))
+    return out
+
+
+def _by_key(rows: pa.Table | None) -> dict[str, Row]:
+    return {} if rows is None else {r[RECORD_KEY]: r for r in rows.to_pylist()}
+
+
+def _cdc_logs(table: HudiTable, instant: Instant) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """The change-data logs a commit's write stats list, per file group."""
+    if not instant.action.writes_data or CdcMode.of_table(table.config.raw) is None:
+        return ()
+    return tuple((stat.partition_path, stat.file_id, tuple(path for path, _ in stat.cdc_stats))
+                 for stat in table.timeline.commit_metadata(instant).write_stats() if stat.cdc_stats)
 
 
 def _changes_data(instant: Instant) -> bool:

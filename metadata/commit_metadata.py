@@ -48,6 +48,7 @@ class WriteStat:
     file_size_in_bytes: int = 0
     base_file: str | None = None
     log_files: tuple[str, ...] = ()
+    cdc_stats: tuple[tuple[str, int], ...] = ()  # change-data log files (path, size) beside the file written
 
     @property
     def file_name(self) -> str:
@@ -74,6 +75,7 @@ class WriteStat:
             file_size_in_bytes=_get(source, data, "fileSizeInBytes", int, 0),
             base_file=_get(source, data, "baseFile", str) or None,
             log_files=tuple(_get(source, data, "logFiles", list, [])),
+            cdc_stats=tuple(sorted((str(k), int(v)) for k, v in (_get(source, data, "cdcStats", dict, {}) or {}).items())),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,6 +93,7 @@ class WriteStat:
             "fileSizeInBytes": self.file_size_in_bytes,
             "baseFile": self.base_file,
             "logFiles": list(self.log_files),
+            "cdcStats": dict(self.cdc_stats) or None,
         }
 
 

@@ -35,6 +35,7 @@ WRITE_STAT: dict[str, Any] = {
         _opt("fileSizeInBytes", "long"),
         _opt("baseFile", "string"),
         _opt("logFiles", {"type": "array", "items": "string"}),
+        _opt("cdcStats", {"type": "map", "values": "long"}),
     ],
 }
 

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from metadata.avro_schema import META_FIELDS, arrow_to_avro_schema, with_meta_fields
 from metadata.bloom_filter import FOOTER_KEY, FOOTER_TYPE_KEY, build_bloom_filter
+from metadata.cdc import CDC_ENABLED_KEY, CDC_MODE_KEY, CdcMode, CdcRecord, encode_cdc_block
 from metadata.commit_metadata import CommitMetadata, WriteStat
 from metadata.file_naming import BaseFileName, LogFileName
 from metadata.instant import INSTANT_SECONDS_FORMAT, Action
@@ -102,6 +103,7 @@ class TableBuilder:
         timestamp_zone: str = "UTC",
         timestamp_input_format: str = "yyyy-MM-dd'T'HH:mm:ss.SSSZ",
         bloom_filter_entries: int | None = 1000,
+        cdc_mode: CdcMode | None = None,
     ) -> None:
         """`key_generator` "TIMESTAMP" writes the one partition field (epoch
         milliseconds or `timestamp_type`, or text in `timestamp_input_format`)
@@ -109,7 +111,11 @@ class TableBuilder:
         TimestampBasedKeyGenerator does; "CUSTOM" takes fields as
         `name:SIMPLE` / `name:TIMESTAMP`, as Hudi's CustomKeyGenerator does.
         Base files carry Hudi's record-key bloom filter (DYNAMIC_V0) sized for
-        `bloom_filter_entries` keys (Hudi's hoodie.index.bloom.num_entries; None: no filter)."""
+        `bloom_filter_entries` keys (Hudi's hoodie.index.bloom.num_entries; None: no filter).
+        `cdc_mode` writes change-data logs (hoodie.table.cdc.enabled) in that
+        supplemental logging mode beside each base file a write rewrites, as
+        Hudi's merge handle does (a new file group's inserts get none: readers
+        infer them)."""
         if version not in (6, 8):
             raise ValueError(f"the builder writes table versions 6 and 8, not {version}")
         if metadata_table and version < 8:
@@ -153,6 +159,7 @@ class TableBuilder:
         self._partitions_written: set[str] = set()
         self.metadata_table = metadata_table
         self.bloom_filter_entries = bloom_filter_entries
+        self.cdc_mode = cdc_mode
         self._write_properties()
         self._mdt = FilesPartitionWriter(self.storage, name, self.next_instant_time) if metadata_table else None
         self._mdt_partitions: set[str] = set()
@@ -194,6 +201,8 @@ class TableBuilder:
         extra.update(self.timestamp_properties)
         if self.version >= 8:
             extra["hoodie.record.merge.mode"] = "COMMIT_TIME_ORDERING"
+        if self.cdc_mode is not None:  # Hudi 1.x spells the mode as its enum, 0.14 in lower case
+            extra.update({CDC_ENABLED_KEY: "true", CDC_MODE_KEY: self.cdc_mode.value if self.version >= 8 else self.cdc_mode.value.lower()})
         self.config = TableConfig.new(
             self.name, self.table_type, self.version,
             record_key_fields=self.record_key, partition_fields=self.partition_fields,
@@ -445,14 +454,34 @@ class TableBuilder:
         name = BaseFileName(group.file_id, self._token(), ts, ".parquet").name
         rows = rows.set_column(4, "_hoodie_file_name", pa.array([name] * rows.num_rows, pa.string()))
         nbytes = self._write_parquet(group.partition, name, rows)
+        cdc = self._write_cdc(ts, staged, group, rows) if self.cdc_mode is not None else ()
         older = group.older_files + ([group.base_name] if group.base_name else []) + group.logs
         staged.groups[(group.partition, group.file_id)] = _Group(group.partition, group.file_id, name, ts, rows, [], older)
         staged.written_files.append(join(group.partition, name))
         staged.stats.append(
             WriteStat(group.partition, group.file_id, join(group.partition, name), group.base_instant,
                       num_writes=rows.num_rows, num_update_writes=updates, num_deletes=deletes,
-                      total_write_bytes=nbytes, file_size_in_bytes=nbytes)
+                      total_write_bytes=nbytes, file_size_in_bytes=nbytes, cdc_stats=cdc)
         )
+
+    def _write_cdc(self, ts: str, staged: _Staged, group: _Group, rows: pa.Table) -> tuple[tuple[str, int], ...]:
+        """The change-data log of a rewritten file group: per record key, what
+        this write did to the group's old rows (HoodieCDCLogger's ops and images)."""
+        assert self.cdc_mode is not None
+        old = {r["_hoodie_record_key"]: r for r in group.rows.to_pylist()}
+        new = {r["_hoodie_record_key"]: r for r in rows.to_pylist()}
+        changes = [CdcRecord("d", k, old[k]) for k in sorted(old) if k not in new]
+        changes += [CdcRecord("u", k, old[k], new[k]) for k in sorted(old) if k in new and new[k]["_hoodie_commit_time"] == ts]
+        changes += [CdcRecord("i", k, None, new[k]) for k in sorted(new) if k not in old]
+        if not changes:
+            return ()
+        log_name = LogFileName(group.file_id, ts, "log", 1, self._token(), is_cdc=True).name
+        if self.version < 8:
+            log_name = log_name[: -len(".cdc")] + "-cdc"  # Hudi 0.x's suffix
+        data = encode_block(encode_cdc_block(self.cdc_mode, self.avro_schema, ts, changes))
+        self.storage.write_bytes(join(group.partition, log_name), data)
+        staged.written_files.append(join(group.partition, log_name))
+        return ((join(group.partition, log_name), len(data)),)
 
     def _log_slice_instant(self, group: _Group) -> str:
         pending = [ts for ts, plan in self._plans.items() if (group.partition, group.file_id) in plan]
