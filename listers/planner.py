@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from expressions import BoundPredicate, Dialect, Expr, UnknownColumnError, bind_predicate, parse_sql, to_sql
 from listers.directory_lister import DirectoryLister
 from listers.index_support import (
+    CandidatesRunner,
     FileIndexSupport,
     Groups,
     PartitionIndexSupport,
@@ -112,6 +113,7 @@ def plan(
     assume_unique_keys: bool = False,
     storage_options: Mapping[str, str] | None = None,
     footers: bool = False,
+    column_stats_runner: CandidatesRunner | None = None,
 ) -> Plan:
     """Candidate file slices for a predicate, with an explanation.
 
@@ -122,15 +124,18 @@ def plan(
     key, so it prunes only when no insert could have written a key twice;
     `assume_unique_keys` trusts it regardless, as Apache Hudi does.
     `footers` tests pinned record keys against the bloom filter in each
-    remaining base file's footer (a read per candidate)."""
+    remaining base file's footer (a read per candidate).
+    `column_stats_runner` reads and evaluates column_stats away from the
+    driver (engine_bridge.spark.plan_on_spark: on Spark executors), which
+    then holds candidate names only."""
     dialect = Dialect.of(dialect)
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
     if isinstance(path_or_uri, DirectoryLister):  # a lister's earlier requests are not this plan's
         baseline = path_or_uri.table.storage.requests.snapshot()
-        return _Planner(path_or_uri, expr, dialect, assume_unique_keys, footers).run(text, cache_dir, baseline)
+        return _Planner(path_or_uri, expr, dialect, assume_unique_keys, footers, column_stats_runner).run(text, cache_dir, baseline)
     with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict, storage_options=storage_options) as lister:
-        return _Planner(lister, expr, dialect, assume_unique_keys, footers).run(text, cache_dir, {})
+        return _Planner(lister, expr, dialect, assume_unique_keys, footers, column_stats_runner).run(text, cache_dir, {})
 
 
 def _use_cache_dir(lister: DirectoryLister, cache_dir: str | None) -> None:
@@ -143,8 +148,9 @@ class _Planner:
     """Binds the predicate once and runs the chain of index supports."""
 
     def __init__(self, lister: DirectoryLister, expr: Expr, dialect: Dialect, assume_unique_keys: bool = False,
-                 footers: bool = False) -> None:
+                 footers: bool = False, column_stats_runner: CandidatesRunner | None = None) -> None:
         self.lister = lister
+        self.column_stats_runner = column_stats_runner
         self.assume_unique_keys = assume_unique_keys
         self.footers = footers
         self.table = lister.table
@@ -236,7 +242,7 @@ class _Planner:
             return []
         chain: list[FileIndexSupport] = []
         cost: dict[int, tuple[float, int]] = {}  # per support: seconds and requests before its slices were pruned
-        for support in file_index_chain():
+        for support in file_index_chain(self.column_stats_runner):
             usable, seconds, requests = self._measured(support.usable, ctx)
             if usable:
                 chain.append(support)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, print_table, slice_rows, strict_requested
+from engine_bridge.cli.output import Output, command_output, console, print_table, progress, slice_rows, strict_requested
 from expressions import Dialect
 
 
@@ -25,9 +25,11 @@ from expressions import Dialect
 @click.option("--verify", is_flag=True,
               help="Read the file slices the plan ruled out and exit 1 naming any that holds a matching row.")
 @click.option("--sample", type=click.IntRange(min=1), default=None, help="With --verify: read this many of them, chosen at random.")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="Where column_stats are read and evaluated: here, or on a local Spark's executors (the driver gets names only).")
 @command_output
 def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_metadata: bool, explain: bool,
-                 cache_dir: str | None, assume_unique_keys: bool, footers: bool, verify: bool, sample: int | None) -> Output:
+                 cache_dir: str | None, assume_unique_keys: bool, footers: bool, verify: bool, sample: int | None, engine: str) -> Output:
     """Candidate file slices for a predicate (partition pruning + data skipping)."""
     from expressions import parse_sql
     from listers import plan
@@ -36,8 +38,17 @@ def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_meta
 
     if sample is not None and not verify:
         raise click.UsageError("--sample goes with --verify")
-    result = plan(path, where, dialect=dialect, as_of=as_of, use_metadata=not no_metadata, strict=strict_requested(),
-                  cache_dir=cache_dir, assume_unique_keys=assume_unique_keys, footers=footers)
+    options = {"as_of": as_of, "use_metadata": not no_metadata, "strict": strict_requested(), "cache_dir": cache_dir,
+               "assume_unique_keys": assume_unique_keys, "footers": footers}
+    if engine == "spark":
+        from engine_bridge.spark import plan_on_spark
+        from engine_bridge.spark.session import command_spark_session
+
+        progress("starting Spark")
+        with command_spark_session("hudi-bridge-plan") as spark:
+            result = plan_on_spark(spark, path, where, dialect, None, **options)
+    else:
+        result = plan(path, where, dialect=dialect, **options)  # type: ignore[arg-type]
     checked = None
     if verify:  # the truth: storage and the timeline, whatever the plan's listing was
         table = HudiTable.open(path, use_metadata=False)

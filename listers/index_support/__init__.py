@@ -20,19 +20,20 @@ are built into slices (on the latest view; a past view builds every group).
 
 from listers.index_support.base import FileIndexSupport, Groups, PartitionIndexSupport, PlanContext
 from listers.index_support.bloom_filters import FooterBloomFilters, MetadataBloomFilters
-from listers.index_support.column_stats import ColumnStats
+from listers.index_support.column_stats import Candidates, CandidatesRunner, ColumnStats, partition_candidates
 from listers.index_support.keys import MAX_KEYS, index_text
 from listers.index_support.partition_stats import PartitionStats
 from listers.index_support.partition_values import PartitionValues, transformed_partition_fields
 from listers.index_support.record_index import RecordIndex, SecondaryIndexes
 
 
-def file_index_chain() -> list[FileIndexSupport]:
-    """A new chain of file-level supports (they keep per-plan state)."""
-    return [RecordIndex(), SecondaryIndexes(), ColumnStats(), MetadataBloomFilters(), FooterBloomFilters()]
+def file_index_chain(column_stats_runner: CandidatesRunner | None = None) -> list[FileIndexSupport]:
+    """A new chain of file-level supports (they keep per-plan state);
+    `column_stats_runner` evaluates column_stats away from the driver (Spark executors)."""
+    return [RecordIndex(), SecondaryIndexes(), ColumnStats(column_stats_runner), MetadataBloomFilters(), FooterBloomFilters()]
 
 
 __all__ = [
-    "MAX_KEYS", "ColumnStats", "FileIndexSupport", "FooterBloomFilters", "Groups", "MetadataBloomFilters", "PartitionIndexSupport", "PartitionStats",
+    "MAX_KEYS", "Candidates", "CandidatesRunner", "ColumnStats", "partition_candidates", "FileIndexSupport", "FooterBloomFilters", "Groups", "MetadataBloomFilters", "PartitionIndexSupport", "PartitionStats",
     "PartitionValues", "PlanContext", "RecordIndex", "SecondaryIndexes", "file_index_chain", "index_text", "transformed_partition_fields",
 ]

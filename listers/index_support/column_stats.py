@@ -8,6 +8,7 @@ with a candidate are built (1M-file tables)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,10 +16,10 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from expressions import may_match
+from expressions import BoundPredicate, may_match
 from listers.directory_lister import DirectoryLister
 from listers.index_support.base import FileIndexSupport, Groups, PlanContext, within
-from metadata import FileSlice, MetadataTableUnavailable
+from metadata import FileSlice, HudiTable, MetadataTableUnavailable
 from metadata.file_naming import file_id_of
 from metadata.mdt.file_groups import MdtPartition
 from metadata.stats_table import FILE_NAME, PARTITION, min_field, stats_rows_of
@@ -56,13 +57,48 @@ class _Verdict:
         return [bool(may[a:b].any()) or a == b for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
 
 
+@dataclass(frozen=True)
+class Candidates:
+    """What an evaluation of column_stats away from the driver returns: the
+    files (partition, name) that may hold a match, out of how many it
+    evaluated, the columns that had statistics, and where it ran."""
+
+    files: frozenset[tuple[str, str]]
+    evaluated: int
+    indexed: tuple[str, ...]
+    note: str = ""
+
+
+# Evaluates column_stats for some partitions elsewhere (Spark executors): (ctx, partitions) -> Candidates.
+CandidatesRunner = Callable[[PlanContext, list[str]], Candidates]
+
+
+def partition_candidates(table: HudiTable, partitions: list[str], predicate: BoundPredicate, columns: list[str]) -> Candidates:
+    """The files of these partitions whose statistics allow a match, or that
+    have none (one task's work: it lists, reads and evaluates, and returns names only)."""
+    mdt = table.metadata_table
+    if mdt is None:
+        raise MetadataTableUnavailable(table.base_uri, "no metadata table to read column_stats from")
+    lister = DirectoryLister(table)
+    files = lister.file_table(partitions)
+    stats = mdt.column_stats(columns, partitions, ordered=False)
+    keep = np.asarray(may_match(predicate, stats).to_numpy(zero_copy_only=False), dtype=bool)
+    rows = stats_rows_of(files, stats)
+    may = (rows < 0) | keep[np.maximum(rows, 0)] if len(keep) else np.ones(len(rows), dtype=bool)
+    kept = files.filter(pa.array(may))
+    indexed = tuple(c for c in columns if stats.num_rows and stats.column(min_field(c)).null_count < stats.num_rows)
+    return Candidates(frozenset(zip(kept.column(PARTITION).to_pylist(), kept.column(FILE_NAME).to_pylist())), files.num_rows, indexed)
+
+
 class ColumnStats(FileIndexSupport):
     name = "column_stats"
 
-    def __init__(self) -> None:
+    def __init__(self, runner: CandidatesRunner | None = None) -> None:
         self.verdict: _Verdict | None = None
         self.listed: int | None = None  # files the by-name verdict saw
         self.read = False
+        self.runner = runner  # set: the statistics are read and evaluated away from the driver
+        self.where = ""
 
     def usable(self, ctx: PlanContext) -> bool:
         if ctx.mdt is None:
@@ -94,6 +130,8 @@ class ColumnStats(FileIndexSupport):
         if groups is not None:  # an earlier stage kept these: statistics of the others are not read
             partitions = [p for p in partitions if p in groups]
             files = files.filter(pc.is_in(files.column(PARTITION), pa.array(partitions, pa.string())))
+        if self.runner is not None:
+            return self._run_elsewhere(ctx, partitions, groups)
         self.read, self.verdict = True, self._read(ctx, partitions)
         if self.verdict is None:
             return None
@@ -104,6 +142,24 @@ class ColumnStats(FileIndexSupport):
         for partition, name in self.verdict.candidates:
             found[partition].add(file_id_of(name))
         return within(found, groups)
+
+    def _run_elsewhere(self, ctx: PlanContext, partitions: list[str], groups: Groups | None) -> Groups | None:
+        """The by-name verdict from the runner: the driver gets candidate names, never statistics."""
+        assert self.runner is not None
+        self.read = True
+        try:
+            found = self.runner(ctx, partitions)
+        except MetadataTableUnavailable as exc:
+            return ctx.unusable(self.name, exc, None)
+        if not found.indexed:
+            ctx.not_used.append(f"column_stats: none of {', '.join(ctx.data_columns)} is indexed")
+            return None
+        self.verdict = _Verdict(pa.table({}), np.zeros(0, dtype=bool), list(found.indexed), set(found.files))
+        self.listed, self.where = found.evaluated, found.note
+        by_partition: Groups = {p: set() for p in partitions}
+        for partition, name in found.files:
+            by_partition.setdefault(partition, set()).add(file_id_of(name))
+        return within(by_partition, groups)
 
     def prune_slices(self, ctx: PlanContext, slices: list[FileSlice]) -> tuple[list[FileSlice], str] | None:
         if not self.read:  # no verdict by name (a past view): take it on the slices
@@ -119,4 +175,6 @@ class ColumnStats(FileIndexSupport):
         note = f"columns with stats: {', '.join(self.verdict.indexed)}"
         if self.listed is not None:  # the slices of file groups without a candidate are never built (1M-file tables)
             note += f"; {len(slices)} file group(s) with a candidate built"
+        if self.where:
+            note += f"; {self.where}"
         return kept, note
