@@ -66,3 +66,80 @@ def test_cli_plan_engine_spark(tmp_path: Path, spark: Any) -> None:
     stage = next(s for s in planned["stages"] if s["stage"] == "column_stats")
     assert "evaluated on Spark executors" in stage["note"]
     assert [f["base_file"] for f in planned["files"]] == [s.base_file for s in plan(path, "fare > 15").files]
+
+
+LOCAL_CLUSTER = """
+import json, sys
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from engine_bridge.spark import plan_on_spark
+from listers import plan
+
+path = sys.argv[1]
+spark = (SparkSession.builder.master("local-cluster[2,1,1024]").config("spark.ui.enabled", "false")
+         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+out = {}
+for where in ("fare > 40", "city = 'la' AND fare < 10", "id IN (4, 50)"):
+    spread = plan_on_spark(spark, path, where)
+    out[where] = [[s.partition, s.file_id] for s in spread.files] == [[s.partition, s.file_id] for s in plan(path, where).files]
+out["note"] = next(s.note for s in plan_on_spark(spark, path, "fare > 40").stages if s.name == "column_stats")
+print(json.dumps(out))
+spark.stop()
+"""
+
+
+def test_a_local_cluster_plans_the_same(tmp_path: Path) -> None:
+    """Executors as separate JVMs with their own Python workers
+    (`local-cluster[2,1,1024]`, in a process of its own): the predicate and
+    the candidates travel pickled, and the plans equal the local planner's."""
+    import os
+    import subprocess
+    import sys
+
+    schema = pa.schema([("id", pa.int64()), ("city", pa.string()), ("fare", pa.float64())])
+    path = str(tmp_path / "t")
+    TableBuilder(path, schema, version=8, partition_fields=["city"], max_rows_per_file=4).write(
+        [{"id": i, "city": ("sf", "la", "nyc")[i % 3], "fare": float(i)} for i in range(60)])
+    MetadataTableWriter(path).build()
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    ran = subprocess.run([sys.executable, "-c", LOCAL_CLUSTER, path], capture_output=True, text=True, timeout=300,
+                         cwd=Path(__file__).resolve().parents[1], env=env)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    result = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert all(result[w] for w in ("fare > 40", "city = 'la' AND fare < 10", "id IN (4, 50)")), result
+    assert "evaluated on Spark executors: 3 task(s)" in result["note"]
+
+
+def test_random_tables_and_predicates_plan_the_same(spark: Any) -> None:
+    """Property (seeded): random histories and predicates, the same plan either way."""
+    import tempfile
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    schema = pa.schema([("id", pa.int64()), ("city", pa.string()), ("fare", pa.float64())])
+    leaves = st.one_of(
+        st.builds(lambda v: f"fare > {v}", st.integers(0, 60)),
+        st.builds(lambda v: f"fare <= {v}", st.integers(0, 60)),
+        st.builds(lambda c: f"city = '{c}'", st.sampled_from(["sf", "la", "nyc"])),
+        st.builds(lambda a, b: f"id IN ({a}, {b})", st.integers(0, 60), st.integers(0, 60)),
+        st.just("fare IS NULL"),
+    )
+    predicates = st.builds(lambda a, op, b: f"({a}) {op} ({b})", leaves, st.sampled_from(["AND", "OR"]), leaves)
+
+    @settings(max_examples=8, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(["COPY_ON_WRITE", "MERGE_ON_READ"]), st.integers(5, 40), st.lists(st.integers(0, 39), max_size=6),
+           st.lists(predicates, min_size=3, max_size=3))
+    def check(table_type: str, rows: int, updated: list[int], wheres: list[str]) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = str(Path(tmp) / "t")
+            builder = TableBuilder(path, schema, table_type=table_type, version=8, partition_fields=["city"], max_rows_per_file=3)
+            builder.write([{"id": i, "city": ("sf", "la", "nyc")[i % 3], "fare": float(i)} for i in range(rows)])
+            MetadataTableWriter(path).build()
+            if updated:
+                builder.write([{"id": i, "city": ("sf", "la", "nyc")[i % 3], "fare": float(i) + 20} for i in sorted(set(updated))])
+                MetadataTableWriter(path).sync()
+            for where in wheres:
+                _same_plan(spark, path, where)
+
+    check()
