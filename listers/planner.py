@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from expressions import BoundPredicate, Dialect, Expr, UnknownColumnError, bind_predicate, parse_sql, to_sql
 from listers.directory_lister import DirectoryLister
 from listers.index_support import (
     CandidatesRunner,
     FileIndexSupport,
+    FileListing,
     Groups,
     PartitionIndexSupport,
     PartitionStats,
@@ -36,7 +36,6 @@ from metadata import FileSlice, HudiError, HudiFormatError
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.errors import NoSchemaError
 from metadata.mdt.stats_cache import PersistentStatsCache
-from metadata.stats_table import PARTITION
 from metadata.storage import RequestCounts, describe_requests
 
 log = logging.getLogger(__name__)
@@ -250,13 +249,14 @@ class _Planner:
         listed: dict[int, int] = {}
         groups: Groups | None = None
         if self.lister.view.is_latest and chain:
-            files = self.lister.file_table(partitions)
+            listing = FileListing(self.lister, partitions)
             for support in chain:
-                seen = files.num_rows if groups is None else _rows_in(files, groups)
-                narrowed, seconds, requests = self._measured(support.prune_groups, ctx, files, groups)
+                narrowed, seconds, requests = self._measured(support.prune_groups, ctx, listing, groups)
                 cost[id(support)] = (cost[id(support)][0] + seconds, cost[id(support)][1] + requests)
                 if narrowed is not None:
-                    groups, listed[id(support)] = narrowed, seen
+                    counted = getattr(support, "listed", None)  # a support that counts what it saw itself
+                    listed[id(support)] = counted if counted is not None else listing.rows_in(groups)
+                    groups = narrowed
         if groups is None:
             slices = [s for part in self.lister.list_files_batch(partitions).values() for s in part]
         else:
@@ -273,8 +273,3 @@ class _Planner:
             slices = pruned[0]
         return slices
 
-
-def _rows_in(files: pa.Table, groups: Groups) -> int:
-    """Files of a listing table in the partitions these file groups are in."""
-    partitions = pa.array(sorted(p for p, ids in groups.items() if ids), pa.string())
-    return pc.sum(pc.is_in(files.column(PARTITION), partitions)).as_py() or 0

@@ -143,3 +143,25 @@ def test_random_tables_and_predicates_plan_the_same(spark: Any) -> None:
                 _same_plan(spark, path, where)
 
     check()
+
+
+def test_the_driver_does_not_list_the_files_the_executors_evaluate(tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a key stage, the kept partitions' listing is read by the
+    tasks only: the driver gets candidate names and builds their groups."""
+    from listers import DirectoryLister
+
+    schema = pa.schema([("id", pa.int64()), ("city", pa.string()), ("fare", pa.float64())])
+    path = str(tmp_path / "t")
+    TableBuilder(path, schema, version=8, partition_fields=["city"], max_rows_per_file=4).write(
+        [{"id": i, "city": ("sf", "la", "nyc")[i % 3], "fare": float(i)} for i in range(60)])
+    MetadataTableWriter(path).build()
+    expected = [s.to_dict() for s in plan(path, "fare > 40").files]
+
+    def refuse(self: Any, partitions: list[str]) -> None:
+        raise AssertionError("the driver listed the files")
+
+    monkeypatch.setattr(DirectoryLister, "file_table", refuse)  # the executors' own processes are not patched
+    spread = plan_on_spark(spark, path, "fare > 40")
+    assert [s.to_dict() for s in spread.files] == expected
+    stage = next(s for s in spread.stages if s.name == "column_stats")
+    assert stage.total == 15 and stage.kept == len(expected)  # all 15 files evaluated, on the executors

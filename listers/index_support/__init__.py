@@ -18,7 +18,7 @@ Stages 3-5 first rule file groups out by file name, so only the groups left
 are built into slices (on the latest view; a past view builds every group).
 """
 
-from listers.index_support.base import FileIndexSupport, Groups, PartitionIndexSupport, PlanContext
+from listers.index_support.base import FileIndexSupport, FileListing, Groups, PartitionIndexSupport, PlanContext
 from listers.index_support.bloom_filters import FooterBloomFilters, MetadataBloomFilters
 from listers.index_support.column_stats import Candidates, CandidatesRunner, ColumnStats, partition_candidates
 from listers.index_support.keys import MAX_KEYS, index_text
@@ -34,6 +34,6 @@ def file_index_chain(column_stats_runner: CandidatesRunner | None = None) -> lis
 
 
 __all__ = [
-    "MAX_KEYS", "Candidates", "CandidatesRunner", "ColumnStats", "partition_candidates", "FileIndexSupport", "FooterBloomFilters", "Groups", "MetadataBloomFilters", "PartitionIndexSupport", "PartitionStats",
+    "MAX_KEYS", "Candidates", "CandidatesRunner", "ColumnStats", "partition_candidates", "FileIndexSupport", "FileListing", "FooterBloomFilters", "Groups", "MetadataBloomFilters", "PartitionIndexSupport", "PartitionStats",
     "PartitionValues", "PlanContext", "RecordIndex", "SecondaryIndexes", "file_index_chain", "index_text", "transformed_partition_fields",
 ]

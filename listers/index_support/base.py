@@ -18,16 +18,46 @@ from functools import cached_property
 from typing import TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from expressions import BoundPredicate
 from listers.directory_lister import DirectoryLister
 from listers.index_support.keys import pinned_record_keys
 from metadata import FileSlice, HudiTable, MetadataTable, MetadataTableUnavailable
+from metadata.stats_table import PARTITION
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 Groups = dict[str, set[str]]  # partition -> file ids
+
+
+class FileListing:
+    """The file names (partition, fileName, size) of the partitions a plan
+    kept, listed only when a support asks (a plan evaluated on Spark
+    executors may never need them on the driver)."""
+
+    def __init__(self, lister: DirectoryLister, partitions: list[str]) -> None:
+        self.lister = lister
+        self.partitions = partitions
+        self._table: pa.Table | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._table is not None
+
+    @property
+    def table(self) -> pa.Table:
+        if self._table is None:
+            self._table = self.lister.file_table(self.partitions)
+        return self._table
+
+    def rows_in(self, groups: Groups | None) -> int:
+        """Files listed in the partitions of these groups (all, for None)."""
+        if groups is None:
+            return self.table.num_rows
+        partitions = pa.array(sorted(p for p, ids in groups.items() if ids), pa.string())
+        return pc.sum(pc.is_in(self.table.column(PARTITION), partitions)).as_py() or 0
 
 
 @dataclass
@@ -81,10 +111,10 @@ class FileIndexSupport(ABC):
         """Whether this support prunes this plan (if not, the reason is in ctx.not_used)."""
         return True
 
-    def prune_groups(self, ctx: PlanContext, files: pa.Table, groups: Groups | None) -> Groups | None:
-        """Before slices are built: the file groups of `files` (a listing's
-        partition, fileName rows) that may hold a match, within `groups`
-        (None: all of them). None: this support prunes built slices only."""
+    def prune_groups(self, ctx: PlanContext, files: FileListing, groups: Groups | None) -> Groups | None:
+        """Before slices are built: the file groups of `files` (the kept
+        partitions' listing) that may hold a match, within `groups` (None:
+        all of them). None: this support prunes built slices only."""
         return None
 
     @abstractmethod

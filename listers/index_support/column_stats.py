@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from expressions import BoundPredicate, may_match
 from listers.directory_lister import DirectoryLister
-from listers.index_support.base import FileIndexSupport, Groups, PlanContext, within
+from listers.index_support.base import FileIndexSupport, FileListing, Groups, PlanContext, within
 from metadata import FileSlice, HudiTable, MetadataTableUnavailable
 from metadata.file_naming import file_id_of
 from metadata.mdt.file_groups import MdtPartition
@@ -125,13 +125,15 @@ class ColumnStats(FileIndexSupport):
         keep = np.asarray(may_match(ctx.predicate, stats).to_numpy(zero_copy_only=False), dtype=bool)
         return _Verdict(stats, keep, indexed)
 
-    def prune_groups(self, ctx: PlanContext, files: pa.Table, groups: Groups | None) -> Groups | None:
-        partitions = sorted(set(files.column(PARTITION).unique().to_pylist()))
+    def prune_groups(self, ctx: PlanContext, listing: FileListing, groups: Groups | None) -> Groups | None:
+        partitions = listing.partitions
         if groups is not None:  # an earlier stage kept these: statistics of the others are not read
-            partitions = [p for p in partitions if p in groups]
-            files = files.filter(pc.is_in(files.column(PARTITION), pa.array(partitions, pa.string())))
-        if self.runner is not None:
+            partitions = [p for p in partitions if groups.get(p)]
+        if self.runner is not None:  # the listing stays unread on the driver
             return self._run_elsewhere(ctx, partitions, groups)
+        files = listing.table
+        if groups is not None:
+            files = files.filter(pc.is_in(files.column(PARTITION), pa.array(partitions, pa.string())))
         self.read, self.verdict = True, self._read(ctx, partitions)
         if self.verdict is None:
             return None

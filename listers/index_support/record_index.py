@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from listers.index_support.base import FileIndexSupport, Groups, PlanContext, within
+from listers.index_support.base import FileIndexSupport, FileListing, Groups, PlanContext, within
 from listers.index_support.keys import index_texts
 from metadata import FileSlice, MetadataTable
 from metadata.file_naming import LogFileName, file_id_of
@@ -63,13 +63,14 @@ class _KeyIndex(FileIndexSupport):
         assert ctx.mdt is not None
         return ctx.mdt.reader.synced_data_instants()
 
-    def prune_groups(self, ctx: PlanContext, files: pa.Table, groups: Groups | None) -> Groups | None:
+    def prune_groups(self, ctx: PlanContext, listing: FileListing, groups: Groups | None) -> Groups | None:
         """The groups holding a key, and every group with a file the index has
         not synced (read off the file names, without building slices)."""
         assert self.allowed is not None
         found: Groups = {}
         for partition, file_id in self.allowed:
             found.setdefault(partition, set()).add(file_id)
+        files = listing.table
         names = files.column(FILE_NAME)
         instants = pc.extract_regex(names.combine_chunks() if isinstance(names, pa.ChunkedArray) else names, _FILE_INSTANT)
         log_instant, base_instant = instants.field("log"), instants.field("base")
