@@ -1,0 +1,100 @@
+"""Planning a wide table locally and on Spark executors, in one run per size.
+
+For each size, a synthetic v8 table (bench.scale's: copies of one small
+Parquet file, so the data files exist, with a `files` and a `column_stats`
+partition of 3 columns whose statistics are synthetic and known) is built
+once (kept under ~/.cache/hudi-bridge-bench/spark-plan-<files>), then a plan
+keeping about 1% of the files is made cold, each in a fresh process:
+
+- local: `listers.plan`; seconds and peak RSS;
+- spark: a local[2] session, then `engine_bridge.spark.plan_on_spark`; the
+  plan's seconds (Spark's start apart), the driver's peak RSS (the Python
+  process: the JVM is its own), and the executor tasks;
+- files kept and total, and whether both plans are equal.
+
+    python -m bench.spark_plan [--sizes 1000000,3000000,10000000] [--partitions-per-million 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from bench.common import finish, in_fresh_process, progress
+from bench.scale import BUILT_MARKER, build
+
+PREDICATE = "a > {low} AND b < {high}"
+
+
+def _predicate(files: int) -> str:
+    # file i holds a in [i, i+9] and b in [i/2, i/2+5] (bench.scale): about 1% of the files match
+    low = files // 2
+    return PREDICATE.format(low=low, high=(low + files // 100) / 2)
+
+
+def _local(path: str, where: str) -> tuple[list[str], float]:
+    from listers import plan
+
+    start = time.perf_counter()
+    planned = plan(path, where)
+    return [s.file_id for s in planned.files], time.perf_counter() - start
+
+
+def _spark(path: str, where: str) -> tuple[list[str], float, float, str]:
+    from engine_bridge.spark import local_spark_session, plan_on_spark
+
+    spark = local_spark_session(app_name="bench-spark-plan", cores=2)
+    try:
+        spark.sparkContext.parallelize([0], 1).count()  # executors' Python workers up before the clock
+        start = time.perf_counter()
+        planned = plan_on_spark(spark, path, where)
+        seconds = time.perf_counter() - start
+        note = next((s.note for s in planned.stages if s.name == "column_stats"), "")
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return [s.file_id for s in planned.files], seconds, rss, note
+    finally:
+        spark.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="1000000,3000000,10000000")
+    parser.add_argument("--partitions-per-million", type=int, default=10_000)
+    args = parser.parse_args()
+    report: dict[str, Any] = {"benchmark": "spark_plan", "sizes": []}
+    for files in (int(s) for s in args.sizes.split(",")):
+        partitions = max(1, files * args.partitions_per_million // 1_000_000)
+        path = os.path.join(os.path.expanduser("~/.cache/hudi-bridge-bench"), f"spark-plan-{files}")
+        if not Path(path, BUILT_MARKER).exists():
+            progress(f"building {files} files in {partitions} partitions at {path}")
+            build(path, partitions, files, 3)
+        where = _predicate(files)
+        progress(f"{files} files: local plan")
+        local: dict[str, Any]
+        try:
+            (local_files, local_seconds), _, local_rss = in_fresh_process(partial(_local, path, where))
+            local = {"seconds": round(local_seconds, 3), "peak_rss_mib": round(local_rss, 1)}
+        except Exception as exc:  # the local plan may not fit: say so
+            local_files, local = None, {"failed": f"{type(exc).__name__}: {exc}"}
+        progress(f"{files} files: Spark plan")
+        (spark_files, spark_seconds, driver_rss, note), _, _ = in_fresh_process(partial(_spark, path, where))
+        report["sizes"].append({
+            "files_total": files + 10, "partitions": partitions, "predicate": where,
+            "local_plan": local,
+            "spark_plan": {"seconds": round(spark_seconds, 3), "driver_peak_rss_mib": round(driver_rss, 1), "where": note},
+            "files_kept": len(spark_files), "plans_equal": local_files is None or sorted(local_files) == sorted(spark_files),
+            "spark_vs_local_time": round(spark_seconds / local["seconds"], 2) if "seconds" in local else None,
+        })
+    if len(report["sizes"]) > 1:
+        first, last = report["sizes"][0], report["sizes"][-1]
+        report["driver_rss_growth_mib"] = round(last["spark_plan"]["driver_peak_rss_mib"] - first["spark_plan"]["driver_peak_rss_mib"], 1)
+    finish(report)
+
+
+if __name__ == "__main__":
+    main()
