@@ -20,6 +20,18 @@ FOOTER_THREADS = 8  # footers read at once (each a request or two on an object s
 
 
 class _KeyFilters(FileIndexSupport):
+    def available(self, ctx: PlanContext) -> bool:
+        """Whether this table and plan have the filters at all."""
+        raise NotImplementedError
+
+    def usable(self, ctx: PlanContext) -> bool:
+        if not self.available(ctx):
+            return False
+        if ctx.record_keys is None:
+            ctx.not_used.append(f"{self.name}: the predicate pins no record keys")
+            return False
+        return True
+
     def filters(self, ctx: PlanContext, bases: list[FileSlice]) -> list[BloomFilter | None]:
         """The filter of each slice's base file, None where there is none."""
         raise NotImplementedError
@@ -39,13 +51,8 @@ class MetadataBloomFilters(_KeyFilters):
 
     name = MdtPartition.BLOOM_FILTERS.value
 
-    def usable(self, ctx: PlanContext) -> bool:
-        if ctx.mdt is None or MdtPartition.BLOOM_FILTERS not in ctx.table.config.metadata_partitions:
-            return False
-        if ctx.record_keys is None:
-            ctx.not_used.append("bloom_filters: the predicate pins no record keys")
-            return False
-        return True
+    def available(self, ctx: PlanContext) -> bool:
+        return ctx.mdt is not None and MdtPartition.BLOOM_FILTERS in ctx.table.config.metadata_partitions
 
     def filters(self, ctx: PlanContext, bases: list[FileSlice]) -> list[BloomFilter | None]:
         assert ctx.mdt is not None
@@ -62,13 +69,8 @@ class FooterBloomFilters(_KeyFilters):
 
     name = "bloom filters (footers)"
 
-    def usable(self, ctx: PlanContext) -> bool:
-        if not ctx.footers:
-            return False
-        if ctx.record_keys is None:
-            ctx.not_used.append("bloom filters (footers): the predicate pins no record keys")
-            return False
-        return True
+    def available(self, ctx: PlanContext) -> bool:
+        return ctx.footers
 
     def filters(self, ctx: PlanContext, bases: list[FileSlice]) -> list[BloomFilter | None]:
         storage = ctx.table.storage
