@@ -198,3 +198,28 @@ def test_sync_keeps_hudis_secondary_indexes_or_refuses_to_leave_them_behind(fixt
     assert validate_metadata(str(refused)).ok
     planned = plan(str(refused), "merchant_name = 'Grab'")  # without the index: every slice that may match stays
     assert not [s for s in planned.stages if "merchant" in s.name]
+
+
+@requires_fixtures
+@pytest.mark.parametrize("fixture_table", RLI_FIXTURES[:1] or ["no-fixtures"], indirect=True)
+def test_the_uniqueness_proof_is_kept_with_the_cache_dir(fixture_table: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --cache-dir, a later process reads the proof (keyed by the table
+    state) instead of every record-index file group's trailer and logs."""
+    from metadata.mdt import key_uniqueness
+    from metadata.mdt.reader import MetadataTableReader
+
+    cache = tmp_path / "cache"
+    key_uniqueness._cache.clear()  # this process may know the answer from another test
+    first = plan(fixture_table, "txn_id = 'TXN-008'", cache_dir=str(cache))
+    assert "keys shown unique: 12 live records, 12 index keys" in first.explain()
+    assert list(cache.glob("keys-*.arrow"))
+    key_uniqueness._cache.clear()  # as a new process would start
+
+    def unread(self: object, partition: str) -> int:
+        raise AssertionError("the proof was worked out again")
+
+    monkeypatch.setattr(MetadataTableReader, "key_count", unread)
+    again = plan(fixture_table, "txn_id = 'TXN-008'", cache_dir=str(cache))
+    assert [s.to_dict() for s in again.files] == [s.to_dict() for s in first.files]
+    assert "keys shown unique: 12 live records, 12 index keys" in again.explain()
+    assert again.requests["total"] < first.requests["total"]

@@ -19,9 +19,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from metadata.file_group import FileSlice
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.metadata_table import MetadataTable
+from metadata.mdt.stats_cache import PersistentStatsCache
 from metadata.timeline import Timeline
 
 _CACHED = 64  # table states whose answer is kept in this process
@@ -66,18 +69,36 @@ def unique_keys(mdt: MetadataTable, latest_slices: Callable[[], list[FileSlice]]
         if state in _cache:
             _cache.move_to_end(state)
             return _cache[state]
-    records, why = live_record_count(reader.data_table.timeline, latest_slices())
-    if records is None:
-        answer = KeyUniqueness(False, why)
-    else:
-        keys = reader.key_count(MdtPartition.RECORD_INDEX.value)
-        if keys == records:
-            answer = KeyUniqueness(True, f"keys shown unique: {records} live records, {keys} index keys", records, keys)
-        else:
-            answer = KeyUniqueness(False, f"the latest file slices hold {records} records but the index {keys} keys: "
-                                          f"a key may be held twice", records, keys)
+    cache = mdt.persistent_cache
+    if cache is None:
+        answer = _prove(mdt, latest_slices)
+    else:  # a later process (a plan on an object store) reads the answer instead of every index group's trailer
+        digest = PersistentStatsCache.digest(["key uniqueness", state[0], state[1], *sorted(state[2])])
+        answer = _from_row(cache.get_or_build(digest, lambda: _to_row(_prove(mdt, latest_slices)), "keys"))
     with _lock:
         _cache[state] = answer
         while len(_cache) > _CACHED:
             _cache.popitem(last=False)
     return answer
+
+
+def _prove(mdt: MetadataTable, latest_slices: Callable[[], list[FileSlice]]) -> KeyUniqueness:
+    reader = mdt.reader
+    records, why = live_record_count(reader.data_table.timeline, latest_slices())
+    if records is None:
+        return KeyUniqueness(False, why)
+    keys = reader.key_count(MdtPartition.RECORD_INDEX.value)
+    if keys == records:
+        return KeyUniqueness(True, f"keys shown unique: {records} live records, {keys} index keys", records, keys)
+    return KeyUniqueness(False, f"the latest file slices hold {records} records but the index {keys} keys: "
+                                f"a key may be held twice", records, keys)
+
+
+def _to_row(answer: KeyUniqueness) -> pa.Table:
+    return pa.table({"shown": [answer.shown], "reason": [answer.reason],
+                     "live_records": pa.array([answer.live_records], pa.int64()), "index_keys": pa.array([answer.index_keys], pa.int64())})
+
+
+def _from_row(table: pa.Table) -> KeyUniqueness:
+    row = table.to_pylist()[0]
+    return KeyUniqueness(bool(row["shown"]), str(row["reason"]), row["live_records"], row["index_keys"])
