@@ -123,7 +123,7 @@ def test_a_reader_that_raced_a_writer_looks_again_before_advising(table: str, mo
 def test_the_readme_lists_every_option_and_the_version() -> None:
     readme = (REPO / "README.md").read_text()
     synopsis = readme[readme.index("## Command line"):readme.index("## Library")]
-    commands = [["demo"], ["plan"], ["incremental"], ["pull"], ["sync"], ["table", "show"], ["table", "files"], ["table", "partitions"],
+    commands = [["demo"], ["plan"], ["incremental"], ["changes"], ["pull"], ["sync"], ["table", "show"], ["table", "files"], ["table", "partitions"],
                 ["table", "validate"], ["index", "build"], ["index", "sync"], ["index", "compact"], ["index", "drop"],
                 ["hive", "list-status"], ["hive", "pull"], ["trino", "rewrite"], ["trino", "query"]]
     for command in commands:
