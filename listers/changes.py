@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from decimal import Decimal
@@ -35,11 +35,11 @@ from metadata import CleanedFilesError, FileSlice, HudiTable, Instant
 from metadata.cdc import CdcMode, read_cdc_records
 from metadata.errors import HudiBridgeError
 from metadata.instant import Action, check_begin_instant, check_instant_time
-from metadata.slice_rows import rows_of_slices
+from metadata.mdt.record_keys import RECORD_KEY_FIELD
+from metadata.slice_rows import changed_slices, rows_of_slices
 from metadata.text_enum import TextEnum
 
 CDC_SCHEMA = pa.schema([("op", pa.string()), ("ts_ms", pa.string()), ("before", pa.string()), ("after", pa.string())])
-RECORD_KEY = "_hoodie_record_key"
 PARTITION_PATH = "_hoodie_partition_path"
 # Where a record lives, not what it holds: a compaction or clustering changes it alone.
 NOT_COMPARED = frozenset({"_hoodie_file_name"})
@@ -88,14 +88,8 @@ def plan_changes(table: HudiTable, begin: str, end: str | None = None) -> list[C
         except CleanedFilesError as exc:
             raise ChangeFeedError(f"{table.base_uri}: the changes of {instant.action} {instant.requested_time} need files a clean "
                                   f"removed ({exc}); begin after it") from None
-        old = {(s.partition, s.file_id): s for s in before}
-        new = {(s.partition, s.file_id): s for s in after}
-        planned.append(CommitChange(
-            instant,
-            tuple(s for k, s in sorted(old.items()) if k not in new or new[k].files != s.files),
-            tuple(s for k, s in sorted(new.items()) if k not in old or old[k].files != s.files),
-            _cdc_logs(table, instant),
-        ))
+        gone, came = changed_slices(before, after)
+        planned.append(CommitChange(instant, tuple(gone), tuple(came), _cdc_logs(table, instant)))
     return planned
 
 
@@ -139,6 +133,10 @@ def pair_versions(old: list[Row], new: list[Row]) -> list[tuple[Row | None, Row 
     once; a table whose inserts wrote a key twice holds it more often, so
     versions equal in both states are set aside first, the rest paired in a
     fixed order as updates, and what is left over is inserted or deleted."""
+    if len(old) <= 1 and len(new) <= 1:  # a key held once (the rule): no ordering to fix
+        if old and new and _same(old[0], new[0]):
+            return []
+        return [(old[0] if old else None, new[0] if new else None)] if old or new else []
     left = sorted(old, key=_json)
     right = sorted(new, key=_json)
     for row in list(left):
@@ -170,7 +168,7 @@ def _logged_changes(table: HudiTable, change: CommitChange, group: tuple[str, st
 
 
 def _by_key(rows: pa.Table | None) -> dict[str, Row]:
-    return {} if rows is None else {r[RECORD_KEY]: r for r in rows.to_pylist()}
+    return {} if rows is None else {r[RECORD_KEY_FIELD]: r for r in rows.to_pylist()}
 
 
 def _cdc_logs(table: HudiTable, instant: Instant) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
@@ -205,11 +203,11 @@ def _slices(table: HudiTable, instant: Instant | None, partitions: list[str]) ->
 def _by_record(rows: pa.Table | None, where: str) -> dict[tuple[str, str], list[Row]]:
     if rows is None:
         return {}
-    if RECORD_KEY not in rows.column_names or PARTITION_PATH not in rows.column_names:
+    if RECORD_KEY_FIELD not in rows.column_names or PARTITION_PATH not in rows.column_names:
         raise ChangeFeedError(f"{where}: a change feed needs Hudi's meta fields (hoodie.populate.meta.fields=false drops them)")
     found: dict[tuple[str, str], list[Row]] = {}
     for row in rows.to_pylist():
-        found.setdefault((row[PARTITION_PATH], row[RECORD_KEY]), []).append(row)
+        found.setdefault((row[PARTITION_PATH], row[RECORD_KEY_FIELD]), []).append(row)
     return found
 
 
@@ -235,8 +233,3 @@ def _json_value(value: Any) -> Any:
         return base64.b64encode(value).decode("ascii")
     raise TypeError(f"{type(value).__name__} is not JSON")
 
-
-def iter_changes(table: HudiTable, begin: str, end: str | None = None) -> Iterator[pa.Table]:
-    """The feed a commit at a time (for readers that stream it)."""
-    for change in plan_changes(table, begin, end):
-        yield commit_changes(table, change)

@@ -254,8 +254,7 @@ class _Planner:
                 narrowed, seconds, requests = self._measured(support.prune_groups, ctx, listing, groups)
                 cost[id(support)] = (cost[id(support)][0] + seconds, cost[id(support)][1] + requests)
                 if narrowed is not None:
-                    counted = getattr(support, "listed", None)  # a support that counts what it saw itself
-                    listed[id(support)] = counted if counted is not None else listing.rows_in(groups)
+                    listed[id(support)] = support.listed if support.listed is not None else listing.rows_in(groups)
                     groups = narrowed
         if groups is None:
             slices = [s for part in self.lister.list_files_batch(partitions).values() for s in part]

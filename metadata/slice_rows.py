@@ -1,6 +1,7 @@
 """The merged rows of file slices: a base file read with pyarrow, a slice
 with log files merged by hudi-rs's file group reader. Partition columns the
-writer left out of the files are added from the path, as strings."""
+writer left out of the files are added from the path, as strings. And which
+slices differ between two states (what a commit changed)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,16 @@ def merged_rows(table: HudiTable, piece: FileSlice) -> pa.Table:
         if field.lower() not in present:
             rows = rows.append_column(field, pa.array([value] * rows.num_rows, pa.string()))
     return rows
+
+
+def changed_slices(before: Iterable[FileSlice], after: Iterable[FileSlice]) -> tuple[list[FileSlice], list[FileSlice]]:
+    """Between two states of some partitions: the slices of the file groups
+    that differ, as they were and as they are (by partition and file id)."""
+    old = {(s.partition, s.file_id): s for s in before}
+    new = {(s.partition, s.file_id): s for s in after}
+    gone = [s for k, s in sorted(old.items()) if k not in new or new[k].files != s.files]
+    came = [s for k, s in sorted(new.items()) if k not in old or old[k].files != s.files]
+    return gone, came
 
 
 def rows_of_slices(table: HudiTable, slices: Iterable[FileSlice], columns: Sequence[str] | None = None) -> pa.Table | None:

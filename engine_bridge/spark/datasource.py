@@ -24,7 +24,7 @@ from engine_bridge.spark.scan import plan_scan, read_split
 from engine_bridge.spark.schema import spark_arrow_schema, spark_schema, table_arrow_schema
 from engine_bridge.spark.stream import HudiStreamReader
 from expressions import Expr, ExpressionError, from_spark_filters
-from listers.changes import CDC_SCHEMA, commit_changes, plan_changes
+from listers.changes import CDC_SCHEMA, plan_changes
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class HudiChangeReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         if not isinstance(partition, ChangePartition):
             return  # a range with no commit: Spark still asks for one partition
-        yield from commit_changes(partition.options.open_table(), partition.change).to_batches()
+        yield from partition.batches()
 
 
 class HudiDataSource(DataSource):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from engine_bridge.spark.options import ReadOptions
 from engine_bridge.spark.scan import ReadSpec, Split
-from listers.changes import CommitChange
+from listers.changes import CommitChange, commit_changes
 
 
 class HudiInputPartition(InputPartition):
@@ -26,3 +27,7 @@ class ChangePartition(InputPartition):
         super().__init__(index)
         self.options = options
         self.change = change
+
+    def batches(self) -> list[pa.RecordBatch]:
+        """The commit's CDC rows (read on the executor, which opens the table itself)."""
+        return commit_changes(self.options.open_table(), self.change).to_batches()

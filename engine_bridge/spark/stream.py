@@ -33,7 +33,7 @@ from engine_bridge.spark.options import (
 from engine_bridge.spark.partition import ChangePartition, HudiInputPartition
 from engine_bridge.spark.scan import SliceToRead, group_slices, plan_scan, read_split
 from engine_bridge.spark.schema import spark_arrow_schema
-from listers.changes import commit_changes, plan_changes
+from listers.changes import plan_changes
 from listers.incremental import incremental, range_key
 from metadata import HudiTable
 from metadata.instant import BEFORE_ALL_INSTANTS
@@ -104,9 +104,9 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _table(self) -> HudiTable:
         return self.options.read.open_table()
 
-    def _keys(self) -> list[str]:
+    def _keys(self, table: HudiTable | None = None) -> list[str]:
         """Range keys of the completed commits, ascending."""
-        table = self._table()
+        table = table or self._table()
         return sorted(range_key(table, i) for i in table.timeline.commits())
 
     def initialOffset(self) -> dict[str, str]:
@@ -127,25 +127,25 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: Offset, limit: ReadLimit) -> Offset:
         begin = start["instant"]
-        pending = [k for k in self._keys() if k > begin and (self._target is None or k <= self._target)]
+        table = self._table()
+        pending = [k for k in self._keys(table) if k > begin and (self._target is None or k <= self._target)]
         if not pending:
             return start
         max_commits = limit.max_files if isinstance(limit, ReadMaxFiles) else None  # files stand for commits here
         if self.options.max_files is None and self.options.max_bytes is None:
             return _offset(pending[: max_commits or len(pending)][-1])
-        return self._throttled(start, pending, max_commits)
+        return self._throttled(table, start, pending, max_commits)
 
     def _commit_slices(self, table: HudiTable, previous: str, key: str) -> list[SliceToRead]:
         """The file slices one commit wrote, in (partition, file id) order."""
         plan = incremental(table, previous, key, fallback_to_full_scan=self.options.read.incremental_fallback)
         return sorted((SliceToRead.of(s) for s in plan.files), key=lambda s: s.group)
 
-    def _throttled(self, start: Offset, pending: list[str], max_commits: int | None) -> Offset:
+    def _throttled(self, table: HudiTable, start: Offset, pending: list[str], max_commits: int | None) -> Offset:
         """Whole commits while the files and bytes limits allow, then the file
         groups of the next commit that fit (a change feed takes whole commits
         only: a record moved between file groups must not be split). A batch
         takes at least one file group."""
-        table = self._table()
         max_files, max_bytes = self.options.max_files or 1 << 62, self.options.max_bytes or 1 << 62
         files = size = 0
         done, previous, after = start, start["instant"], _group(start) if start.get("commit") == pending[0] else None
@@ -204,7 +204,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         if isinstance(partition, ChangePartition):
-            yield from commit_changes(partition.options.open_table(), partition.change).to_batches()
+            yield from partition.batches()
             return
         assert isinstance(partition, HudiInputPartition)
         yield from read_split(partition.spec, partition.split, spark_arrow_schema(self.schema))

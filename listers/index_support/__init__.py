@@ -21,7 +21,7 @@ are built into slices (on the latest view; a past view builds every group).
 from listers.index_support.base import FileIndexSupport, FileListing, Groups, PartitionIndexSupport, PlanContext
 from listers.index_support.bloom_filters import FooterBloomFilters, MetadataBloomFilters
 from listers.index_support.column_stats import Candidates, CandidatesRunner, ColumnStats, partition_candidates
-from listers.index_support.keys import MAX_KEYS, index_text
+from listers.index_support.keys import MAX_KEYS
 from listers.index_support.partition_stats import PartitionStats
 from listers.index_support.partition_values import PartitionValues, transformed_partition_fields
 from listers.index_support.record_index import RecordIndex, SecondaryIndexes
@@ -35,5 +35,5 @@ def file_index_chain(column_stats_runner: CandidatesRunner | None = None) -> lis
 
 __all__ = [
     "MAX_KEYS", "Candidates", "CandidatesRunner", "ColumnStats", "partition_candidates", "FileIndexSupport", "FileListing", "FooterBloomFilters", "Groups", "MetadataBloomFilters", "PartitionIndexSupport", "PartitionStats",
-    "PartitionValues", "PlanContext", "RecordIndex", "SecondaryIndexes", "file_index_chain", "index_text", "transformed_partition_fields",
+    "PartitionValues", "PlanContext", "RecordIndex", "SecondaryIndexes", "file_index_chain", "transformed_partition_fields",
 ]

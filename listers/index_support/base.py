@@ -106,6 +106,7 @@ class PartitionIndexSupport(ABC):
 
 class FileIndexSupport(ABC):
     name: str
+    listed: int | None = None  # files it evaluated by name, when it counts them itself (else the listing's count)
 
     def usable(self, ctx: PlanContext) -> bool:
         """Whether this support prunes this plan (if not, the reason is in ctx.not_used)."""

@@ -6,17 +6,11 @@ hash this project does not read."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
-import pyarrow.parquet as pq
-
 from listers.index_support.base import FileIndexSupport, PlanContext
 from metadata import FileSlice, MetadataTableUnavailable
-from metadata.bloom_filter import BloomFilter, footer_bloom_filter
-from metadata.mdt.bloom_filters import bloom_filters_of
+from metadata.bloom_filter import BloomFilter
+from metadata.mdt.bloom_filters import bloom_filters_of, footer_filters
 from metadata.mdt.file_groups import MdtPartition
-
-FOOTER_THREADS = 8  # footers read at once (each a request or two on an object store)
 
 
 class _KeyFilters(FileIndexSupport):
@@ -74,12 +68,6 @@ class FooterBloomFilters(_KeyFilters):
 
     def filters(self, ctx: PlanContext, bases: list[FileSlice]) -> list[BloomFilter | None]:
         storage = ctx.table.storage
-
-        def footer_filter(piece: FileSlice) -> BloomFilter | None:
-            assert piece.base_file is not None
-            with storage.open_random_access(piece.base_file) as handle:
-                footer = pq.read_metadata(handle).metadata
-            return footer_bloom_filter(footer, storage.display_path(piece.base_file))
-
-        with ThreadPoolExecutor(max_workers=FOOTER_THREADS) as pool:
-            return list(pool.map(footer_filter, bases))
+        paths = [piece.base_file or "" for piece in bases]
+        return [None if found is None else found.decode(storage.display_path(path))
+                for path, found in zip(paths, footer_filters(storage, paths))]

@@ -57,6 +57,21 @@ class _Verdict:
         return [bool(may[a:b].any()) or a == b for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
 
 
+def verdict_of(stats: pa.Table, predicate: BoundPredicate, columns: list[str]) -> _Verdict:
+    """The predicate evaluated on a stats table; `indexed`: the columns with any statistics."""
+    keep = np.asarray(may_match(predicate, stats).to_numpy(zero_copy_only=False), dtype=bool)
+    indexed = [c for c in columns if stats.num_rows and stats.column(min_field(c)).null_count < stats.num_rows]
+    return _Verdict(stats, keep, indexed)
+
+
+def groups_of(candidates: set[tuple[str, str]] | frozenset[tuple[str, str]], partitions: list[str], groups: Groups | None) -> Groups:
+    """The file groups of candidate files (partition, name), within `groups`."""
+    found: Groups = {p: set() for p in partitions}
+    for partition, name in candidates:
+        found.setdefault(partition, set()).add(file_id_of(name))
+    return within(found, groups)
+
+
 @dataclass(frozen=True)
 class Candidates:
     """What an evaluation of column_stats away from the driver returns: the
@@ -81,13 +96,10 @@ def partition_candidates(table: HudiTable, partitions: list[str], predicate: Bou
         raise MetadataTableUnavailable(table.base_uri, "no metadata table to read column_stats from")
     lister = DirectoryLister(table)
     files = lister.file_table(partitions)
-    stats = mdt.column_stats(columns, partitions, ordered=False)
-    keep = np.asarray(may_match(predicate, stats).to_numpy(zero_copy_only=False), dtype=bool)
-    rows = stats_rows_of(files, stats)
-    may = (rows < 0) | keep[np.maximum(rows, 0)] if len(keep) else np.ones(len(rows), dtype=bool)
-    kept = files.filter(pa.array(may))
-    indexed = tuple(c for c in columns if stats.num_rows and stats.column(min_field(c)).null_count < stats.num_rows)
-    return Candidates(frozenset(zip(kept.column(PARTITION).to_pylist(), kept.column(FILE_NAME).to_pylist())), files.num_rows, indexed)
+    verdict = verdict_of(mdt.column_stats(columns, partitions, ordered=False), predicate, columns)
+    kept = files.filter(verdict.files_may_match(files, lister))
+    return Candidates(frozenset(zip(kept.column(PARTITION).to_pylist(), kept.column(FILE_NAME).to_pylist())), files.num_rows,
+                      tuple(verdict.indexed))
 
 
 class ColumnStats(FileIndexSupport):
@@ -118,12 +130,14 @@ class ColumnStats(FileIndexSupport):
             stats = ctx.mdt.column_stats(ctx.data_columns, partitions, ordered=False)
         except MetadataTableUnavailable as exc:
             return ctx.unusable(self.name, exc, None)
-        indexed = [c for c in ctx.data_columns if stats.num_rows and stats.column(min_field(c)).null_count < stats.num_rows]
-        if not indexed:
+        return self._indexed(ctx, verdict_of(stats, ctx.predicate, ctx.data_columns))
+
+    def _indexed(self, ctx: PlanContext, verdict: _Verdict) -> _Verdict | None:
+        """The verdict, or None (and why) when none of the columns has statistics."""
+        if not verdict.indexed:
             ctx.not_used.append(f"column_stats: none of {', '.join(ctx.data_columns)} is indexed")
             return None
-        keep = np.asarray(may_match(ctx.predicate, stats).to_numpy(zero_copy_only=False), dtype=bool)
-        return _Verdict(stats, keep, indexed)
+        return verdict
 
     def prune_groups(self, ctx: PlanContext, listing: FileListing, groups: Groups | None) -> Groups | None:
         partitions = listing.partitions
@@ -140,10 +154,7 @@ class ColumnStats(FileIndexSupport):
         self.listed = files.num_rows
         candidates = files.filter(self.verdict.files_may_match(files, ctx.lister))
         self.verdict.candidates = set(zip(candidates.column(PARTITION).to_pylist(), candidates.column(FILE_NAME).to_pylist()))
-        found: Groups = {p: set() for p in partitions}
-        for partition, name in self.verdict.candidates:
-            found[partition].add(file_id_of(name))
-        return within(found, groups)
+        return groups_of(self.verdict.candidates, partitions, groups)
 
     def _run_elsewhere(self, ctx: PlanContext, partitions: list[str], groups: Groups | None) -> Groups | None:
         """The by-name verdict from the runner: the driver gets candidate names, never statistics."""
@@ -153,15 +164,11 @@ class ColumnStats(FileIndexSupport):
             found = self.runner(ctx, partitions)
         except MetadataTableUnavailable as exc:
             return ctx.unusable(self.name, exc, None)
-        if not found.indexed:
-            ctx.not_used.append(f"column_stats: none of {', '.join(ctx.data_columns)} is indexed")
+        self.verdict = self._indexed(ctx, _Verdict(pa.table({}), np.zeros(0, dtype=bool), list(found.indexed), set(found.files)))
+        if self.verdict is None:
             return None
-        self.verdict = _Verdict(pa.table({}), np.zeros(0, dtype=bool), list(found.indexed), set(found.files))
         self.listed, self.where = found.evaluated, found.note
-        by_partition: Groups = {p: set() for p in partitions}
-        for partition, name in found.files:
-            by_partition.setdefault(partition, set()).add(file_id_of(name))
-        return within(by_partition, groups)
+        return groups_of(found.files, partitions, groups)
 
     def prune_slices(self, ctx: PlanContext, slices: list[FileSlice]) -> tuple[list[FileSlice], str] | None:
         if not self.read:  # no verdict by name (a past view): take it on the slices

@@ -4,26 +4,11 @@
 from __future__ import annotations
 
 import itertools
-from datetime import date, datetime
-from typing import Any
 
 from expressions import BoundPredicate
-from metadata.mdt.indexes import record_key_text
+from metadata.mdt.indexes import index_text, record_key_text
 
 MAX_KEYS = 100_000  # record keys looked up in one plan
-
-
-def index_text(value: Any, days: bool) -> str | None:
-    """A predicate value as an index key holds it: record keys and secondary
-    values are the column's value as text (a date as its day number in a
-    secondary index); None where that text is not known exactly."""
-    if isinstance(value, bool):
-        return None if not days else str(value).lower()
-    if isinstance(value, (int, str)):
-        return str(value)
-    if days and isinstance(value, date) and not isinstance(value, datetime):
-        return str((value - date(1970, 1, 1)).days)
-    return None
 
 
 def index_texts(predicate: BoundPredicate, column: str, days: bool) -> list[str] | None:

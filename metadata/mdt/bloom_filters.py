@@ -36,16 +36,20 @@ def footer_filter(storage: Storage, relative: str) -> SerializedBloomFilter | No
         return footer_filter_text(pq.read_metadata(handle).metadata)
 
 
+def footer_filters(storage: Storage, relatives: list[str]) -> list[SerializedBloomFilter | None]:
+    """`footer_filter` of many base files, read side by side, in order."""
+    with ThreadPoolExecutor(max_workers=FOOTER_THREADS) as pool:
+        return list(pool.map(lambda relative: footer_filter(storage, relative), relatives))
+
+
 def bloom_filter_records(storage: Storage, files: Iterable[tuple[str, str]], timestamp: str,
                          base_extension: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """(key, record) of each base file among (partition, name) that carries a filter."""
     bases = [(p, n) for p, n in files if not is_log_file_name(n) and n.endswith(base_extension)]
-    with ThreadPoolExecutor(max_workers=FOOTER_THREADS) as pool:
-        found = pool.map(lambda target: footer_filter(storage, join(*target)), bases)
-        for (partition, name), serialized in zip(bases, found):
-            if serialized is not None:
-                key = bloom_filter_key(partition, name)
-                yield key, bloom_filter_record(key, serialized.type_code, timestamp, serialized.text)
+    for (partition, name), serialized in zip(bases, footer_filters(storage, [join(p, n) for p, n in bases])):
+        if serialized is not None:
+            key = bloom_filter_key(partition, name)
+            yield key, bloom_filter_record(key, serialized.type_code, timestamp, serialized.text)
 
 
 def removed_bloom_filter_records(files: Iterable[tuple[str, str]], timestamp: str,

@@ -17,17 +17,32 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
+from datetime import date, datetime
 from typing import Any
 
 from metadata.errors import HudiFormatError, StoredFileNotFound
 from metadata.mdt.file_groups import SECONDARY_INDEX_PREFIX, MdtPartition, SecondaryIndexPartition, secondary_key_separator
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.reader import KeyQuery
+from metadata.mdt.records import EPOCH_DATE
 from metadata.storage import Storage
 
 INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
 MISSING_FILE_INDEX = -1
 _ESCAPED = ("\\", "$", "\0")
+
+
+def index_text(value: Any, days: bool) -> str | None:
+    """A value as an index key holds it: record keys and secondary values are
+    the column's value as text (a date as its day number, a boolean in lower
+    case, in a secondary index); None where that text is not known exactly."""
+    if isinstance(value, bool):
+        return None if not days else str(value).lower()
+    if isinstance(value, (int, str)):
+        return str(value)
+    if days and isinstance(value, date) and not isinstance(value, datetime):
+        return str((value - EPOCH_DATE).days)
+    return None
 
 
 def escape_secondary_key(value: str) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from datetime import date
 from typing import Any
 
 import pyarrow as pa
@@ -22,25 +21,24 @@ import pyarrow as pa
 from metadata.errors import IndexWriteError
 from metadata.file_group import FileSlice
 from metadata.mdt.file_groups import SecondaryIndexPartition
-from metadata.mdt.indexes import escape_secondary_key
+from metadata.mdt.indexes import escape_secondary_key, index_text
+from metadata.mdt.record_keys import RECORD_KEY_FIELD
 from metadata.mdt.record_schema import secondary_index_record
 from metadata.slice_rows import rows_of_slices
 from metadata.table import HudiTable
 
 INDEX_DEFS_PATH = ".hoodie/.index_defs/index.json"
 NULL_VALUE = "\0"
-RECORD_KEY = "_hoodie_record_key"
 
 
 def value_text(value: Any) -> str | None:
-    """Hudi's text of a column value (None: a null value)."""
+    """Hudi's text of a column value (None: a null value); the column's type
+    is one `check_indexable` admits, whose text is always known."""
     if value is None:
         return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, date):
-        return str((value - date(1970, 1, 1)).days)
-    return str(value)
+    text = index_text(value, days=True)
+    assert text is not None, f"no secondary-index text for {value!r}"
+    return text
 
 
 def secondary_index_key(value: str | None, record_key: str) -> str:
@@ -59,10 +57,10 @@ def check_indexable(column: str, dtype: pa.DataType | None) -> None:
 
 def entries(table: HudiTable, slices: Iterable[FileSlice], column: str) -> set[tuple[str | None, str]]:
     """(value text, record key) of the merged rows of these slices."""
-    rows = rows_of_slices(table, slices, [RECORD_KEY, column])
+    rows = rows_of_slices(table, slices, [RECORD_KEY_FIELD, column])
     if rows is None:
         return set()
-    return {(value_text(v), k) for k, v in zip(rows.column(RECORD_KEY).to_pylist(), rows.column(column).to_pylist())}
+    return {(value_text(v), k) for k, v in zip(rows.column(RECORD_KEY_FIELD).to_pylist(), rows.column(column).to_pylist())}
 
 
 def records_of(changes: Iterable[tuple[str | None, str, bool]]) -> Iterator[tuple[str, dict[str, Any]]]:

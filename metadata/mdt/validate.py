@@ -12,7 +12,7 @@ from metadata.errors import MissingFileError
 from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.listing import StorageListing
 from metadata.mdt import keys
-from metadata.mdt.bloom_filters import footer_filter, stored_bloom_filters
+from metadata.mdt.bloom_filters import footer_filters, stored_bloom_filters
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.listing import MetadataListing
@@ -158,9 +158,8 @@ def _check_bloom_filters(table: HudiTable, mdt: MetadataTable, listed: dict[str,
     filter: the same type code and the same serialized text."""
     bases = sorted((p, n) for p, names in listed.items() for n in names if n.endswith(extension) and not n.startswith("."))
     held = stored_bloom_filters(mdt, bases)
-    for p, name in bases:
-        where = f"{p}/{name}" if p else name
-        footer = footer_filter(table.storage, where)
+    wheres = [f"{p}/{name}" if p else name for p, name in bases]
+    for (p, name), where, footer in zip(bases, wheres, footer_filters(table.storage, wheres)):
         report.bloom_files_checked += 1
         if held.get((p, name)) != footer:
             if footer is None:

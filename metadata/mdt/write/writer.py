@@ -58,6 +58,7 @@ from metadata.mdt.write.cell_spill import DEFAULT_BUDGET_BYTES, CellSpill
 from metadata.mdt.write.hfile_writer import HFileWriter
 from metadata.mdt.write.writer_lock import WriterLock
 from metadata.partition_path import from_metadata_partition, to_metadata_partition
+from metadata.slice_rows import changed_slices
 from metadata.storage import join
 from metadata.stored_table import TableParts
 from metadata.table import HudiTable
@@ -469,11 +470,11 @@ class MetadataTableWriter:
 
     def _sync_locked(self, report: IndexReport) -> None:
         order = (lambda i: (i.completion_time or i.requested_time)) if self.data.timeline.uses_completion_time else (lambda i: i.requested_time)
-        self._refuse_to_leave_indexes_behind(self._mdt())
+        built = self._built()
+        self._refuse_to_leave_indexes_behind(self._mdt(), built)
         mdt = self._roll_back_failed(self._mdt(), report)
         is_synced = self._synced(mdt)
         todo = sorted((i for i in self.data.timeline.completed() if not is_synced(i)), key=order)
-        built = self._built()
         schema = table_schema(self.data)
         columns = self._indexed_columns(mdt, schema)
         for n, instant in enumerate(todo, 1):
@@ -488,14 +489,14 @@ class MetadataTableWriter:
         if todo:
             self._compact_locked(report, force=False)
 
-    def _refuse_to_leave_indexes_behind(self, mdt: TableParts) -> None:
+    def _refuse_to_leave_indexes_behind(self, mdt: TableParts, built: list[MetadataPartition]) -> None:
         """Partitions this writer does not maintain (Hudi's expression indexes,
         secondary indexes on columns whose index text it does not write, a
         partitioned record index) would fall behind the
         instants a sync adds, and a planner trusting the metadata table's
         instants would then miss rows they do not index: refuse, before
         anything is written, and say how to go on."""
-        unmaintained = sorted(set(self.data.config.metadata_partitions) - {p.value for p in self._built()})
+        unmaintained = sorted(set(self.data.config.metadata_partitions) - {p.value for p in built})
         if not unmaintained:
             return
         is_synced = self._synced(mdt)
@@ -654,10 +655,7 @@ class MetadataTableWriter:
             except CleanedFilesError:
                 rewrite = sorted({*rewrite, *touched})
             else:
-                old = {(s.partition, s.file_id): s for s in before}
-                new = {(s.partition, s.file_id): s for s in after}
-                gone = [s for k, s in old.items() if new.get(k) is None or new[k].files != s.files]
-                came = [s for k, s in new.items() if old.get(k) is None or old[k].files != s.files]
+                gone, came = changed_slices(before, after)
                 for index in indexes:
                     was, now = entries(table, gone, index.column), entries(table, came, index.column)
                     out[index].update(records_of([(v, k, True) for v, k in sorted(was - now, key=str)]
