@@ -26,6 +26,7 @@ from expressions.functions import (
     Pattern,
     SecondsToTimestamp,
     SessionZone,
+    Substring,
     ToDate,
     ToTimestamp,
     Unit,
@@ -126,8 +127,19 @@ class FunctionReader:
             return [UnixSeconds(self.pattern(node), zone)], node.this
         if isinstance(node, exp.Anonymous) and node.name.lower() == "timestamp_seconds" and len(node.expressions) == 1:
             return [SecondsToTimestamp()], node.expressions[0]
+        if isinstance(node, exp.UnixToTime) and node.args.get("scale") is None and node.args.get("zone") is None:
+            return [SecondsToTimestamp()], node.this  # Trino's from_unixtime(seconds)
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "format_datetime" and len(node.expressions) == 2:
+            fmt = node.expressions[1]  # Trino's format_datetime takes a Java pattern, as Spark's date_format
+            pattern = parse_pattern(fmt.this) if isinstance(fmt, exp.Literal) and fmt.is_string else None
+            return ([DateFormat(pattern, zone)], node.expressions[0]) if pattern else None
         if isinstance(node, (exp.Lower, exp.Upper)):
             return [ChangeCase(isinstance(node, exp.Upper))], node.this
+        if isinstance(node, exp.Substring):
+            start, length = self.constant(node.args.get("start") or exp.Literal.number(1)), self.constant(node.args["length"]) if node.args.get("length") else None
+            if not isinstance(start, int) or not isinstance(length, int):
+                return None
+            return [Substring(start, length)], node.this
         return None
 
     def _arithmetic(self, node: exp.Add | exp.Sub | exp.Mul) -> tuple[list[Function], exp.Expr] | None:

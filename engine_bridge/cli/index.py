@@ -10,6 +10,9 @@ import click
 
 from engine_bridge.cli.app import main
 from engine_bridge.cli.output import Output, command_output, print_lines, progress
+from expressions.errors import ExpressionError
+from expressions.index_expressions import SparkIndexExpressions, expression_index_of
+from metadata.mdt.expression_index import ExpressionIndexPartition
 from metadata.mdt.file_groups import (
     BUILD_ORDER,
     PARTITION_ORDER,
@@ -44,6 +47,21 @@ def _secondary_index(text: str) -> SecondaryIndexPartition:
         raise click.BadParameter(f"{text!r}: give NAME:COLUMN, as in merchant_idx:merchant_name", param_hint="--secondary-index")
     name = name.strip()
     return SecondaryIndexPartition(name if name.startswith(SECONDARY_INDEX_PREFIX) else SECONDARY_INDEX_PREFIX + name, column.strip())
+
+
+def _expression_index(text: str) -> ExpressionIndexPartition:
+    name, _, expression = text.partition(":")
+    if not name.strip() or not expression.strip():
+        raise click.BadParameter(f"{text!r}: give NAME:EXPRESSION, as in ts_day:date_format(ts, 'yyyy-MM-dd')", param_hint="--expression-index")
+    try:
+        return expression_index_of(name.strip(), expression.strip())
+    except ExpressionError as exc:
+        raise click.BadParameter(str(exc), param_hint="--expression-index") from None
+
+
+def _writer(path: str, **options: Any) -> MetadataTableWriter:
+    """A writer that also keeps the table's expression indexes (evaluated as Spark does, in UTC)."""
+    return MetadataTableWriter(path, progress=progress, index_expressions=SparkIndexExpressions(), **options)
 
 
 @contextmanager
@@ -90,13 +108,16 @@ def _render(report: IndexReport) -> Output:
 @click.option("--all-columns", is_flag=True, help="Every indexable top-level column, not only the first 32.")
 @click.option("--secondary-index", "secondary", multiple=True, metavar="NAME:COLUMN",
               help="A Hudi secondary index on COLUMN, as partition secondary_index_NAME (repeatable; needs record_index).")
+@click.option("--expression-index", "expression", multiple=True, metavar="NAME:EXPRESSION",
+              help="A Hudi expression index (column_stats of f(column)) as partition expr_index_NAME, f in Spark SQL: "
+                   "date_format(ts, 'yyyy-MM-dd'), year(ts), substring(name, 1, 3), ... (repeatable; table version 8+).")
 @click.option("--rebuild", is_flag=True, help="Rebuild partitions that already exist.")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Where footers and logs are read: a thread pool here, or a Spark job.")
 @click.option("--parallelism", type=click.IntRange(min=1), default=8, show_default=True)
 @command_output
-def index_build(path: str, partitions: str, columns: str | None, all_columns: bool, secondary: tuple[str, ...], rebuild: bool,
-                engine: str, parallelism: int) -> Output:
+def index_build(path: str, partitions: str, columns: str | None, all_columns: bool, secondary: tuple[str, ...],
+                expression: tuple[str, ...], rebuild: bool, engine: str, parallelism: int) -> Output:
     """Bootstrap metadata partitions from the completed timeline (RFC-15, RFC-27)."""
     chosen: list[str] | None = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     if all_columns:
@@ -106,10 +127,10 @@ def index_build(path: str, partitions: str, columns: str | None, all_columns: bo
 
         schema = table_schema(TableParts.load(path))
         chosen = [f.name for f in schema if is_indexable(f.type)]
-    wanted: list[MetadataPartition] = [*_partitions(partitions), *(_secondary_index(text) for text in secondary)]  # bad names fail before Spark starts
+    wanted: list[MetadataPartition] = [*_partitions(partitions), *(_secondary_index(text) for text in secondary),
+                                       *(_expression_index(text) for text in expression)]  # bad names fail before Spark starts
     with _engine(engine, parallelism) as stats_engine:
-        writer = MetadataTableWriter(path, engine=stats_engine, progress=progress)
-        return _render(writer.build(wanted, chosen, rebuild=rebuild))
+        return _render(_writer(path, engine=stats_engine).build(wanted, chosen, rebuild=rebuild))
 
 
 @index.command("sync")
@@ -119,7 +140,7 @@ def index_build(path: str, partitions: str, columns: str | None, all_columns: bo
 @command_output
 def index_sync(path: str, compact_after: int) -> Output:
     """Apply the data instants completed since the metadata table's last one."""
-    return _render(MetadataTableWriter(path, compact_after=compact_after, progress=progress).sync())
+    return _render(_writer(path, compact_after=compact_after).sync())
 
 
 @index.command("compact")
@@ -129,7 +150,7 @@ def index_sync(path: str, compact_after: int) -> Output:
 @command_output
 def index_compact(path: str, force: bool, compact_after: int) -> Output:
     """Fold log files into new HFile base files, as Hudi's metadata compaction does."""
-    return _render(MetadataTableWriter(path, compact_after=compact_after, progress=progress).compact(force=force))
+    return _render(_writer(path, compact_after=compact_after).compact(force=force))
 
 
 @index.command("drop")
@@ -139,7 +160,7 @@ def index_compact(path: str, force: bool, compact_after: int) -> Output:
 @command_output
 def index_drop(path: str, partitions: str) -> Output:
     """Remove metadata partitions: the table config first, then the files."""
-    writer = MetadataTableWriter(path, progress=progress)
+    writer = _writer(path)
     listed = set(writer.data.config.metadata_partitions)
     names = [p.strip() for p in partitions.split(",") if p.strip()]
     chosen: list[MdtPartition | str] = [n for n in names if n in listed and n not in PARTITION_NAMES]

@@ -53,3 +53,36 @@ class ChangeCase(Function):
 
     def sql(self, inner: str) -> str:
         return f"{'upper' if self.upper else 'lower'}({inner})"
+
+
+@dataclass(frozen=True)
+class Substring(Function):
+    """`substring(c, pos, len)` as Spark's `UTF8String.substringSQL`: 1-based
+    `pos` (0 reads as 1, a negative one counts from the end), at most `len`
+    characters. A prefix (`pos` 1 or 0) keeps order: strings that first
+    differ within the prefix keep their order, and the others have equal
+    prefixes. Any other cut does not, and keeps files unless one value."""
+
+    pos: int
+    length: int
+
+    def result_type(self, source: pa.DataType) -> pa.DataType | None:
+        return pa.string() if pa.types.is_string(source) or pa.types.is_large_string(source) else None
+
+    def apply(self, value: Any, source: pa.DataType) -> Any:
+        start = self.pos - 1 if self.pos > 0 else (len(value) + self.pos if self.pos < 0 else 0)
+        end = start + self.length
+        start = max(start, 0)
+        return value[start:end] if start < end else ""
+
+    @property
+    def is_prefix(self) -> bool:
+        return self.pos in (0, 1) and self.length > 0
+
+    def image(self, low: Any, high: Any, source: pa.DataType) -> tuple[Any, Any] | None:
+        if low == high or self.is_prefix:
+            return self.apply(low, source), self.apply(high, source)
+        return None
+
+    def sql(self, inner: str) -> str:
+        return f"substring({inner}, {self.pos}, {self.length})"

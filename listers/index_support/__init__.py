@@ -10,17 +10,21 @@ reads only what the ones before left:
 4. secondary indexes: prefix lookups of pinned values, then the record index;
 5. column_stats: a row per file and column of the partitions still in play,
    the largest read, so it comes after the key stages narrowed the partitions;
-6. bloom_filters: a point lookup per remaining base file, so after
+6. expression indexes: column_stats of f(column), one partition per index,
+   read for what column_stats left (they answer leaves on f(column), and
+   equalities on the column itself, that column_stats cannot);
+7. bloom_filters: a point lookup per remaining base file, so after
    column_stats has left fewer (it rules out keys inside a file's min/max);
-7. bloom filters in base-file footers: a read per remaining base file, only on request.
+8. bloom filters in base-file footers: a read per remaining base file, only on request.
 
-Stages 3-5 first rule file groups out by file name, so only the groups left
+Stages 3-6 first rule file groups out by file name, so only the groups left
 are built into slices (on the latest view; a past view builds every group).
 """
 
 from listers.index_support.base import FileIndexSupport, FileListing, Groups, PartitionIndexSupport, PlanContext
 from listers.index_support.bloom_filters import FooterBloomFilters, MetadataBloomFilters
 from listers.index_support.column_stats import Candidates, CandidatesRunner, ColumnStats, partition_candidates
+from listers.index_support.expression_index import ExpressionIndexes
 from listers.index_support.keys import MAX_KEYS
 from listers.index_support.partition_stats import PartitionStats
 from listers.index_support.partition_values import PartitionValues, transformed_partition_fields
@@ -30,10 +34,11 @@ from listers.index_support.record_index import RecordIndex, SecondaryIndexes
 def file_index_chain(column_stats_runner: CandidatesRunner | None = None) -> list[FileIndexSupport]:
     """A new chain of file-level supports (they keep per-plan state);
     `column_stats_runner` evaluates column_stats away from the driver (Spark executors)."""
-    return [RecordIndex(), SecondaryIndexes(), ColumnStats(column_stats_runner), MetadataBloomFilters(), FooterBloomFilters()]
+    return [RecordIndex(), SecondaryIndexes(), ColumnStats(column_stats_runner), ExpressionIndexes(), MetadataBloomFilters(),
+            FooterBloomFilters()]
 
 
 __all__ = [
-    "MAX_KEYS", "Candidates", "CandidatesRunner", "ColumnStats", "partition_candidates", "FileIndexSupport", "FileListing", "FooterBloomFilters", "Groups", "MetadataBloomFilters", "PartitionIndexSupport", "PartitionStats",
+    "MAX_KEYS", "Candidates", "CandidatesRunner", "ColumnStats", "ExpressionIndexes", "partition_candidates", "FileIndexSupport", "FileListing", "FooterBloomFilters", "Groups", "MetadataBloomFilters", "PartitionIndexSupport", "PartitionStats",
     "PartitionValues", "PlanContext", "RecordIndex", "SecondaryIndexes", "file_index_chain", "transformed_partition_fields",
 ]

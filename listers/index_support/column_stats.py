@@ -123,19 +123,30 @@ class ColumnStats(FileIndexSupport):
             return False
         return True
 
+    # What a stats support reads and evaluates (an expression index reads its own partition).
+    def _stats(self, ctx: PlanContext, partitions: list[str]) -> pa.Table:
+        assert ctx.mdt is not None
+        return ctx.mdt.column_stats(ctx.data_columns, partitions, ordered=False)
+
+    def _predicate(self, ctx: PlanContext) -> BoundPredicate:
+        return ctx.predicate
+
+    def _columns(self, ctx: PlanContext) -> list[str]:
+        return ctx.data_columns
+
     def _read(self, ctx: PlanContext, partitions: list[str]) -> _Verdict | None:
         if ctx.mdt is None or not partitions:
             return None
         try:
-            stats = ctx.mdt.column_stats(ctx.data_columns, partitions, ordered=False)
+            stats = self._stats(ctx, partitions)
         except MetadataTableUnavailable as exc:
             return ctx.unusable(self.name, exc, None)
-        return self._indexed(ctx, verdict_of(stats, ctx.predicate, ctx.data_columns))
+        return self._indexed(ctx, verdict_of(stats, self._predicate(ctx), self._columns(ctx)))
 
     def _indexed(self, ctx: PlanContext, verdict: _Verdict) -> _Verdict | None:
         """The verdict, or None (and why) when none of the columns has statistics."""
         if not verdict.indexed:
-            ctx.not_used.append(f"column_stats: none of {', '.join(ctx.data_columns)} is indexed")
+            ctx.not_used.append(f"{self.name}: none of {', '.join(self._columns(ctx))} is indexed")
             return None
         return verdict
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from metadata.mdt.expression_index import ExpressionIndexPartition
 from metadata.text_enum import TextEnum
 
 
@@ -104,7 +105,7 @@ def secondary_key_separator(key: str) -> int:
     raise ValueError(f"secondary index key {key!r} has no '$'")
 
 
-MetadataPartition = MdtPartition | SecondaryIndexPartition  # what the writer keeps
+MetadataPartition = MdtPartition | SecondaryIndexPartition | ExpressionIndexPartition  # what the writer keeps
 
 
 def file_group_id(partition: MetadataPartition, index: int) -> str:

@@ -233,3 +233,31 @@ def file_ranges(storage: Storage, relative: str, columns: Sequence[str] | None,
         return log_ranges(storage.read_bytes(relative), name, columns, where, block_counts, schema)
     with storage.open_random_access(relative) as handle:
         return footer_ranges(handle, name, columns, where)
+
+
+def file_values(storage: Storage, relative: str, column: str, block_counts: Callable[[LogBlock], bool],
+                schema: pa.Schema | None = None) -> pa.ChunkedArray | None:
+    """A column's values in one data file: a base file's rows, or the records
+    of a log file's data blocks that count; None when the file lacks it."""
+    name = relative.rsplit("/", 1)[-1]
+    where = storage.display_path(relative)
+    if name.startswith("."):
+        tables = []
+        for block in read_log_blocks(storage.read_bytes(relative), where).blocks:
+            table = _block_table(block, where, schema) if block_counts(block) else None
+            if table is not None and table.num_rows:
+                tables.append(table)
+        if not tables:
+            return pa.chunked_array([], leaf_type(schema, column) or pa.null()) if schema is not None else None
+        table = pa.concat_tables(tables, promote_options="permissive")
+    else:
+        head = column.split(".")[0]
+        try:
+            with storage.open_random_access(relative) as handle:
+                parquet = pq.ParquetFile(handle)
+                if head not in parquet.schema_arrow.names:
+                    return None
+                table = parquet.read(columns=[head])
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise HudiFormatError(where, f"Parquet file does not read ({exc})") from None
+    return leaf_values(table, column) if leaf_type(table.schema, column) is not None else None

@@ -184,7 +184,17 @@ class MetadataTable:
         table = self._stats(MdtPartition.PARTITION_STATS, columns, partitions, per_file=False)
         return in_file_order(table) if ordered else table
 
-    def _stats(self, mdt_partition: str, columns: list[str], partitions: list[str] | None, per_file: bool) -> pa.Table:
+    def expression_index_stats(self, index: str, column: str, dtype: pa.DataType, partitions: list[str] | None = None) -> pa.Table:
+        """One row per file of an expression index (`expr_index_<name>`):
+        Hudi keeps the bounds of f(column) as column_stats records named by
+        the source column, so the layout is column_stats' with `column`'s
+        bounds in f's result type `dtype`. The partition-level records Hudi
+        keeps beside them are keyed under a partition no table has, and skipped."""
+        self._require(index)
+        return self._stats(index, [column], partitions, per_file=True, types={**self.column_types(), column: dtype})
+
+    def _stats(self, mdt_partition: str, columns: list[str], partitions: list[str] | None, per_file: bool,
+               types: dict[str, pa.DataType] | None = None) -> pa.Table:
         """Few partitions: one prefix seek per column and partition. Many (or
         all): the columns' whole key ranges, read once and filtered to the
         partitions asked for. Either is kept in the stats cache for later calls."""
@@ -193,17 +203,18 @@ class MetadataTable:
 
             def some() -> pa.Table:
                 prefixes = [keys.partition_stats_key(c, p) for c in columns for p in wanted]
-                return self._read_stats(mdt_partition, KeyQuery(prefixes=prefixes), columns, wanted, per_file)
+                return self._read_stats(mdt_partition, KeyQuery(prefixes=prefixes), columns, wanted, per_file, types)
 
             return self.stats_cache.get_or_build((mdt_partition, tuple(columns), tuple(wanted)), some)
 
         def whole() -> pa.Table:
-            return self._read_stats(mdt_partition, KeyQuery(prefixes=[keys.column_index_id(c) for c in columns]), columns, None, per_file)
+            return self._read_stats(mdt_partition, KeyQuery(prefixes=[keys.column_index_id(c) for c in columns]), columns, None, per_file,
+                                    types)
 
         def persisted() -> pa.Table:
             if self.persistent_cache is None:
                 return whole()
-            digest = self._state_digest(mdt_partition, columns)
+            digest = self._state_digest(mdt_partition, columns, types)
             return with_state(self.persistent_cache.get_or_build(digest, whole), digest)
 
         table = self.stats_cache.get_or_build((mdt_partition, tuple(columns)), persisted)
@@ -211,11 +222,11 @@ class MetadataTable:
             return table  # the cached object itself: what a plan matched its listing to is reused
         return with_state(table.filter(pc.is_in(table.column(PARTITION), value_set=pa.array(partitions, pa.string()))), None)
 
-    def _state_digest(self, mdt_partition: str, columns: list[str]) -> str:
+    def _state_digest(self, mdt_partition: str, columns: list[str], types: dict[str, pa.DataType] | None = None) -> str:
         """What a transposed stats table was read from: the files of the stats
         partition and of the files partition (which partitions are live),
         names and sizes; the valid instants; the columns and their types."""
-        types = self.column_types()
+        types = types or self.column_types()
         parts = [self.table.storage.uri, mdt_partition, *columns, *(str(types.get(c)) for c in columns),
                  *sorted(self.reader.valid_instants)]
         for s in [*self.reader.file_slices(mdt_partition), *self.reader.file_slices(MdtPartition.FILES)]:
@@ -239,13 +250,14 @@ class MetadataTable:
         return self._column_types
 
     def _read_stats(self, mdt_partition: str, query: KeyQuery, columns: list[str], partitions: list[str] | None,
-                    per_file: bool) -> pa.Table:
+                    per_file: bool, types: dict[str, pa.DataType] | None = None) -> pa.Table:
         """Columnar decoding (`columnar`, `stats_columns`) unless `self.columnar`
         is off; keys a log block changed are merged by the reference rules."""
+        types = types or self.column_types()
         if not self.columnar:
-            return self._transpose(self.reader.read(mdt_partition, query), columns, partitions, per_file)
+            return self._transpose(self.reader.read(mdt_partition, query), columns, partitions, per_file, types)
         raw, merged = self.reader.read_split(mdt_partition, query)
-        flat = FlatStats(self.column_types())
+        flat = FlatStats(types)
 
         def one_by_one(cells: RawCells, chunk: CellChunk) -> None:
             for key, value in zip(chunk.key_list(), chunk.value_list()):
@@ -255,12 +267,13 @@ class MetadataTable:
                            reference=one_by_one)
         for key, record in merged.items():
             flat.add_record(key, record)
-        table = pivot(flat, columns, partitions if partitions is not None else self.partitions(), per_file, self.column_types())
+        table = pivot(flat, columns, partitions if partitions is not None else self.partitions(), per_file, types)
         if table is None:  # a key in two file groups: let the reference merge decide
-            return self._transpose(self.reader.read(mdt_partition, query), columns, partitions, per_file)
+            return self._transpose(self.reader.read(mdt_partition, query), columns, partitions, per_file, types)
         return table
 
-    def _transpose(self, records: dict[str, MetadataRecord], columns: list[str], partitions: list[str] | None, per_file: bool) -> pa.Table:
+    def _transpose(self, records: dict[str, MetadataRecord], columns: list[str], partitions: list[str] | None, per_file: bool,
+                   types: dict[str, pa.DataType]) -> pa.Table:
         known = partitions if partitions is not None else self.partitions()
         by_id = {keys.partition_index_id(p): p for p in known}
         rows: dict[tuple[str, str], dict[str, Any]] = {}
@@ -280,7 +293,7 @@ class MetadataTable:
             row[min_field(stats.column_name)] = stats.min_value
             row[max_field(stats.column_name)] = stats.max_value
             row[null_count_field(stats.column_name)] = stats.null_count
-        return build_stats_table([rows[k] for k in sorted(rows)], columns, self.column_types())
+        return build_stats_table([rows[k] for k in sorted(rows)], columns, types)
 
 
 def _decode_base_cells(raw: list[RawCells], columnar: Callable[[CellChunk, Decoded], None],

@@ -34,6 +34,17 @@ from metadata.instant_content import encode_avro_instant
 from metadata.listing import StorageListing
 from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records, read_log_blocks
 from metadata.mdt.bloom_filters import bloom_filter_records, removed_bloom_filter_records
+from metadata.mdt.expression_index import (
+    ExpressionIndexPartition,
+    ExpressionIndexType,
+    IndexExpressions,
+    defined_expression_indexes,
+    expression_ranges,
+    file_records,
+    partition_records,
+    partition_stat_key,
+    with_expression_definition,
+)
 from metadata.mdt.file_groups import (
     BUILD_ORDER,
     PARTITION_ORDER,
@@ -104,10 +115,11 @@ class MetadataTableWriter:
     def __init__(self, path: str, engine: StatsEngine | None = None, fault: Fault | None = None,
                  compact_after: int = DEFAULT_COMPACT_AFTER, progress: Callable[[str], None] | None = None,
                  memory_budget: int = DEFAULT_BUDGET_BYTES, batch_files: int = DEFAULT_BATCH_FILES,
-                 storage_options: Mapping[str, str] | None = None) -> None:
+                 storage_options: Mapping[str, str] | None = None, index_expressions: IndexExpressions | None = None) -> None:
         """`memory_budget`: bytes of encoded records a build holds before
         spilling sorted runs to temporary files; `batch_files`: files whose
-        statistics are computed (and held) at once."""
+        statistics are computed (and held) at once; `index_expressions`
+        evaluates expression indexes (without it they are not maintained)."""
         self.data = TableParts.load(path, storage_options=storage_options)
         self.storage = self.data.storage
         self.mdt_storage = self.storage.child(METADATA_FOLDER)
@@ -119,6 +131,7 @@ class MetadataTableWriter:
         self.progress = progress or (lambda message: None)
         self.memory_budget = memory_budget
         self.batch_files = batch_files
+        self.index_expressions = index_expressions
         self._token = 0
         self._last_time = ""
         self._requested: list[str] = []  # MDT instants this operation started (undone if it fails)
@@ -136,8 +149,9 @@ class MetadataTableWriter:
         report = IndexReport("build")
         check_columns(self.data, columns)  # before anything is touched
         asked: list[MetadataPartition] = [p for p in PARTITION_ORDER if p in partitions]
-        asked += [p for p in partitions if isinstance(p, SecondaryIndexPartition)]
+        asked += [p for p in partitions if isinstance(p, (SecondaryIndexPartition, ExpressionIndexPartition))]
         self._check_secondary([p for p in asked if isinstance(p, SecondaryIndexPartition)], asked)
+        self._check_expression([p for p in asked if isinstance(p, ExpressionIndexPartition)])
         with self._writing():
             built = set(self.data.config.metadata_partitions)
             if MdtPartition.FILES.value not in built:
@@ -158,10 +172,11 @@ class MetadataTableWriter:
                 report.seconds = time.monotonic() - started
                 return report
             if todo:
-                self._define([p for p in todo if isinstance(p, SecondaryIndexPartition)])
+                self._define([p for p in todo if isinstance(p, (SecondaryIndexPartition, ExpressionIndexPartition))])
                 self._set_config({METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(sorted({*self._inflight(), *(p.value for p in todo)}))})
             snapshot = _Snapshot.take(self.data, self.engine, columns, self.batch_files, self.progress,
                                       rollups_wanted=MdtPartition.PARTITION_STATS in {*todo, *redo})
+            snapshot.expressions = self.index_expressions
             if redo:
                 self._rebuild(redo, snapshot, report)
             for partition in todo:
@@ -515,14 +530,42 @@ class MetadataTableWriter:
         listed = set(self.data.config.metadata_partitions)
         own: list[MetadataPartition] = [p for p in PARTITION_ORDER if p.value in listed]
         schema = {f.name: f.type for f in table_schema(self.data)} if any(p.startswith("secondary_index_") for p in listed) else {}
-        for index in defined_secondary_indexes(index_definitions(self.storage, self.data.config.raw)):
+        definitions = index_definitions(self.storage, self.data.config.raw)
+        for index in defined_secondary_indexes(definitions):
             if index.value in listed and index.column in schema:
                 try:
                     check_indexable(index.column, schema[index.column])
                 except IndexWriteError:
                     continue
                 own.append(index)
+        if self.index_expressions is not None and any(p.startswith("expr_index_") for p in listed):
+            whole = table_schema(self.data)
+            own += [e for e in defined_expression_indexes(definitions) if e.value in listed and self._expression_type(e, whole) is not None]
         return own
+
+    def _expression_type(self, index: ExpressionIndexPartition, schema: pa.Schema) -> pa.DataType | None:
+        """f's result type, when this writer maintains the index (column_stats of a function evaluated here)."""
+        source = leaf_type(schema, index.column)
+        if self.index_expressions is None or source is None or index.index_type is not ExpressionIndexType.COLUMN_STATS:
+            return None
+        return self.index_expressions.result_type(index, source)
+
+    def _check_expression(self, asked: list[ExpressionIndexPartition]) -> None:
+        """Before anything is written: table version 8+ (as Hudi), a column of
+        the schema, a function evaluated here on its type, column_stats records."""
+        if not asked:
+            return
+        if self.version < 8:
+            raise IndexWriteError(f"{self.storage.uri}: expression indexes are Hudi 1.x (table version 8+); this table is version {self.version}")
+        schema = table_schema(self.data)
+        for index in asked:
+            if leaf_type(schema, index.column) is None:
+                raise IndexWriteError(f"expression index {index.value}: no column {index.column} in the table's schema")
+            if index.index_type is not ExpressionIndexType.COLUMN_STATS:
+                raise IndexWriteError(f"expression index {index.value}: only column_stats expression indexes are written here")
+            if self._expression_type(index, schema) is None:
+                raise IndexWriteError(f"expression index {index.value}: {index.function} is not evaluated here on a "
+                                      f"{leaf_type(schema, index.column)} column")
 
     def _check_secondary(self, asked: list[SecondaryIndexPartition], partitions: list[MetadataPartition]) -> None:
         """Before anything is written: a secondary index needs table version 8+,
@@ -537,13 +580,15 @@ class MetadataTableWriter:
         if MdtPartition.RECORD_INDEX not in partitions and MdtPartition.RECORD_INDEX.value not in self.data.config.metadata_partitions:
             raise IndexWriteError(f"{self.storage.uri}: a secondary index is read through the record index: build record_index too")
 
-    def _define(self, indexes: list[SecondaryIndexPartition]) -> None:
-        """Index definitions (`.hoodie/.index_defs/index.json`) for new secondary indexes, as Hudi 1.1 writes them."""
+    def _define(self, indexes: list[SecondaryIndexPartition | ExpressionIndexPartition]) -> None:
+        """Index definitions (`.hoodie/.index_defs/index.json`) for new secondary and expression indexes, as Hudi 1.1 writes them."""
         if not indexes:
             return
         definitions = index_definitions(self.storage, self.data.config.raw)
         for index in indexes:
-            self.storage.write_bytes(INDEX_DEFS_PATH, with_definition(definitions, index))
+            written = with_expression_definition(definitions, index) if isinstance(index, ExpressionIndexPartition) \
+                else with_definition(definitions, index)
+            self.storage.write_bytes(INDEX_DEFS_PATH, written)
             definitions = index_definitions(self.storage, {INDEX_DEFS_KEY: INDEX_DEFS_PATH})
         if self.data.config.raw.get(INDEX_DEFS_KEY) != INDEX_DEFS_PATH:
             self._set_config({INDEX_DEFS_KEY: INDEX_DEFS_PATH})
@@ -597,6 +642,8 @@ class MetadataTableWriter:
                         stats[key] = range_record(key, ColumnRange(name, column, dtype, None, None, 0, 0), self.version, deleted=True)
         if MdtPartition.RECORD_INDEX in records:
             records[MdtPartition.RECORD_INDEX].update(self._record_locations(ts, change, present))
+        for expression_index in [p for p in records if isinstance(p, ExpressionIndexPartition)]:
+            records[expression_index].update(self._expression_changes(ts, change, expression_index, present, schema))
         secondary = [p for p in records if isinstance(p, SecondaryIndexPartition)]
         if secondary:
             for secondary_index, found in self._secondary_changes(ts, change, secondary).items():
@@ -666,6 +713,34 @@ class MetadataTableWriter:
                 out[index].update(records_of((v, k, False) for v, k in entries(table, current, index.column)))
         return out
 
+    def _expression_changes(self, ts: str, change: _Change, index: ExpressionIndexPartition, present: dict[str, list[str]],
+                            schema: pa.Schema) -> dict[str, dict[str, Any]]:
+        """An expression index's records for one instant: f(column) of the
+        files it wrote, tombstones for those it removed, and the touched
+        partitions' partition-level records again."""
+        assert self.index_expressions is not None
+        dtype = self._expression_type(index, schema)
+        assert dtype is not None
+        counts = blocks_counting(ts if self.version < 8 else None, _completed(self.data))
+
+        def ranges_of(paths: Sequence[str]) -> list[ColumnRange]:
+            assert self.index_expressions is not None
+            return expression_ranges(self.storage, paths, index, self.index_expressions, counts, schema)
+
+        out: dict[str, dict[str, Any]] = {}
+        new_ranges: dict[str, list[ColumnRange]] = {}
+        for partition, names in present.items():
+            found = ranges_of([join(partition, n) for n in names])
+            out.update(file_records(index, partition, found, self.version))
+            new_ranges.update({r.file_name: [r] for r in found})
+        for partition, deleted in change.deleted.items():
+            gone = [ColumnRange(name, index.column, dtype, None, None, 0, 0) for name in sorted(deleted)]
+            out.update(file_records(index, partition, gone, self.version, deleted=True))
+        touched = sorted((set(change.added) | set(change.deleted)) - change.dropped_partitions)
+        out.update(self._partition_stats(ts, touched, [index.column], pa.schema([(index.column, dtype)]), new_ranges,
+                                         source=index.value, ranges_of=ranges_of, key_of=partition_stat_key))
+        return out
+
     def _record_locations(self, ts: str, change: _Change, present: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
         """record_index records for what one instant did: the keys of the files
         it wrote that are still there (a removed one's keys are in newer
@@ -712,15 +787,18 @@ class MetadataTableWriter:
         return [from_metadata_partition(p) for p, e in ((record.files or {}) if record else {}).items() if not e.is_deleted]
 
     def _partition_stats(self, ts: str, partitions: list[str], columns: list[str], schema: pa.Schema,
-                         new_ranges: dict[str, list[ColumnRange]]) -> dict[str, dict[str, Any]]:
+                         new_ranges: dict[str, list[ColumnRange]], source: str = MdtPartition.COLUMN_STATS.value,
+                         ranges_of: Callable[[Sequence[str]], list[ColumnRange]] | None = None,
+                         key_of: Callable[[str, str], str] = partition_stats_key) -> dict[str, dict[str, Any]]:
         """partition_stats of the touched partitions: a roll-up of their latest
-        slices as of `ts`, from the column stats already held plus the new ones."""
+        slices as of `ts`, from the file-level stats already held in `source`
+        plus the new ones (an expression index keeps both in its own partition)."""
         if not partitions:
             return {}
         slices = latest_slices_from_storage(self.data, ts, partitions)
         reader = MetadataTableReader(self.data)
         try:
-            held = reader.read(MdtPartition.COLUMN_STATS.value, KeyQuery(prefixes=[
+            held = reader.read(source, KeyQuery(prefixes=[
                 column_stats_key(c, p, "")[:24] for c in columns for p in partitions]))
         except HudiError:
             held = {}
@@ -735,13 +813,14 @@ class MetadataTableWriter:
         out: dict[str, dict[str, Any]] = {}
         missing = [s for s in slices for path in s.files if path.rsplit("/", 1)[-1] not in by_file]
         if missing:
-            extra = self._file_ranges([(p, None) for s in missing for p in s.files], columns, schema)
+            paths = [p for s in missing for p in s.files]
+            extra = ranges_of(paths) if ranges_of is not None else self._file_ranges([(p, None) for p in paths], columns, schema)
             for r in extra:
                 by_file.setdefault(r.file_name, []).append(r)
         for partition in partitions:
             ranges = [r for s in slices if s.partition == partition for path in s.files for r in by_file.get(path.rsplit("/", 1)[-1], [])]
             for column, r in roll_up(ranges, partition).items():
-                key = partition_stats_key(column, partition)
+                key = key_of(column, partition)
                 out[key] = range_record(key, r, self.version, partition_stats=True)
         return out
 
@@ -999,6 +1078,7 @@ class _Snapshot:
     rollups_wanted: bool = True  # partition_stats is built from the same pass
     _rollups: dict[str, dict[str, ColumnRange]] | None = None  # partition -> column -> range over latest slices
     _keys: list[FileKeys] | None = None  # record keys of the latest slices' files
+    expressions: IndexExpressions | None = None  # evaluates expression indexes
 
     @classmethod
     def take(cls, data: TableParts, engine: StatsEngine, columns: Sequence[str] | None,
@@ -1065,8 +1145,26 @@ class _Snapshot:
             self.progress(f"statistics of {min(start + self.batch_files, len(targets))} of {len(targets)} files")
         self._rollups = rollups
 
+    def _expression_records(self, index: ExpressionIndexPartition, version: int) -> Iterator[tuple[str, dict[str, Any]]]:
+        """f(column) of every committed file, then one roll-up per partition over its latest slices."""
+        assert self.expressions is not None
+        latest = self._latest_slice_files()
+        rollups: dict[str, ColumnRange] = {}
+        counts = blocks_counting(None, _completed(self.data))
+        for partition, names in sorted(self.files.items()):
+            self.progress(f"evaluating {index.function}({index.column}) over {len(names)} files of {partition or 'the table'}")
+            found = expression_ranges(self.data.storage, [join(partition, n) for n in names], index, self.expressions, counts, self.schema)
+            yield from file_records(index, partition, found, version)
+            for r in found:
+                if latest.get(r.file_name) == partition:
+                    rollups[partition] = merge_ranges(rollups.get(partition), replace(r, file_name=partition))
+        yield from partition_records(index, rollups, version)
+
     def records(self, partition: MetadataPartition, version: int, instant: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(key, record) of one MDT partition written at `instant`, produced a batch at a time."""
+        if isinstance(partition, ExpressionIndexPartition):
+            yield from self._expression_records(partition, version)
+            return
         if isinstance(partition, SecondaryIndexPartition):
             slices = latest_slices_from_storage(self.data, self.built_through) if self.built_through else []
             self.progress(f"reading {partition.column} of {len(slices)} file slices")
