@@ -191,6 +191,9 @@ def _bind_comparison(expr: Comparison, ref: Ref, dtype: pa.DataType) -> Expr:
 def _bind_in(expr: In, ref: Ref, dtype: pa.DataType) -> Expr:
     values: list[Literal] = []
     has_null = False
+    if (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)) and all(type(lit.value) is str for lit in expr.literals):
+        kind = str(dtype)  # strings compared with a string column: bound as they are (a 100,000-key IN list binds at once)
+        return In(ref, tuple(Literal(lit.value, kind, lit.position) for lit in expr.literals), expr.negated, expr.origin)
     for literal in expr.literals:
         if literal.is_null:
             has_null = True

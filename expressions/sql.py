@@ -19,6 +19,7 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect as GlotDialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
@@ -367,7 +368,8 @@ def _split_like(pattern: str, escape: str | None) -> tuple[str, list[int]]:
 # Printing -----------------------------------------------------------------------------
 def to_sql(expr: Expr, dialect: Dialect | str = Dialect.SPARK) -> str:
     """SQL text of a tree in a dialect."""
-    return _to_glot(expr).sql(dialect=Dialect.of(dialect).value)
+    glot = GlotDialect.get_or_raise(Dialect.of(dialect).value)
+    return glot.generate(_to_glot(expr), copy=False)  # a tree of its own: the copy sqlglot makes is not needed
 
 
 def _column(ref: Ref) -> exp.Expr:

@@ -130,11 +130,13 @@ def plan(
     dialect = Dialect.of(dialect)
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
+    residual = None if isinstance(predicate, str) else text  # printed once (a 100,000-key IN takes a second to print)
     if isinstance(path_or_uri, DirectoryLister):  # a lister's earlier requests are not this plan's
         baseline = path_or_uri.table.storage.requests.snapshot()
-        return _Planner(path_or_uri, expr, dialect, assume_unique_keys, footers, column_stats_runner).run(text, cache_dir, baseline)
+        return _Planner(path_or_uri, expr, dialect, assume_unique_keys, footers, column_stats_runner).run(text, cache_dir, baseline,
+                                                                                                         residual)
     with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict, storage_options=storage_options) as lister:
-        return _Planner(lister, expr, dialect, assume_unique_keys, footers, column_stats_runner).run(text, cache_dir, {})
+        return _Planner(lister, expr, dialect, assume_unique_keys, footers, column_stats_runner).run(text, cache_dir, {}, residual)
 
 
 def _use_cache_dir(lister: DirectoryLister, cache_dir: str | None) -> None:
@@ -199,7 +201,7 @@ class _Planner:
         result = step(*args)
         return result, time.perf_counter() - start, requests.snapshot().get("total", 0) - before
 
-    def run(self, text: str, cache_dir: str | None = None, baseline: dict[str, int] | None = None) -> Plan:
+    def run(self, text: str, cache_dir: str | None = None, baseline: dict[str, int] | None = None, residual: str | None = None) -> Plan:
         config = self.table.config
         types = self._types()
         predicate = self._bind(types)
@@ -226,7 +228,7 @@ class _Planner:
             files=tuple(sorted(slices, key=lambda s: (s.partition, s.file_id))),
             stages=tuple(self.stages),
             not_used=tuple(self.not_used),
-            residual=to_sql(self.expr, self.dialect),
+            residual=residual if residual is not None else to_sql(self.expr, self.dialect),
             listing=self.lister.listing_note,
             warnings=(*self.warnings, *self.lister.view.warnings),
             requests=RequestCounts.since(baseline or {}, self.table.storage.requests.snapshot()),

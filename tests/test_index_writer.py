@@ -3,7 +3,9 @@ sync after every kind of instant on builder tables, crash injection, the lock.""
 
 from __future__ import annotations
 
+import random
 import shutil
+import string
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,14 @@ from listers.planner import plan
 from metadata import HudiTable, MetadataTable
 from metadata.errors import IndexLocked
 from metadata.log_format import BlockType, read_log_blocks
-from metadata.mdt.file_groups import PARTITION_ORDER, MdtPartition, file_group_index, java_string_hash, record_index_file_groups
+from metadata.mdt.file_groups import (
+    PARTITION_ORDER,
+    MdtPartition,
+    file_group_index,
+    file_group_indexes,
+    java_string_hash,
+    record_index_file_groups,
+)
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.indexes import file_group_of
 from metadata.mdt.reader import KeyQuery
@@ -71,7 +80,14 @@ def test_file_group_of_a_key_is_javas() -> None:
     assert java_string_hash("hello") == 99162322  # "hello".hashCode() in Java
     assert java_string_hash("polygenelubricants") == -(2**31)  # the one string whose hash is Integer.MIN_VALUE
     assert file_group_index("polygenelubricants", 2) == 0
+    # Java: Math.abs(Math.abs(MIN_VALUE) % 10) = Math.abs(-8) = 8 (a truncated remainder, not Python's 2)
+    assert [file_group_index("polygenelubricants", n) for n in (7, 10)] == [2, 8]
     assert java_string_hash("é€") == (0xE9 * 31 + 0x20AC)  # UTF-16 code units, not bytes
+    rng = random.Random(5)  # the vectorised form (lookups of many keys) agrees with the scalar one
+    keys = ["", "polygenelubricants", "é€x", "k\U0001f600", *("".join(rng.choice(string.printable) for _ in range(rng.randrange(30)))
+                                                                 for _ in range(5000))]
+    for count in (1, 2, 7, 10, 64):
+        assert file_group_indexes(keys, count) == [file_group_index(k, count) for k in keys]
 
 
 @requires_fixtures

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from metadata.mdt.expression_index import ExpressionIndexPartition
 from metadata.text_enum import TextEnum
 
@@ -121,7 +123,32 @@ def java_string_hash(text: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+def file_group_indexes(keys: list[str], count: int) -> list[int]:
+    """`file_group_index` of many keys: ASCII keys of one length hashed
+    together with numpy (uint32 arithmetic wraps as Java's int does), others one by one."""
+    out = [0] * len(keys)
+    by_length: dict[int, list[int]] = {}
+    for i, key in enumerate(keys):
+        if key.isascii():
+            by_length.setdefault(len(key), []).append(i)
+        else:
+            out[i] = file_group_index(key, count)
+    for length, positions in by_length.items():
+        codes = np.frombuffer("".join(keys[i] for i in positions).encode("ascii"), dtype=np.uint8)
+        codes = codes.reshape(len(positions), length).astype(np.uint32) if length else np.zeros((len(positions), 0), np.uint32)
+        h = np.zeros(len(positions), dtype=np.uint32)
+        for column in range(length):
+            h = h * np.uint32(31) + codes[:, column]
+        signed = h.astype(np.int64)
+        signed[signed >= 1 << 31] -= 1 << 32
+        index = np.where(signed == -(1 << 31), (1 << 31) % count, np.abs(signed) % count)  # as file_group_index
+        for i, value in zip(positions, index.tolist()):
+            out[i] = value
+    return out
+
+
 def file_group_index(key: str, count: int) -> int:
     h = java_string_hash(key)
-    # Java's Math.abs(Integer.MIN_VALUE) stays negative; abs(h % n) then fixes it.
-    return abs(abs(h) % count) if h != -(1 << 31) else abs(h % count)
+    # Java's Math.abs(Integer.MIN_VALUE) stays negative, its remainder is
+    # -(2^31 mod n) (Java truncates), and the outer abs gives 2^31 mod n.
+    return abs(h) % count if h != -(1 << 31) else (1 << 31) % count

@@ -20,11 +20,14 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
+import pyarrow as pa
+
 from metadata.errors import HudiFormatError, StoredFileNotFound
+from metadata.mdt.columnar import Decoded, Unsupported, decode_spans
 from metadata.mdt.file_groups import SECONDARY_INDEX_PREFIX, MdtPartition, SecondaryIndexPartition, secondary_key_separator
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.reader import KeyQuery
-from metadata.mdt.records import EPOCH_DATE
+from metadata.mdt.records import EPOCH_DATE, decode_record, parse_schema_cached
 from metadata.storage import Storage
 
 INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
@@ -82,15 +85,65 @@ def file_group_of(info: dict[str, Any], where: str) -> tuple[str, str]:
 
 
 def record_locations(mdt: MetadataTable, keys: list[str]) -> dict[str, tuple[str, str]]:
-    """Record key -> (partition, file id) for the keys the record index holds."""
-    records = mdt.reader.read(MdtPartition.RECORD_INDEX, KeyQuery(keys=keys))
+    """Record key -> (partition, file id) for the keys the record index holds.
+    Base-file cells no log block changed are decoded a field at a time for
+    every record together (`columnar`); what the logs changed is merged record by record."""
+    raw, merged = mdt.reader.read_split(MdtPartition.RECORD_INDEX, KeyQuery(keys=keys))
     where = f"{mdt.reader.mdt.storage.uri}/{MdtPartition.RECORD_INDEX}"
     found = {}
-    for key, record in records.items():
+    for cells in raw:
+        parsed = parse_schema_cached(cells.schema_json)
+        for chunk in cells.chunks():
+            try:
+                found.update(_locations_of(chunk.key_list(), decode_spans(chunk.data, chunk.value_start, chunk.value_length, parsed)))
+            except Unsupported:
+                merged.update({key: decode_record(key, value, cells.schema_json, cells.where)
+                               for key, value in zip(chunk.key_list(), chunk.value_list())})
+    for key, record in merged.items():
         info = record.raw.get("recordIndexMetadata")
         if isinstance(info, dict):
             found[key] = file_group_of(info, f"{where} (key {key!r})")
     return found
+
+
+_INFO = "recordIndexMetadata|HoodieRecordIndexInfo."
+
+
+def _locations_of(keys: list[str], decoded: Decoded) -> dict[str, tuple[str, str]]:
+    """(partition, file id) of decoded record_index records, as `file_group_of` reads one."""
+    if f"{_INFO}partitionName|string" not in decoded.spans:
+        if any(p.startswith(_INFO) for p in decoded.present):
+            raise Unsupported("record_index entries without a partition name")  # the reference decoder says where
+        return {}
+    partitions = decoded.strings(f"{_INFO}partitionName|string")
+    encodings = _column(decoded, f"{_INFO}fileIdEncoding")
+    file_ids = decoded.strings(f"{_INFO}fileId|string") if f"{_INFO}fileId|string" in decoded.spans else [None] * decoded.count
+    high, low = _column(decoded, f"{_INFO}fileIdHighBits|long"), _column(decoded, f"{_INFO}fileIdLowBits|long")
+    index = _column(decoded, f"{_INFO}fileIndex|int")
+    found = {}
+    groups: dict[tuple[Any, ...], tuple[str, str]] = {}  # a file group's keys share one location: built once
+    for i, key in enumerate(keys):
+        partition = partitions[i]
+        if partition is None:
+            continue
+        file_id = file_ids[i]
+        if encodings[i] == 1 and file_id:  # the file id as written: nothing to rebuild
+            found[key] = (partition, file_id)
+            continue
+        identity = (partition, encodings[i], file_id, high[i], low[i], index[i])
+        location = groups.get(identity)
+        if location is None:
+            info = {"partitionName": partition, "fileIdEncoding": encodings[i] or 0, "fileId": file_id, "fileIdHighBits": high[i],
+                    "fileIdLowBits": low[i], "fileIndex": MISSING_FILE_INDEX if index[i] is None else index[i]}
+            location = groups[identity] = file_group_of(info, f"record_index (key {key!r})")
+        found[key] = location
+    return found
+
+
+def _column(decoded: Decoded, path: str) -> list[int | None]:
+    if path not in decoded.ints:
+        return [None] * decoded.count
+    return decoded.scatter(path, pa.array(decoded.ints[path], pa.int64())).to_pylist()
 
 
 def record_keys_with_values(mdt: MetadataTable, index: SecondaryIndexPartition, values: list[str]) -> set[str]:

@@ -36,7 +36,7 @@ from metadata.fs_view import FileSystemView
 from metadata.instant import Action, Instant
 from metadata.listing import StorageListing
 from metadata.log_format import BlockType, LogBlock, decode_avro_records, decode_delete_keys, scan_log_blocks
-from metadata.mdt.file_groups import SECONDARY_INDEX_PREFIX, MdtPartition, file_group_index
+from metadata.mdt.file_groups import SECONDARY_INDEX_PREFIX, MdtPartition, file_group_indexes
 from metadata.mdt.hfile_cells import CellChunk
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.records import MetadataRecord, decode_record, merge_records, record_from_dict
@@ -68,17 +68,19 @@ class RawCells:
 
     def chunks(self) -> Iterator[CellChunk]:
         """The selected cells, in key order, a few MiB of blocks at a time."""
-        exact = None if self.query.keys is None else pa.array(sorted(k.encode("utf-8") for k in self.query.keys), pa.binary())
+        rows = None if self.query.keys is None else sorted(k.encode("utf-8") for k in self.query.keys)
+        exact = None if rows is None else pa.array(rows, pa.binary())
         dropped = pa.array(sorted(k.encode("utf-8") for k in self.dropped), pa.binary()) if self.dropped else None
-        # exact keys are filtered below: their blocks' cells need no prefix check
-        for chunk in self.reader.scan_chunks(self.query.scan_prefixes(), check=exact is None):
+        # exact keys are filtered below: the blocks that can hold them are read whole
+        scanned = self.reader.scan_chunks(self.query.scan_prefixes()) if rows is None else self.reader.scan_rows(rows)
+        for chunk in scanned:
             if exact is not None or dropped is not None:
-                rows = chunk.rows()
+                held = chunk.rows()
                 keep = np.ones(len(chunk), dtype=bool)
                 if exact is not None:
-                    keep &= pc.is_in(rows, value_set=exact).to_numpy(zero_copy_only=False)
+                    keep &= pc.is_in(held, value_set=exact).to_numpy(zero_copy_only=False)
                 if dropped is not None:
-                    keep &= ~pc.is_in(rows, value_set=dropped).to_numpy(zero_copy_only=False)
+                    keep &= ~pc.is_in(held, value_set=dropped).to_numpy(zero_copy_only=False)
                 chunk = chunk.take(np.flatnonzero(keep))
             if len(chunk):
                 yield chunk
@@ -317,28 +319,38 @@ class MetadataTableReader:
         return max((i.requested_time for i in self.mdt.timeline.completed() if i.action is Action.COMMIT), default="")
 
     def slices_holding(self, mdt_partition: str, query: KeyQuery) -> list[FileSlice]:
-        """The slices that can hold the query's keys. Hudi's writer routes
-        each record of these partitions to file group
-        `mapRecordKeyToFileGroupIndex(key, groups)` (Java's String hash), so
-        exact keys are read from their own groups only: one of the record
-        index's 10+ groups, not all. Secondary indexes route by the
+        """The slices that can hold the query's keys (`routed`)."""
+        return [file_slice for file_slice, _ in self.routed(mdt_partition, query)]
+
+    def routed(self, mdt_partition: str, query: KeyQuery) -> list[tuple[FileSlice, KeyQuery]]:
+        """The slices that can hold the query's keys, each with the part of
+        the query routed to it. Hudi's writer routes each record of these
+        partitions to file group `mapRecordKeyToFileGroupIndex(key, groups)`
+        (Java's String hash), so exact keys are read from their own groups
+        only: one of the record index's 10+ groups, not all, and a 100,000-key
+        lookup gives each group its own tenth. Secondary indexes route by the
         `<escaped value>$` prefix instead, so a lookup of a value reads one
         group too. Other prefix queries, and groups not numbered 0..n-1,
-        read every slice."""
+        read every slice with the whole query."""
         slices = self.file_slices(mdt_partition)
         if mdt_partition in _KEY_ROUTED and query.keys is not None:
-            routed_by = query.keys
+            routed_by, exact = query.keys, True
             prefix = MdtPartition(mdt_partition).file_group_prefix
         elif mdt_partition.startswith(SECONDARY_INDEX_PREFIX) and query.prefixes and all(_ends_secondary_key(p) for p in query.prefixes):
-            routed_by = set(query.prefixes)  # Hudi routes secondary-index records by their "<escaped value>$" prefix
+            routed_by, exact = set(query.prefixes), False  # Hudi routes secondary-index records by their "<escaped value>$" prefix
             prefix = mdt_partition.replace("_", "-") + "-"
         else:
-            return slices
+            return [(s, query) for s in slices]
         by_index = {s.file_id: s for s in slices}
         numbered = [by_index.get(f"{prefix}{i:04d}-0") for i in range(len(slices))]
         if None in numbered:
-            return slices
-        return [numbered[i] for i in sorted({file_group_index(k, len(slices)) for k in routed_by})]  # type: ignore[misc]
+            return [(s, query) for s in slices]
+        groups: dict[int, list[str]] = {}
+        ordered = list(routed_by)
+        for key, index in zip(ordered, file_group_indexes(ordered, len(slices))):
+            groups.setdefault(index, []).append(key)
+        return [(numbered[i], KeyQuery(keys=keys) if exact else KeyQuery(prefixes=keys))  # type: ignore[misc]
+                for i, keys in sorted(groups.items())]
 
     def _hfile(self, relative: str) -> HFileReader:
         with self._lock:
@@ -419,8 +431,8 @@ class MetadataTableReader:
     def read(self, mdt_partition: str, query: KeyQuery) -> dict[str, MetadataRecord]:
         """Merged records of one MDT partition that the query selects."""
         merged: dict[str, MetadataRecord] = {}
-        for file_slice in self.slices_holding(mdt_partition, query):
-            base, changes = self._slice_contents(file_slice, query)
+        for file_slice, part in self.routed(mdt_partition, query):
+            base, changes = self._slice_contents(file_slice, part)
             records = {} if base is None else base.records_of()
             for key, changed in changes.items():
                 current = _apply_changes(records.pop(key, None), changed)
@@ -449,8 +461,8 @@ class MetadataTableReader:
         other key merged by `read`'s rules."""
         raw: list[RawCells] = []
         merged: dict[str, MetadataRecord] = {}
-        for file_slice in self.slices_holding(mdt_partition, query):
-            base, changes = self._slice_contents(file_slice, query)
+        for file_slice, part in self.routed(mdt_partition, query):
+            base, changes = self._slice_contents(file_slice, part)
             older = base.records_of(list(changes)) if base is not None and changes else {}
             for key, changed in changes.items():
                 current = _apply_changes(older.get(key), changed)
