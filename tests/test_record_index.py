@@ -11,6 +11,7 @@ import pytest
 from expressions import evaluate_rows, parse_sql
 from listers import plan
 from metadata import HudiTable, MetadataTable
+from metadata.errors import IndexWriteError
 from metadata.mdt.indexes import escape_secondary_key, file_group_of, record_key_text, record_locations, secondary_indexes
 from metadata.mdt.reader import KeyQuery
 from tests.conftest import fixture_ids, requires_fixtures
@@ -227,3 +228,48 @@ def test_the_uniqueness_proof_is_kept_with_the_cache_dir(fixture_table: str, tmp
     assert [s.to_dict() for s in again.files] == [s.to_dict() for s in first.files]
     assert "keys shown unique: 12 live records, 12 index keys" in again.explain()
     assert again.requests["total"] < first.requests["total"]
+
+
+def test_a_partitioned_record_index_keeps_every_partitions_entry_of_a_key(tmp_path: Path) -> None:
+    """Hudi 1.1's partitioned record index keeps a key once per data partition,
+    in that partition's own file groups. Made here from a global index plus a
+    file group of the other partition's entries: a plan of the key keeps both
+    holders (merging the groups' records as the global index's are would keep one)."""
+    import json
+
+    import pyarrow as pa
+
+    from metadata.mdt.file_groups import MdtPartition
+    from metadata.mdt.record_schema import encode_record, record_index_record
+    from metadata.mdt.write.writer import MetadataTableWriter
+    from metadata.sample_tables.builder import TableBuilder
+
+    path = tmp_path / "t"
+    builder = TableBuilder(str(path), pa.schema([("id", pa.string()), ("city", pa.string()), ("v", pa.int64())]), version=8,
+                           partition_fields=["city"], max_rows_per_file=2)
+    builder.write([{"id": f"k{i}", "city": "sf", "v": i} for i in range(4)])
+    builder.write([{"id": f"k{i}", "city": "nyc", "v": i} for i in (1, 7)])  # k1 again, in another partition
+    holders = {(s.partition, s.file_id) for s in HudiTable.open(str(path)).file_slices()
+               if "k1" in rows_of(str(path), s).column("_hoodie_record_key").to_pylist()}
+    assert {p for p, _ in holders} == {"city=sf", "city=nyc"}
+    writer = MetadataTableWriter(str(path))
+    writer.build([MdtPartition.FILES, MdtPartition.RECORD_INDEX])
+    definitions = {"record_index": {"indexName": "record_index", "indexType": "record_index", "indexFunction": "", "sourceFields": [],
+                                    "indexOptions": {"isPartitioned": "true"}, "version": "V1"}}
+    (path / ".hoodie" / ".index_defs").mkdir(parents=True, exist_ok=True)
+    (path / ".hoodie" / ".index_defs" / "index.json").write_text(json.dumps({"indexDefinitions": definitions}))
+    properties = path / ".hoodie" / "hoodie.properties"
+    properties.write_text(properties.read_text() + "hoodie.table.index.defs.path=.hoodie/.index_defs/index.json\n")
+    nyc = next(s for s in HudiTable.open(str(path)).file_slices() if s.partition == "city=nyc")
+    base = next((path / ".hoodie" / "metadata" / "record_index").glob("*.hfile"))
+    instant = base.name.rsplit("_", 1)[1].split(".")[0]
+    cells = [(b"k1", encode_record(record_index_record("k1", "city=nyc", nyc.file_id, None), writer.schema_json))]
+    (base.parent / f"record-index-city=nyc-0000-0_0-0-0_{instant}.hfile").write_bytes(writer._hfile(cells))
+    planned = plan(str(path), "id = 'k1'")
+    assert {(s.partition, s.file_id) for s in planned.files} == holders, planned.explain()
+    assert any(s.name == "record_index" for s in planned.stages), planned.explain()
+    with pytest.raises(IndexWriteError, match="partitioned record index"):
+        MetadataTableWriter(str(path)).build([MdtPartition.RECORD_INDEX], rebuild=True)
+    builder.write([{"id": "k9", "city": "sf", "v": 9}])
+    with pytest.raises(IndexWriteError, match="record_index, which hudi-bridge does not maintain"):
+        MetadataTableWriter(str(path)).sync()  # its file groups are per data partition: not written here

@@ -18,7 +18,13 @@ from listers.index_support.keys import index_texts
 from metadata import FileSlice, MetadataTable
 from metadata.file_naming import LogFileName, file_id_of
 from metadata.mdt.file_groups import MdtPartition
-from metadata.mdt.indexes import record_index_is_global, record_keys_with_values, record_locations, secondary_indexes
+from metadata.mdt.indexes import (
+    record_index_is_global,
+    record_keys_with_values,
+    record_locations,
+    record_locations_anywhere,
+    secondary_indexes,
+)
 from metadata.mdt.key_uniqueness import unique_keys
 from metadata.stats_table import FILE_NAME, PARTITION
 
@@ -45,9 +51,9 @@ class _KeyIndex(FileIndexSupport):
         mdt = ctx.mdt
         if mdt is None or MdtPartition.RECORD_INDEX not in ctx.table.config.metadata_partitions:
             return False
-        if not record_index_is_global(mdt):
-            if self.name == MdtPartition.RECORD_INDEX:
-                ctx.not_used.append("record_index: partitioned record index not read here")
+        partitioned = not record_index_is_global(mdt)
+        if partitioned and self.name != MdtPartition.RECORD_INDEX:
+            ctx.not_used.append(f"{self.name}: secondary indexes are read through a global record index; this one is partitioned")
             return False
         self.keys = self._keys(ctx, mdt)
         if self.keys is None:
@@ -56,7 +62,11 @@ class _KeyIndex(FileIndexSupport):
         if risk is not None:
             ctx.not_used.append(f"{self.name}: {risk}")
             return False
-        self.allowed = set(record_locations(mdt, sorted(self.keys)).values())
+        if partitioned:  # a key once per data partition: every location of it
+            self.allowed = record_locations_anywhere(mdt, sorted(self.keys))
+            self.trusted += "; partitioned record index (every data partition's entry of a key kept)"
+        else:
+            self.allowed = set(record_locations(mdt, sorted(self.keys)).values())
         return True
 
     def _covered(self, ctx: PlanContext) -> frozenset[str]:

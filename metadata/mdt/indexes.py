@@ -160,9 +160,30 @@ def record_keys_with_values(mdt: MetadataTable, index: SecondaryIndexPartition, 
 
 
 def record_index_is_global(mdt: MetadataTable) -> bool:
-    """A partitioned record index keys records per partition; only the global one is read here."""
-    definition = index_definitions(mdt.table.storage, mdt.table.config.raw).get(MdtPartition.RECORD_INDEX, {})
-    return str(definition.get("indexOptions", {}).get("isPartitioned", "false")).lower() != "true"
+    """Whether the record index is global (one record per key); Hudi 1.1's
+    partitioned one keeps a key once per data partition (`isPartitioned`)."""
+    return not is_partitioned_record_index(index_definitions(mdt.table.storage, mdt.table.config.raw))
+
+
+def is_partitioned_record_index(definitions: Mapping[str, Mapping[str, Any]]) -> bool:
+    definition = definitions.get(MdtPartition.RECORD_INDEX, {})
+    return str((definition.get("indexOptions") or {}).get("isPartitioned", "false")).lower() == "true"
+
+
+def record_locations_anywhere(mdt: MetadataTable, keys: list[str]) -> set[tuple[str, str]]:
+    """Every (partition, file id) the record index names for these keys, in
+    any file group. A partitioned record index keeps a key once per data
+    partition, each in that partition's own file groups (named by it, so
+    they are not routed here: every group is read), so records of one key
+    are not merged across groups as the global index's are."""
+    where = f"{mdt.reader.mdt.storage.uri}/{MdtPartition.RECORD_INDEX}"
+    found = set()
+    for records in mdt.reader.read_each_slice(MdtPartition.RECORD_INDEX, KeyQuery(keys=keys)):
+        for key, record in records.items():
+            info = record.raw.get("recordIndexMetadata")
+            if isinstance(info, dict):
+                found.add(file_group_of(info, f"{where} (key {key!r})"))
+    return found
 
 
 def secondary_indexes(mdt: MetadataTable) -> list[SecondaryIndexPartition]:

@@ -431,6 +431,13 @@ class MetadataTableReader:
     def read(self, mdt_partition: str, query: KeyQuery) -> dict[str, MetadataRecord]:
         """Merged records of one MDT partition that the query selects."""
         merged: dict[str, MetadataRecord] = {}
+        for records in self.read_each_slice(mdt_partition, query):
+            for key, record in records.items():
+                merged[key] = merge_records(merged.get(key), record)
+        return merged
+
+    def read_each_slice(self, mdt_partition: str, query: KeyQuery) -> Iterator[dict[str, MetadataRecord]]:
+        """The records each slice holds for the query, its logs merged in, slice by slice."""
         for file_slice, part in self.routed(mdt_partition, query):
             base, changes = self._slice_contents(file_slice, part)
             records = {} if base is None else base.records_of()
@@ -438,9 +445,7 @@ class MetadataTableReader:
                 current = _apply_changes(records.pop(key, None), changed)
                 if current is not None:
                     records[key] = current
-            for key, record in records.items():
-                merged[key] = merge_records(merged.get(key), record)
-        return merged
+            yield records
 
     def key_count(self, mdt_partition: str) -> int:
         """Live keys of a partition: each base HFile's entry count (from its

@@ -56,7 +56,7 @@ from metadata.mdt.file_groups import (
     record_index_file_groups,
 )
 from metadata.mdt.file_stats import ColumnRange, blocks_counting, columns_to_index, leaf_type, merge_ranges, roll_up
-from metadata.mdt.indexes import INDEX_DEFS_KEY, defined_secondary_indexes, index_definitions
+from metadata.mdt.indexes import INDEX_DEFS_KEY, defined_secondary_indexes, index_definitions, is_partitioned_record_index
 from metadata.mdt.keys import column_stats_key, partition_stats_key
 from metadata.mdt.reader import BUILT_THROUGH, METADATA_FOLDER, PENDING_AT_BUILD, KeyQuery, MetadataTableReader, build_coverage
 from metadata.mdt.record_keys import FileKeys, keys_of_files
@@ -152,6 +152,9 @@ class MetadataTableWriter:
         asked += [p for p in partitions if isinstance(p, (SecondaryIndexPartition, ExpressionIndexPartition))]
         self._check_secondary([p for p in asked if isinstance(p, SecondaryIndexPartition)], asked)
         self._check_expression([p for p in asked if isinstance(p, ExpressionIndexPartition)])
+        if MdtPartition.RECORD_INDEX in asked and is_partitioned_record_index(index_definitions(self.storage, self.data.config.raw)):
+            raise IndexWriteError(f"{self.storage.uri}: the table defines a partitioned record index (Hudi 1.1), whose file groups "
+                                  "are per data partition; hudi-bridge writes the global one. Build it with Apache Hudi")
         with self._writing():
             built = set(self.data.config.metadata_partitions)
             if MdtPartition.FILES.value not in built:
@@ -528,9 +531,11 @@ class MetadataTableWriter:
         """The listed partitions this writer keeps: its own, and secondary
         indexes defined on one column whose index text it writes."""
         listed = set(self.data.config.metadata_partitions)
-        own: list[MetadataPartition] = [p for p in PARTITION_ORDER if p.value in listed]
-        schema = {f.name: f.type for f in table_schema(self.data)} if any(p.startswith("secondary_index_") for p in listed) else {}
         definitions = index_definitions(self.storage, self.data.config.raw)
+        # A partitioned record index (Hudi 1.1) has file groups per data partition: not written here.
+        own: list[MetadataPartition] = [p for p in PARTITION_ORDER if p.value in listed
+                                        and not (p is MdtPartition.RECORD_INDEX and is_partitioned_record_index(definitions))]
+        schema = {f.name: f.type for f in table_schema(self.data)} if any(p.startswith("secondary_index_") for p in listed) else {}
         for index in defined_secondary_indexes(definitions):
             if index.value in listed and index.column in schema:
                 try:
