@@ -49,7 +49,7 @@ from expressions.tree import (
     and_,
     or_,
 )
-from metadata.mdt.expression_index import EXPRESSION_INDEX_PREFIX, ExpressionIndexPartition
+from metadata.mdt.expression_index import EXPRESSION_INDEX_PREFIX, ExpressionIndexPartition, ExpressionIndexType
 
 
 def same_function(a: tuple[Function, ...], b: tuple[Function, ...]) -> bool:
@@ -229,10 +229,11 @@ _CALL = re.compile(r"\s*(?P<function>[A-Za-z_]+)\s*\((?P<args>.*)\)\s*", re.DOTA
 _ARGUMENT = re.compile(r"\s*(?:'(?P<text>(?:[^'\\]|\\.)*)'|(?P<number>[+-]?\d+)|(?P<column>`[^`]+`(?:\.`[^`]+`)*|[A-Za-z_][\w.]*))\s*(?:,|$)")
 
 
-def expression_index_of(name: str, text: str) -> ExpressionIndexPartition:
+def expression_index_of(name: str, text: str, index_type: ExpressionIndexType = ExpressionIndexType.COLUMN_STATS) -> ExpressionIndexPartition:
     """An expression index from its Spark SQL (`date_format(ts, 'yyyy-MM-dd')`,
     `substring(name, 1, 3)`, a bare column for identity), named
-    `expr_index_<name>`; an expression not evaluated here is an error saying which."""
+    `expr_index_<name>`, of column_stats or bloom filters; an expression not
+    evaluated here is an error saying which."""
     index_name = name if name.startswith(EXPRESSION_INDEX_PREFIX) else EXPRESSION_INDEX_PREFIX + name
     call = _CALL.fullmatch(text)
     parts: list[re.Match[str]] = []
@@ -240,7 +241,7 @@ def expression_index_of(name: str, text: str) -> ExpressionIndexPartition:
         column_only = _ARGUMENT.fullmatch(text)
         if column_only is None or column_only.group("column") is None:
             raise ExpressionError(f"expression index {name}: {text!r} is neither a column nor a function of one")
-        return ExpressionIndexPartition(index_name, _column_name(column_only.group("column")), "identity")
+        return ExpressionIndexPartition(index_name, _column_name(column_only.group("column")), "identity", index_type=index_type)
     function, args = call.group("function").lower(), call.group("args")
     position = 0
     while position < len(args):
@@ -262,7 +263,7 @@ def expression_index_of(name: str, text: str) -> ExpressionIndexPartition:
         if value is None:
             raise ExpressionError(f"expression index {name}: {option} of {function} must be a literal")
         options.append((option, value.replace("\\'", "'").replace("\\\\", "\\")))
-    index = ExpressionIndexPartition(index_name, _column_name(parts[0].group("column")), function, tuple(sorted(options)))
+    index = ExpressionIndexPartition(index_name, _column_name(parts[0].group("column")), function, tuple(sorted(options)), index_type)
     if index_ref(index) is None:
         raise ExpressionError(f"expression index {name}: {text!r} is not an expression evaluated here")
     return index

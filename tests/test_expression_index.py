@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,8 @@ from listers.verify import verify_plan
 from metadata import HudiTable
 from metadata.errors import IndexWriteError
 from metadata.mdt import keys
-from metadata.mdt.expression_index import ExpressionIndexPartition, partition_stat_key
+from metadata.mdt.bloom_filters import bloom_filters_of
+from metadata.mdt.expression_index import ExpressionIndexPartition, ExpressionIndexType, partition_stat_key
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.validate import validate_metadata
@@ -41,6 +43,7 @@ MONTH = expression_index_of("ts_month", "month(ts)")
 PREFIX = expression_index_of("name_prefix", "substring(name, 1, 3)")
 EPOCH_DAY = expression_index_of("epoch_day", "from_unixtime(epoch, 'yyyy-MM-dd')")
 ALL = [DAY, MONTH, PREFIX, EPOCH_DAY]
+UPPER_BLOOM = expression_index_of("name_upper", "upper(name)", ExpressionIndexType.BLOOM_FILTERS)
 START = datetime(2023, 12, 30, tzinfo=UTC)
 
 
@@ -266,7 +269,7 @@ def test_plans_with_expression_indexes_never_drop_a_match(tmp_path: Path, seed: 
     builder = TableBuilder(str(path), SCHEMA, table_type=rng.choice(["COPY_ON_WRITE", "MERGE_ON_READ"]), version=8,
                            partition_fields=["city"], max_rows_per_file=rng.choice([3, 5]))
     builder.write(_rows(range(0, 30), rng.choice(["sf", "nyc"]), shift=rng.randrange(40)))
-    _writer(path).build([MdtPartition.FILES, *ALL])
+    _writer(path).build([MdtPartition.FILES, *ALL, UPPER_BLOOM])
     for _ in range(3):
         start = rng.randrange(40)
         builder.write(_rows(range(start, start + rng.randrange(2, 9)), rng.choice(["sf", "nyc"]), shift=rng.randrange(400)))
@@ -280,7 +283,9 @@ def test_plans_with_expression_indexes_never_drop_a_match(tmp_path: Path, seed: 
                   f"ts >= TIMESTAMP '{moment}'", f"ts <= TIMESTAMP '{moment}' OR month(ts) = 3",
                   f"NOT (date_format(ts, 'yyyy-MM-dd') < '{day}')", f"from_unixtime(epoch, 'yyyy-MM-dd') < '{day}'",
                   f"month(ts) NOT IN (1, {rng.randrange(2, 13)})", f"ts IN (TIMESTAMP '{moment}', TIMESTAMP '2024-01-01 05:00:00')",
-                  f"ts > TIMESTAMP '{moment}' AND substring(name, 1, 3) NOT IN ('a0x', 'b1x')"]
+                  f"ts > TIMESTAMP '{moment}' AND substring(name, 1, 3) NOT IN ('a0x', 'b1x')",
+                  f"upper(name) IN ('{rng.choice('ABCDEFGH')}{rng.randrange(5)}X{rng.randrange(40)}', 'C2X10')",
+                  f"name = '{rng.choice('abcdefgh')}{rng.randrange(5)}x{rng.randrange(40)}' OR month(ts) = 2"]
     for where in predicates:
         planned = plan(str(path), where)
         assert verify_plan(table, planned, parse_sql(where)).ok, (seed, where, planned.explain())
@@ -357,3 +362,66 @@ def test_cli_builds_an_expression_index_and_says_what_it_cannot(tmp_path: Path) 
     result = runner.invoke(main, ["index", "build", str(path), "--expression-index", "bad:trim(name)"])
     assert result.exit_code == 2
     assert "trim is not evaluated here" in result.output and "Traceback" not in result.output
+
+
+
+def _bloom_of(path: Path, index: ExpressionIndexPartition) -> dict[tuple[str, str], Any]:
+    table = HudiTable.open(str(path))
+    assert table.metadata_table is not None
+    files = [(s.partition, n) for s in table.file_slices() for n in [s.base_file_name, *s.log_file_names] if n]
+    return bloom_filters_of(table.metadata_table, files, index.value)
+
+
+def test_an_index_of_bloom_filters_holds_each_files_values_and_prunes_equalities(tmp_path: Path) -> None:
+    path, builder = _table(tmp_path, "MERGE_ON_READ")
+    builder.write(_rows(range(2, 6), shift=20))  # log files too: each gets its own filter
+    simple = expression_index_of("name_prefix_simple", "substring(name, 1, 3)", ExpressionIndexType.BLOOM_FILTERS)
+    simple = replace(simple, options=(*simple.options, ("filtertype", "SIMPLE"), ("numentries", "100")))
+    _writer(path).build([MdtPartition.FILES, UPPER_BLOOM, simple])
+    table = HudiTable.open(str(path))
+    filters = _bloom_of(path, UPPER_BLOOM)
+    stored = table.metadata_table.reader.read(simple.value, KeyQuery())  # type: ignore[union-attr]
+    assert {r.raw["BloomFilterMetadata"]["type"] for r in stored.values()} == {"SIMPLE"}
+    for piece in table.file_slices():
+        for name in [piece.base_file_name, *piece.log_file_names]:
+            assert name is not None
+            values = _file_names(path, piece.partition, name)
+            found = filters[(piece.partition, name)]
+            assert found is not None and all(found.might_contain(v.upper()) for v in values if v is not None), name
+    for dialect, where in [("spark", "upper(name) = 'C2X10'"), ("trino", "upper(name) IN ('C2X10', 'B1X1')"),
+                           ("hive", "name = 'c2x10'"), ("presto", "upper(name) = 'ZZZ'")]:
+        planned = plan(str(path), where, dialect=dialect)
+        assert any(s.name == "expression_index" for s in planned.stages), (where, planned.explain())
+        assert verify_plan(table, planned, parse_sql(where, dialect)).ok, (where, planned.explain())
+        assert len(planned.files) <= len(_holders(table, parse_sql(where, dialect))) + 1, (where, planned.explain())
+    planned = plan(str(path), "upper(name) > 'C'")  # a range: bloom filters cannot answer it
+    assert not any(s.name == "expression_index" for s in planned.stages)
+
+
+def _file_names(path: Path, partition: str, name: str) -> list[str | None]:
+    from metadata.mdt.file_stats import blocks_counting, file_values
+    from metadata.storage import Storage
+
+    storage = Storage.open(str(path))
+    completed = frozenset(i.requested_time for i in HudiTable.open(str(path)).timeline.completed())
+    values = file_values(storage, f"{partition}/{name}", "name", blocks_counting(None, completed), SCHEMA)
+    assert values is not None
+    return values.to_pylist()
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_sync_keeps_an_index_of_bloom_filters(tmp_path: Path, table_type: str) -> None:
+    path, builder = _table(tmp_path, table_type)
+    _writer(path).build([MdtPartition.FILES, UPPER_BLOOM])
+    for n, step in enumerate([lambda: builder.write(_rows(range(2, 9), shift=40)), lambda: builder.delete(["k004"]), builder.clean,
+                              lambda: builder.insert_overwrite(_rows(range(50, 53), "nyc"))]):
+        step()
+        _writer(path).sync()
+        table = HudiTable.open(str(path))
+        filters = _bloom_of(path, UPPER_BLOOM)
+        for piece in table.file_slices():
+            for name in [piece.base_file_name, *piece.log_file_names]:
+                assert name is not None and filters.get((piece.partition, name)) is not None, (n, name)
+        for where in ("upper(name) = 'C2X10'", "upper(name) IN ('A0X40', 'B1X1', 'C2X50')"):
+            planned = plan(str(path), where)
+            assert verify_plan(table, planned, parse_sql(where)).ok, (n, where, planned.explain())

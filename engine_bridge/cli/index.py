@@ -12,7 +12,7 @@ from engine_bridge.cli.app import main
 from engine_bridge.cli.output import Output, command_output, print_lines, progress
 from expressions.errors import ExpressionError
 from expressions.index_expressions import SparkIndexExpressions, expression_index_of
-from metadata.mdt.expression_index import ExpressionIndexPartition
+from metadata.mdt.expression_index import ExpressionIndexPartition, ExpressionIndexType
 from metadata.mdt.file_groups import (
     BUILD_ORDER,
     PARTITION_ORDER,
@@ -49,14 +49,15 @@ def _secondary_index(text: str) -> SecondaryIndexPartition:
     return SecondaryIndexPartition(name if name.startswith(SECONDARY_INDEX_PREFIX) else SECONDARY_INDEX_PREFIX + name, column.strip())
 
 
-def _expression_index(text: str) -> ExpressionIndexPartition:
+def _expression_index(text: str, index_type: ExpressionIndexType = ExpressionIndexType.COLUMN_STATS) -> ExpressionIndexPartition:
+    option = "--expression-index" if index_type is ExpressionIndexType.COLUMN_STATS else "--bloom-expression-index"
     name, _, expression = text.partition(":")
     if not name.strip() or not expression.strip():
-        raise click.BadParameter(f"{text!r}: give NAME:EXPRESSION, as in ts_day:date_format(ts, 'yyyy-MM-dd')", param_hint="--expression-index")
+        raise click.BadParameter(f"{text!r}: give NAME:EXPRESSION, as in ts_day:date_format(ts, 'yyyy-MM-dd')", param_hint=option)
     try:
-        return expression_index_of(name.strip(), expression.strip())
+        return expression_index_of(name.strip(), expression.strip(), index_type)
     except ExpressionError as exc:
-        raise click.BadParameter(str(exc), param_hint="--expression-index") from None
+        raise click.BadParameter(str(exc), param_hint=option) from None
 
 
 def _writer(path: str, **options: Any) -> MetadataTableWriter:
@@ -111,13 +112,15 @@ def _render(report: IndexReport) -> Output:
 @click.option("--expression-index", "expression", multiple=True, metavar="NAME:EXPRESSION",
               help="A Hudi expression index (column_stats of f(column)) as partition expr_index_NAME, f in Spark SQL: "
                    "date_format(ts, 'yyyy-MM-dd'), year(ts), substring(name, 1, 3), ... (repeatable; table version 8+).")
+@click.option("--bloom-expression-index", "bloom_expression", multiple=True, metavar="NAME:EXPRESSION",
+              help="A Hudi expression index of bloom filters of f(column) per file (strings and integers; for equality and IN).")
 @click.option("--rebuild", is_flag=True, help="Rebuild partitions that already exist.")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Where footers and logs are read: a thread pool here, or a Spark job.")
 @click.option("--parallelism", type=click.IntRange(min=1), default=8, show_default=True)
 @command_output
 def index_build(path: str, partitions: str, columns: str | None, all_columns: bool, secondary: tuple[str, ...],
-                expression: tuple[str, ...], rebuild: bool, engine: str, parallelism: int) -> Output:
+                expression: tuple[str, ...], bloom_expression: tuple[str, ...], rebuild: bool, engine: str, parallelism: int) -> Output:
     """Bootstrap metadata partitions from the completed timeline (RFC-15, RFC-27)."""
     chosen: list[str] | None = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     if all_columns:
@@ -128,7 +131,8 @@ def index_build(path: str, partitions: str, columns: str | None, all_columns: bo
         schema = table_schema(TableParts.load(path))
         chosen = [f.name for f in schema if is_indexable(f.type)]
     wanted: list[MetadataPartition] = [*_partitions(partitions), *(_secondary_index(text) for text in secondary),
-                                       *(_expression_index(text) for text in expression)]  # bad names fail before Spark starts
+                                       *(_expression_index(text) for text in expression),
+                                       *(_expression_index(text, ExpressionIndexType.BLOOM_FILTERS) for text in bloom_expression)]  # bad names fail before Spark starts
     with _engine(engine, parallelism) as stats_engine:
         return _render(_writer(path, engine=stats_engine).build(wanted, chosen, rebuild=rebuild))
 

@@ -7,10 +7,16 @@ evaluated as column_stats are, by file name before slices are built. Every
 usable index narrows in turn. A file the index has no record of is kept
 (written after the index, or by a writer that did not maintain it).
 
-Not used: an index of bloom filters, a function not evaluated here (trim,
-length, regexp_*, split), or an index on a column the predicate does not
-read. Index values are Spark's in the writer's session time zone; plans
-read them in the predicate's zone (UTC unless said), as Hudi does.
+An index of bloom filters holds, per data file (base or log), a filter of
+the text of f(column) of its rows (Java's `toString`). It is used when the
+implied predicate pins f(column) to values whose text is known exactly
+(strings, integers): a slice goes only when each of its files has a filter
+and none may hold any of them.
+
+Not used: a function not evaluated here (trim, length, regexp_*, split), or
+an index on a column the predicate does not read. Index values are Spark's
+in the writer's session time zone; plans read them in the predicate's zone
+(UTC unless said), as Hudi does.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from expressions.index_expressions import implied_on_index, index_ref
 from expressions.tree import references
 from listers.index_support.base import FileIndexSupport, FileListing, Groups, PlanContext
 from listers.index_support.column_stats import ColumnStats
-from metadata import FileSlice
+from metadata import FileSlice, MetadataTableUnavailable
+from metadata.mdt.bloom_filters import bloom_filters_of
 from metadata.mdt.expression_index import ExpressionIndexPartition, ExpressionIndexType, defined_expression_indexes
 from metadata.mdt.indexes import index_definitions
 from metadata.stats_table import max_field, min_field, null_count_field
@@ -51,11 +58,34 @@ class _OneExpressionIndex(ColumnStats):
         return [self.index.value]
 
 
+class _BloomExpressionIndex(FileIndexSupport):
+    """Bloom filters of f(column)'s text per file, tested with the values the predicate pins."""
+
+    def __init__(self, index: ExpressionIndexPartition, texts: list[str], sql: str) -> None:
+        self.index, self.texts, self.sql = index, texts, sql
+        self.name = f"expression index {index.value}"
+
+    def prune_slices(self, ctx: PlanContext, slices: list[FileSlice]) -> tuple[list[FileSlice], str] | None:
+        assert ctx.mdt is not None
+        names = [[n for n in [s.base_file_name, *s.log_file_names] if n] for s in slices]
+        try:
+            found = bloom_filters_of(ctx.mdt, [(s.partition, n) for s, files in zip(slices, names) for n in files], self.index.value)
+        except MetadataTableUnavailable as exc:
+            return ctx.unusable(self.name, exc, None)
+
+        def may_hold(piece: FileSlice, files: list[str]) -> bool:
+            filters = [found.get((piece.partition, n)) for n in files]
+            return not files or any(f is None or any(f.might_contain(t) for t in self.texts) for f in filters)
+
+        kept = [s for s, files in zip(slices, names) if may_hold(s, files)]
+        return kept, f"{len(self.texts)} value(s) of {self.sql} tested against each file's filter"
+
+
 class ExpressionIndexes(FileIndexSupport):
     name = "expression_index"
 
     def __init__(self) -> None:
-        self.supports: list[_OneExpressionIndex] = []
+        self.supports: list[_OneExpressionIndex | _BloomExpressionIndex] = []
 
     def usable(self, ctx: PlanContext) -> bool:
         if ctx.mdt is None or not ctx.data_columns:
@@ -73,10 +103,8 @@ class ExpressionIndexes(FileIndexSupport):
                 self.supports.append(support)
         return bool(self.supports)
 
-    def _support(self, ctx: PlanContext, index: ExpressionIndexPartition, zone: SessionZone) -> _OneExpressionIndex | None:
-        if index.index_type is not ExpressionIndexType.COLUMN_STATS:
-            ctx.not_used.append(f"{index.value}: an index of {index.index_type} is not read here")
-            return None
+    def _support(self, ctx: PlanContext, index: ExpressionIndexPartition,
+                 zone: SessionZone) -> _OneExpressionIndex | _BloomExpressionIndex | None:
         ref, source = index_ref(index, zone), ctx.predicate.types.get(index.column)
         if ref is None or source is None:
             ctx.not_used.append(f"{index.value}: {index.function} is not evaluated here")
@@ -85,11 +113,19 @@ class ExpressionIndexes(FileIndexSupport):
         if implied is None:
             ctx.not_used.append(f"{index.value}: the predicate has no leaf on {ref} or on {index.column} that it answers")
             return None
-        return _OneExpressionIndex(index, implied, implied.types[index.value], str(ref))
+        if index.index_type is ExpressionIndexType.COLUMN_STATS:
+            return _OneExpressionIndex(index, implied, implied.types[index.value], str(ref))
+        texts = _texts(implied.values_required(index.value))
+        if texts is None:
+            ctx.not_used.append(f"{index.value}: bloom filters need {ref} pinned to strings or integers")
+            return None
+        return _BloomExpressionIndex(index, texts, str(ref))
 
     def prune_groups(self, ctx: PlanContext, files: FileListing, groups: Groups | None) -> Groups | None:
         narrowed = None
         for support in self.supports:
+            if not isinstance(support, _OneExpressionIndex):
+                continue  # bloom filters test built slices
             found = support.prune_groups(ctx, files, groups if narrowed is None else narrowed)
             if found is not None:
                 if self.listed is None:
@@ -107,6 +143,13 @@ class ExpressionIndexes(FileIndexSupport):
             slices = pruned[0]
             notes.append(f"{support.index.value} on {support.sql}")
         return (slices, "; ".join(notes)) if used else None
+
+
+def _texts(values: list[object] | None) -> list[str] | None:
+    """Java's toString of pinned values, where it is known exactly (strings, integers)."""
+    if values is None or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values):
+        return None
+    return [str(v) for v in values]
 
 
 def _session_zone(predicate: BoundPredicate) -> SessionZone:

@@ -17,17 +17,13 @@ from metadata.bloom_filter import BloomFilter, SerializedBloomFilter, footer_fil
 from metadata.errors import HudiFormatError
 from metadata.file_naming import is_log_file_name
 from metadata.mdt.file_groups import MdtPartition
-from metadata.mdt.keys import file_index_id, partition_index_id
+from metadata.mdt.keys import bloom_filter_key
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.reader import KeyQuery
-from metadata.mdt.record_schema import bloom_filter_record
+from metadata.mdt.record_schema import bloom_filter_record, removed_bloom_filter_records
 from metadata.storage import Storage, join
 
 FOOTER_THREADS = 16  # footers read at once (a request or two each on an object store)
-
-
-def bloom_filter_key(partition: str, file_name: str) -> str:
-    return partition_index_id(partition) + file_index_id(file_name)
 
 
 def footer_filter(storage: Storage, relative: str) -> SerializedBloomFilter | None:
@@ -52,24 +48,24 @@ def bloom_filter_records(storage: Storage, files: Iterable[tuple[str, str]], tim
             yield key, bloom_filter_record(key, serialized.type_code, timestamp, serialized.text)
 
 
-def removed_bloom_filter_records(files: Iterable[tuple[str, str]], timestamp: str,
-                                 base_extension: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Deleted records of removed base files (Hudi writes them for cleans and rollbacks)."""
-    for partition, name in files:
-        if not is_log_file_name(name) and name.endswith(base_extension):
-            key = bloom_filter_key(partition, name)
-            yield key, bloom_filter_record(key, "", timestamp, "", deleted=True)
+def removed_base_file_bloom_records(files: Iterable[tuple[str, str]], timestamp: str,
+                                    base_extension: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Deleted records of removed base files (log files have none in this partition)."""
+    return removed_bloom_filter_records(((p, n) for p, n in files if not is_log_file_name(n) and n.endswith(base_extension)), timestamp)
 
 
-def stored_bloom_filters(mdt: MetadataTable, files: Iterable[tuple[str, str]]) -> dict[tuple[str, str], SerializedBloomFilter]:
-    """The live bloom_filters records of these (partition, base file name)s; a
-    file without one (not indexed, or deleted) is absent."""
+def stored_bloom_filters(mdt: MetadataTable, files: Iterable[tuple[str, str]],
+                         partition: str = MdtPartition.BLOOM_FILTERS.value) -> dict[tuple[str, str], SerializedBloomFilter]:
+    """The live bloom_filters records of these (partition, file name)s; a
+    file without one (not indexed, or deleted) is absent. `partition`: the
+    metadata partition holding them (an expression index of bloom filters
+    keeps its own, keyed the same way)."""
     wanted = {bloom_filter_key(p, n): (p, n) for p, n in files}
     if not wanted:
         return {}
-    where = f"{mdt.reader.mdt.storage.uri}/{MdtPartition.BLOOM_FILTERS}"
+    where = f"{mdt.reader.mdt.storage.uri}/{partition}"
     found = {}
-    for key, record in mdt.reader.read(MdtPartition.BLOOM_FILTERS, KeyQuery(keys=wanted)).items():
+    for key, record in mdt.reader.read(partition, KeyQuery(keys=wanted)).items():
         meta = record.raw.get("BloomFilterMetadata")
         if not isinstance(meta, dict):
             raise HudiFormatError(where, f"bloom_filters record {key!r} has no BloomFilterMetadata")
@@ -80,8 +76,9 @@ def stored_bloom_filters(mdt: MetadataTable, files: Iterable[tuple[str, str]]) -
     return found
 
 
-def bloom_filters_of(mdt: MetadataTable, files: Iterable[tuple[str, str]]) -> dict[tuple[str, str], BloomFilter | None]:
+def bloom_filters_of(mdt: MetadataTable, files: Iterable[tuple[str, str]],
+                     partition: str = MdtPartition.BLOOM_FILTERS.value) -> dict[tuple[str, str], BloomFilter | None]:
     """Decoded filters of `stored_bloom_filters` (None: a hash this project does not read; the file stays)."""
-    where = f"{mdt.reader.mdt.storage.uri}/{MdtPartition.BLOOM_FILTERS}"
+    where = f"{mdt.reader.mdt.storage.uri}/{partition}"
     return {target: serialized.decode(f"{where} ({target[0]}/{target[1]})")
-            for target, serialized in stored_bloom_filters(mdt, files).items()}
+            for target, serialized in stored_bloom_filters(mdt, files, partition).items()}

@@ -26,11 +26,12 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from metadata.bloom_filter import DEFAULT_ENTRIES, DEFAULT_ERROR_RATE, BloomFilterType, build_bloom_filter
 from metadata.log_format import LogBlock
 from metadata.mdt import keys
 from metadata.mdt.file_stats import ColumnRange, file_values, table_ranges
-from metadata.mdt.record_schema import range_record
-from metadata.storage import Storage
+from metadata.mdt.record_schema import bloom_filter_record, range_record
+from metadata.storage import Storage, join
 from metadata.text_enum import TextEnum
 
 EXPRESSION_INDEX_PREFIX = "expr_index_"
@@ -190,3 +191,34 @@ def partition_records(index: ExpressionIndexPartition, rollups: Mapping[str, Col
     for partition, r in sorted(rollups.items()):
         key = partition_stat_key(index.column, partition)
         yield key, range_record(key, replace(r, file_name=partition), version, partition_stats=True)
+
+
+def bloom_text(value: Any) -> str:
+    """A value as Hudi adds it to an expression index's bloom filter (Java's toString; strings and integers only)."""
+    return str(value)
+
+
+def bloom_records(storage: Storage, files: Sequence[tuple[str, str]], index: ExpressionIndexPartition, expressions: IndexExpressions,
+                  block_counts: Callable[[LogBlock], bool], schema: pa.Schema | None, timestamp: str,
+                  threads: int = 8) -> Iterator[tuple[str, dict[str, Any]]]:
+    """An index of bloom filters: per data file (base or log), a filter of the
+    text of f(column) of its rows, sized by the index options (`numentries`,
+    `fpp`, `filtertype`) or Hudi's defaults, keyed as the bloom_filters
+    partition keys them. NULL values are not added (Hudi's writer fails on them)."""
+    entries = int(index.option("numentries") or DEFAULT_ENTRIES)
+    error_rate = float(index.option("fpp") or DEFAULT_ERROR_RATE)
+    kind = BloomFilterType(index.option("filtertype") or BloomFilterType.DYNAMIC_V0.value)
+
+    def one(target: tuple[str, str]) -> tuple[str, dict[str, Any]] | None:
+        partition, name = target
+        values = file_values(storage, join(partition, name), index.column, block_counts, schema)
+        if values is None:
+            return None
+        image = expressions.evaluate(index, values.combine_chunks())
+        texts = [bloom_text(v) for v in image.to_pylist() if v is not None]
+        built = build_bloom_filter(texts, entries, error_rate, kind)
+        key = keys.bloom_filter_key(partition, name)
+        return key, bloom_filter_record(key, built.type_code, timestamp, built.text)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(files)))) as pool:
+        yield from (r for r in pool.map(one, files) if r is not None)

@@ -41,6 +41,11 @@ def column_stats_key(column: str, partition: str, file_name: str) -> str:
     return column_index_id(column) + partition_index_id(partition) + file_index_id(file_name)
 
 
+def bloom_filter_key(partition: str, file_name: str) -> str:
+    """Key of a file's bloom filter record (the bloom_filters partition, and expression indexes of bloom filters)."""
+    return partition_index_id(partition) + file_index_id(file_name)
+
+
 def partition_stats_key(column: str, partition: str) -> str:
     return column_index_id(column) + partition_index_id(partition)
 

@@ -13,6 +13,7 @@ import io
 import json
 import re
 import uuid
+from collections.abc import Iterable, Iterator
 from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Any
@@ -21,6 +22,7 @@ import fastavro
 import pyarrow as pa
 
 from metadata.mdt.file_stats import ColumnRange
+from metadata.mdt.keys import bloom_filter_key
 from metadata.mdt.records import (
     EPOCH,
     TYPE_ALL_PARTITIONS,
@@ -311,6 +313,13 @@ def bloom_filter_record(key: str, type_code: str, timestamp: str, serialized: st
                                 "bloomFilter": b"" if deleted else serialized.encode("utf-8"), "isDeleted": deleted},
         "ColumnStatsMetadata": None,
     }
+
+
+def removed_bloom_filter_records(files: Iterable[tuple[str, str]], timestamp: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(key, deleted record) of removed files' bloom filters (Hudi writes them for cleans and rollbacks)."""
+    for partition, name in files:
+        key = bloom_filter_key(partition, name)
+        yield key, bloom_filter_record(key, "", timestamp, "", deleted=True)
 
 
 def secondary_index_record(key: str, deleted: bool = False) -> dict[str, Any]:

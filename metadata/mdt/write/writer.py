@@ -33,11 +33,12 @@ from metadata.instant import BEFORE_ALL_INSTANTS, Action, Instant, instant_epoch
 from metadata.instant_content import encode_avro_instant
 from metadata.listing import StorageListing
 from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records, read_log_blocks
-from metadata.mdt.bloom_filters import bloom_filter_records, removed_bloom_filter_records
+from metadata.mdt.bloom_filters import bloom_filter_records, removed_base_file_bloom_records
 from metadata.mdt.expression_index import (
     ExpressionIndexPartition,
     ExpressionIndexType,
     IndexExpressions,
+    bloom_records,
     defined_expression_indexes,
     expression_ranges,
     file_records,
@@ -60,7 +61,14 @@ from metadata.mdt.indexes import INDEX_DEFS_KEY, defined_secondary_indexes, inde
 from metadata.mdt.keys import column_stats_key, partition_stats_key
 from metadata.mdt.reader import BUILT_THROUGH, METADATA_FOLDER, PENDING_AT_BUILD, KeyQuery, MetadataTableReader, build_coverage
 from metadata.mdt.record_keys import FileKeys, keys_of_files
-from metadata.mdt.record_schema import encode_record, files_record, range_record, record_index_record, record_schema_json
+from metadata.mdt.record_schema import (
+    encode_record,
+    files_record,
+    range_record,
+    record_index_record,
+    record_schema_json,
+    removed_bloom_filter_records,
+)
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord
 from metadata.mdt.secondary_index import INDEX_DEFS_PATH, check_indexable, entries, records_of, with_definition
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
@@ -549,11 +557,17 @@ class MetadataTableWriter:
         return own
 
     def _expression_type(self, index: ExpressionIndexPartition, schema: pa.Schema) -> pa.DataType | None:
-        """f's result type, when this writer maintains the index (column_stats of a function evaluated here)."""
+        """f's result type, when this writer maintains the index: a function
+        evaluated here, and for bloom filters a result whose text is Java's
+        (strings, integers)."""
         source = leaf_type(schema, index.column)
-        if self.index_expressions is None or source is None or index.index_type is not ExpressionIndexType.COLUMN_STATS:
+        if self.index_expressions is None or source is None:
             return None
-        return self.index_expressions.result_type(index, source)
+        dtype = self.index_expressions.result_type(index, source)
+        if dtype is not None and index.index_type is ExpressionIndexType.BLOOM_FILTERS and not (
+                pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_integer(dtype)):
+            return None
+        return dtype
 
     def _check_expression(self, asked: list[ExpressionIndexPartition]) -> None:
         """Before anything is written: table version 8+ (as Hudi), a column of
@@ -566,11 +580,10 @@ class MetadataTableWriter:
         for index in asked:
             if leaf_type(schema, index.column) is None:
                 raise IndexWriteError(f"expression index {index.value}: no column {index.column} in the table's schema")
-            if index.index_type is not ExpressionIndexType.COLUMN_STATS:
-                raise IndexWriteError(f"expression index {index.value}: only column_stats expression indexes are written here")
             if self._expression_type(index, schema) is None:
                 raise IndexWriteError(f"expression index {index.value}: {index.function} is not evaluated here on a "
-                                      f"{leaf_type(schema, index.column)} column")
+                                      f"{leaf_type(schema, index.column)} column" + (
+                                          " (bloom filters hold strings and integers)" if index.index_type is ExpressionIndexType.BLOOM_FILTERS else ""))
 
     def _check_secondary(self, asked: list[SecondaryIndexPartition], partitions: list[MetadataPartition]) -> None:
         """Before anything is written: a secondary index needs table version 8+,
@@ -657,7 +670,7 @@ class MetadataTableWriter:
             extension = self.data.config.base_file_format.extension
             blooms = records[MdtPartition.BLOOM_FILTERS]
             blooms.update(bloom_filter_records(self.storage, [(p, n) for p, names in present.items() for n in names], ts, extension))
-            blooms.update(removed_bloom_filter_records([(p, n) for p, names in change.deleted.items() for n in names], ts, extension))
+            blooms.update(removed_base_file_bloom_records([(p, n) for p, names in change.deleted.items() for n in names], ts, extension))
         if MdtPartition.PARTITION_STATS in records:
             touched = sorted((set(change.added) | set(change.deleted)) - change.dropped_partitions)
             records[MdtPartition.PARTITION_STATS].update(
@@ -727,6 +740,11 @@ class MetadataTableWriter:
         dtype = self._expression_type(index, schema)
         assert dtype is not None
         counts = blocks_counting(ts if self.version < 8 else None, _completed(self.data))
+        if index.index_type is ExpressionIndexType.BLOOM_FILTERS:
+            blooms = dict(bloom_records(self.storage, [(p, n) for p, names in present.items() for n in names], index,
+                                        self.index_expressions, counts, schema, ts))
+            blooms.update(removed_bloom_filter_records([(p, n) for p, names in change.deleted.items() for n in sorted(names)], ts))
+            return blooms
 
         def ranges_of(paths: Sequence[str]) -> list[ColumnRange]:
             assert self.index_expressions is not None
@@ -1150,12 +1168,17 @@ class _Snapshot:
             self.progress(f"statistics of {min(start + self.batch_files, len(targets))} of {len(targets)} files")
         self._rollups = rollups
 
-    def _expression_records(self, index: ExpressionIndexPartition, version: int) -> Iterator[tuple[str, dict[str, Any]]]:
-        """f(column) of every committed file, then one roll-up per partition over its latest slices."""
+    def _expression_records(self, index: ExpressionIndexPartition, version: int, instant: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """f(column) of every committed file, then one roll-up per partition
+        over its latest slices; or each file's bloom filter of f(column)."""
         assert self.expressions is not None
+        counts = blocks_counting(None, _completed(self.data))
+        if index.index_type is ExpressionIndexType.BLOOM_FILTERS:  # stamped with the building instant, as the bloom_filters partition
+            yield from bloom_records(self.data.storage, [(p, n) for p, names in sorted(self.files.items()) for n in names], index,
+                                     self.expressions, counts, self.schema, instant)
+            return
         latest = self._latest_slice_files()
         rollups: dict[str, ColumnRange] = {}
-        counts = blocks_counting(None, _completed(self.data))
         for partition, names in sorted(self.files.items()):
             self.progress(f"evaluating {index.function}({index.column}) over {len(names)} files of {partition or 'the table'}")
             found = expression_ranges(self.data.storage, [join(partition, n) for n in names], index, self.expressions, counts, self.schema)
@@ -1168,7 +1191,7 @@ class _Snapshot:
     def records(self, partition: MetadataPartition, version: int, instant: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(key, record) of one MDT partition written at `instant`, produced a batch at a time."""
         if isinstance(partition, ExpressionIndexPartition):
-            yield from self._expression_records(partition, version)
+            yield from self._expression_records(partition, version, instant)
             return
         if isinstance(partition, SecondaryIndexPartition):
             slices = latest_slices_from_storage(self.data, self.built_through) if self.built_through else []
