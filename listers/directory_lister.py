@@ -104,9 +104,11 @@ class DirectoryLister:
             self._stats_rows = (files, stats, rows)
         return rows
 
-    def list_file_groups(self, groups: dict[str, set[str]]) -> list[FileSlice]:
-        """Latest slices of only these file groups (partition -> file ids)."""
-        return self.view.latest_file_slices_of_groups(groups)
+    def list_file_groups(self, groups: dict[str, set[str]], files: pa.Table | None = None) -> list[FileSlice]:
+        """Latest slices of only these file groups (partition -> file ids);
+        `files` (partition, fileName, size), when given, holds every file of
+        them, so the partitions are not listed here."""
+        return self.view.latest_file_slices_of_groups(groups, files)
 
     def list_files_batch(self, partitions: list[str]) -> dict[str, list[FileSlice]]:
         """Latest slices of many partitions, read in one pass."""

@@ -261,7 +261,7 @@ class _Planner:
         if groups is None:
             slices = [s for part in self.lister.list_files_batch(partitions).values() for s in part]
         else:
-            slices = self.lister.list_file_groups(groups)
+            slices = self.lister.list_file_groups(groups, ctx.group_files)
         for support in chain:
             pruned, seconds, requests = self._measured(support.prune_slices, ctx, slices)
             if pruned is None:

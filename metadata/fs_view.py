@@ -22,11 +22,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from metadata.errors import CleanedFilesError, HudiError, HudiFormatError, MissingFileError
 from metadata.file_group import FileGroup, FileSlice
 from metadata.file_naming import BaseFileName, LogFileName, classify, file_id_of
 from metadata.instant import Action, Instant, check_instant_time
-from metadata.listing import FileListing, ListingSource, StorageListing
+from metadata.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing
 from metadata.storage import Storage, StoredFile, join
 from metadata.table_config import TableConfig
 from metadata.timeline import Timeline
@@ -430,18 +432,27 @@ class FileSystemView:
             log.warning("%s", message)
 
     # Public queries -----------------------------------------------------------
-    def latest_file_slices_of_groups(self, groups: dict[str, set[str]]) -> list[FileSlice]:
+    def latest_file_slices_of_groups(self, groups: dict[str, set[str]], files: pa.Table | None = None) -> list[FileSlice]:
         """Latest slices of only these file groups (partition -> file ids), by
         partition then file id: a plan that has already ruled out most files
         builds only what is left. Partitions built before are served whole
-        from their cache; these partial builds are not cached."""
+        from their cache; these partial builds are not cached. `files`
+        (partition, fileName, size) holds every file of the groups when a
+        caller listed them already (Spark tasks): the listing is not read."""
         out: list[FileSlice] = []
         with self._lock, _paused_gc():
             cached = {p: self._latest_slices[p] for p in groups if p in self._latest_slices}
             todo = sorted(p for p in groups if p not in cached and groups[p])
+            if files is None:
+                names_of = self.listing.file_names_for(todo) if todo else {}
+            else:
+                names_of = {}
+                for p, name, size in zip(*(files.column(c).to_pylist() for c in FILE_TABLE_SCHEMA.names)):
+                    if p in groups:
+                        names_of.setdefault(p, {})[name] = size
             # StoredFiles for the wanted groups' files only (a plan keeps ~1% of them)
             listed = {p: [StoredFile(join(p, name), size) for name, size in sorted(names.items()) if file_id_of(name) in groups[p]]
-                      for p, names in (self.listing.file_names_for(todo) if todo else {}).items()}
+                      for p, names in names_of.items() if p in todo}
             ghosts, attributed, pending_groups = self._build_inputs(todo) if todo else ({}, {}, {})
             for partition in sorted(groups):
                 if partition in cached:

@@ -1,54 +1,117 @@
 """Planning with column_stats read and evaluated on Spark executors.
 
 The driver reads the timeline and the partition list and prunes partitions
-(values, partition_stats); each task then lists a share of the kept
-partitions from the metadata table, reads their column_stats, evaluates the
-bound predicate on Arrow and returns the names of the files that may match
-(or have no statistics). The driver builds slices only for the file groups
-of those names: it never holds the statistics. Answers equal the local
-planner's (tests check it on every fixture).
+(values, partition_stats). Then one Spark job, in two stages:
+
+1. map tasks: each reads one shard of column_stats (a metadata file group's
+   base HFile by ranges of data blocks, the first with the keys its logs
+   changed: `metadata.mdt.stats_shards`), or lists a share of the kept
+   partitions from the `files` partition, and cuts what it read into
+   buckets by data file group;
+2. reduce tasks: each gets one bucket's listing rows and stats records, so
+   every file of a group meets its statistics there, evaluates the bound
+   predicate on Arrow, and returns the files that may match and every
+   listed file of their groups.
+
+The driver gets those names only: it never holds the statistics nor the
+whole listing, and builds slices for the groups left from the files the
+tasks listed. Answers equal the local planner's (tests check it on every
+fixture and on random tables and predicates).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+import pyarrow as pa
 
 from expressions import BoundPredicate, Dialect, Expr
 from listers import Plan, plan
-from listers.index_support import Candidates, CandidatesRunner, PlanContext, partition_candidates
+from listers.directory_lister import DirectoryLister
+from listers.index_support import Candidates, CandidatesRunner, PlanContext
+from listers.index_support.column_stats import bucket_candidates
 from metadata import HudiTable
+from metadata.listing import FILE_TABLE_SCHEMA
+from metadata.mdt import keys
+from metadata.mdt.file_groups import MdtPartition
+from metadata.mdt.stats_shards import StatsShard, listing_buckets, read_shard, stats_buckets, stats_shards
+from metadata.stats_table import FILE_NAME, PARTITION
 
 TASKS_PER_CORE = 2
+Piece = tuple[str, Any]  # ("stats", {column: records}) or ("files", listing rows)
 
 
-def _task(base_uri: str, storage_options: Mapping[str, str], partitions: list[str], predicate: BoundPredicate,
-          columns: list[str]) -> Candidates:
+def _stats_task(base_uri: str, storage_options: Mapping[str, str], shard: StatsShard, columns: list[str],
+                types: dict[str, pa.DataType], partition_ids: frozenset[str], buckets: int) -> list[tuple[int, Piece]]:
     table = HudiTable.open(base_uri, storage_options=dict(storage_options))
     try:
-        return partition_candidates(table, partitions, predicate, columns)
+        mdt = table.metadata_table
+        assert mdt is not None
+        read = read_shard(mdt, shard, columns, types)
     finally:
         table.close()
+    kept = {}
+    for column, records in read.items():  # only the kept partitions' records travel
+        wanted = pa.array([i[: keys.ID_LENGTH] in partition_ids for i in records.column("identity").to_pylist()], pa.bool_())
+        kept[column] = records.filter(wanted)
+    return [(bucket, ("stats", pieces)) for bucket, pieces in stats_buckets(kept, buckets).items()]
+
+
+def _listing_task(base_uri: str, storage_options: Mapping[str, str], partitions: list[str], buckets: int) -> list[tuple[int, Piece]]:
+    table = HudiTable.open(base_uri, storage_options=dict(storage_options))
+    try:
+        files = DirectoryLister(table).file_table(partitions)
+    finally:
+        table.close()
+    return [(bucket, ("files", rows)) for bucket, rows in listing_buckets(files, buckets, PARTITION, FILE_NAME).items()]
+
+
+def _bucket_task(pieces: Iterable[Piece], predicate: BoundPredicate, columns: list[str], types: dict[str, pa.DataType]) -> Candidates:
+    listed: list[pa.Table] = []
+    stats: dict[str, list[pa.Table]] = {}
+    for kind, value in pieces:
+        if kind == "files":
+            listed.append(value)
+        else:
+            for column, records in value.items():
+                stats.setdefault(column, []).append(records)
+    files = pa.concat_tables(listed) if listed else FILE_TABLE_SCHEMA.empty_table()
+    if not files.num_rows:
+        return Candidates(frozenset(), 0, (), group_files=files)
+    return bucket_candidates(files, stats, predicate, columns, types)
 
 
 def spark_candidates_runner(spark: Any, parallelism: int | None = None) -> CandidatesRunner:
-    """A column_stats runner that spreads the partitions over Spark tasks."""
+    """A column_stats runner that reads and evaluates on Spark executors (see the module)."""
     cores = parallelism or spark.sparkContext.defaultParallelism
 
     def run(ctx: PlanContext, partitions: list[str]) -> Candidates:
-        table = ctx.table
+        table, mdt = ctx.table, ctx.mdt
+        assert mdt is not None
         uri, options = table.base_uri, dict(table.storage.storage_options)
         predicate, columns = ctx.predicate, list(ctx.data_columns)
-        tasks = max(1, min(len(partitions), cores * TASKS_PER_CORE))
-        size = -(-len(partitions) // tasks)
+        known = mdt.column_types()
+        types = {c: known[c] for c in columns if c in known}
+        shards = stats_shards(mdt, MdtPartition.COLUMN_STATS.value)
+        tasks = max(1, cores * TASKS_PER_CORE)
+        size = -(-len(partitions) // tasks) or 1
         chunks = [partitions[i:i + size] for i in range(0, len(partitions), size)] or [[]]
-        found = spark.sparkContext.parallelize(chunks, len(chunks)).map(
-            lambda chunk: _task(uri, options, chunk, predicate, columns)).collect()
+        partition_ids = frozenset(keys.partition_index_id(p) for p in partitions)
+        context = spark.sparkContext
+        stats_rdd = context.parallelize(shards, max(1, len(shards))).flatMap(
+            lambda shard: _stats_task(uri, options, shard, columns, types, partition_ids, tasks))
+        listing_rdd = context.parallelize(chunks, len(chunks)).flatMap(lambda chunk: _listing_task(uri, options, chunk, tasks))
+        found = stats_rdd.union(listing_rdd).groupByKey(tasks).map(
+            lambda bucket: _bucket_task(bucket[1], predicate, columns, types)).collect()
         indexed = {c for part in found for c in part.indexed}
-        files = frozenset().union(*(part.files for part in found))
-        evaluated = sum(part.evaluated for part in found)
-        return Candidates(files, evaluated, tuple(c for c in columns if c in indexed),
-                          f"evaluated on Spark executors: {len(chunks)} task(s) over {len(partitions)} partition(s)")
+        group_files = [part.group_files for part in found if part.group_files is not None and part.group_files.num_rows]
+        return Candidates(
+            frozenset().union(*(part.files for part in found)), sum(part.evaluated for part in found),
+            tuple(c for c in columns if c in indexed),
+            f"evaluated on Spark executors: {len(shards)} column_stats shard(s) and {len(chunks)} listing task(s) into "
+            f"{tasks} bucket(s); the driver got candidate names only",
+            pa.concat_tables(group_files) if group_files else FILE_TABLE_SCHEMA.empty_table())
 
     return run
 

@@ -70,6 +70,7 @@ class PlanContext:
     assume_unique_keys: bool = False
     footers: bool = False
     not_used: list[str] = field(default_factory=list)
+    group_files: pa.Table | None = None  # every file of the groups left, when a support listed them away from the driver
 
     @property
     def table(self) -> HudiTable:

@@ -19,9 +19,11 @@ import pyarrow.compute as pc
 from expressions import BoundPredicate, may_match
 from listers.directory_lister import DirectoryLister
 from listers.index_support.base import FileIndexSupport, FileListing, Groups, PlanContext, within
-from metadata import FileSlice, HudiTable, MetadataTableUnavailable
+from metadata import FileSlice, MetadataTableUnavailable
+from metadata.errors import HudiFormatError
 from metadata.file_naming import file_id_of
 from metadata.mdt.file_groups import MdtPartition
+from metadata.mdt.stats_columns import FlatStats, pivot
 from metadata.stats_table import FILE_NAME, PARTITION, min_field, stats_rows_of
 
 log = logging.getLogger(__name__)
@@ -76,30 +78,41 @@ def groups_of(candidates: set[tuple[str, str]] | frozenset[tuple[str, str]], par
 class Candidates:
     """What an evaluation of column_stats away from the driver returns: the
     files (partition, name) that may hold a match, out of how many it
-    evaluated, the columns that had statistics, and where it ran."""
+    evaluated, the columns that had statistics, and where it ran; and,
+    when it listed them, every file of the groups holding a candidate
+    (partition, fileName, size), from which the driver builds slices
+    without listing the partitions itself."""
 
     files: frozenset[tuple[str, str]]
     evaluated: int
     indexed: tuple[str, ...]
     note: str = ""
+    group_files: pa.Table | None = None
+
+
+def bucket_candidates(files: pa.Table, pieces: dict[str, list[pa.Table]], predicate: BoundPredicate, columns: list[str],
+                      types: dict[str, pa.DataType]) -> Candidates:
+    """One bucket's verdict, where a file group's listing rows and stats
+    records meet (`metadata.mdt.stats_shards`): the files that may match
+    (no statistics: may), and every listed file of their groups."""
+    flat = FlatStats(types)
+    flat.pieces = {c: tables for c, tables in pieces.items() if tables}
+    known = sorted(set(files.column(PARTITION).to_pylist()))
+    stats = pivot(flat, columns, known, True, types)
+    if stats is None:
+        raise HudiFormatError("column_stats", "a key is held by two metadata file groups")
+    verdict = verdict_of(stats, predicate, columns)
+    rows = stats_rows_of(files, stats)
+    may = (rows < 0) | verdict.keep[np.maximum(rows, 0)] if len(verdict.keep) else np.ones(files.num_rows, dtype=bool)
+    partitions, names = files.column(PARTITION).to_pylist(), files.column(FILE_NAME).to_pylist()
+    candidates = frozenset((p, n) for p, n, m in zip(partitions, names, may.tolist()) if m)
+    groups = {(p, file_id_of(n)) for p, n in candidates}
+    in_group = pa.array([(p, file_id_of(n)) in groups for p, n in zip(partitions, names)], pa.bool_())
+    return Candidates(candidates, files.num_rows, tuple(verdict.indexed), group_files=files.filter(in_group))
 
 
 # Evaluates column_stats for some partitions elsewhere (Spark executors): (ctx, partitions) -> Candidates.
 CandidatesRunner = Callable[[PlanContext, list[str]], Candidates]
-
-
-def partition_candidates(table: HudiTable, partitions: list[str], predicate: BoundPredicate, columns: list[str]) -> Candidates:
-    """The files of these partitions whose statistics allow a match, or that
-    have none (one task's work: it lists, reads and evaluates, and returns names only)."""
-    mdt = table.metadata_table
-    if mdt is None:
-        raise MetadataTableUnavailable(table.base_uri, "no metadata table to read column_stats from")
-    lister = DirectoryLister(table)
-    files = lister.file_table(partitions)
-    verdict = verdict_of(mdt.column_stats(columns, partitions, ordered=False), predicate, columns)
-    kept = files.filter(verdict.files_may_match(files, lister))
-    return Candidates(frozenset(zip(kept.column(PARTITION).to_pylist(), kept.column(FILE_NAME).to_pylist())), files.num_rows,
-                      tuple(verdict.indexed))
 
 
 class ColumnStats(FileIndexSupport):
@@ -179,6 +192,7 @@ class ColumnStats(FileIndexSupport):
         if self.verdict is None:
             return None
         self.listed, self.where = found.evaluated, found.note
+        ctx.group_files = found.group_files
         return groups_of(found.files, partitions, groups)
 
     def prune_slices(self, ctx: PlanContext, slices: list[FileSlice]) -> tuple[list[FileSlice], str] | None:

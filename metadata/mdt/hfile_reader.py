@@ -444,7 +444,8 @@ class HFileReader:
                 entry, row = following, following_row
         return [checks[offset] for offset in sorted(checks)]
 
-    def scan_chunks(self, prefixes: list[bytes] | None, chunk_bytes: int = CHUNK_BYTES, check: bool = True) -> Iterator[CellChunk]:
+    def scan_chunks(self, prefixes: list[bytes] | None, chunk_bytes: int = CHUNK_BYTES, check: bool = True,
+                    offsets: tuple[int, int] | None = None) -> Iterator[CellChunk]:
         """The cells whose rows start with one of the prefixes (all when None),
         in key order, as CellChunks of about `chunk_bytes` of blocks each.
         Without `check`, every cell of the blocks that can hold such rows
@@ -452,6 +453,8 @@ class HFileReader:
         inflated ahead by worker threads."""
         blocks: list[tuple[IndexEntry, list[bytes] | None]] = self.blocks_for(prefixes) if check else [
             (entry, None) for entry, _ in self.blocks_for(prefixes)]
+        if offsets is not None:  # a shard of the file: the blocks starting in [start, stop)
+            blocks = [(entry, checks) for entry, checks in blocks if offsets[0] <= entry.offset < offsets[1]]
         return self._chunks_of(blocks, chunk_bytes)
 
     def blocks_holding(self, rows: list[bytes]) -> list[IndexEntry]:

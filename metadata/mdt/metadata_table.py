@@ -258,15 +258,7 @@ class MetadataTable:
             return self._transpose(self.reader.read(mdt_partition, query), columns, partitions, per_file, types)
         raw, merged = self.reader.read_split(mdt_partition, query)
         flat = FlatStats(types)
-
-        def one_by_one(cells: RawCells, chunk: CellChunk) -> None:
-            for key, value in zip(chunk.key_list(), chunk.value_list()):
-                flat.add_record(key, decode_record(key, value, cells.schema_json, cells.where))
-
-        _decode_base_cells(raw, columnar=lambda chunk, decoded: flat.add_decoded(chunk.keys(skip=keys.ID_LENGTH), decoded),
-                           reference=one_by_one)
-        for key, record in merged.items():
-            flat.add_record(key, record)
+        fill_flat_stats(flat, raw, merged)
         table = pivot(flat, columns, partitions if partitions is not None else self.partitions(), per_file, types)
         if table is None:  # a key in two file groups: let the reference merge decide
             return self._transpose(self.reader.read(mdt_partition, query), columns, partitions, per_file, types)
@@ -296,15 +288,30 @@ class MetadataTable:
         return build_stats_table([rows[k] for k in sorted(rows)], columns, types)
 
 
+def fill_flat_stats(flat: FlatStats, raw: list[RawCells], merged: dict[str, MetadataRecord], offsets: tuple[int, int] | None = None) -> None:
+    """Stats records into `flat`: base-file cells decoded columnar (only the
+    blocks starting in `offsets`, when given), then the records logs changed."""
+
+    def one_by_one(cells: RawCells, chunk: CellChunk) -> None:
+        for key, value in zip(chunk.key_list(), chunk.value_list()):
+            flat.add_record(key, decode_record(key, value, cells.schema_json, cells.where))
+
+    _decode_base_cells(raw, columnar=lambda chunk, decoded: flat.add_decoded(chunk.keys(skip=keys.ID_LENGTH), decoded),
+                       reference=one_by_one, offsets=offsets)
+    for key, record in merged.items():
+        flat.add_record(key, record)
+
+
 def _decode_base_cells(raw: list[RawCells], columnar: Callable[[CellChunk, Decoded], None],
-                       reference: Callable[[RawCells, CellChunk], None], columnar_from: int = 0) -> None:
+                       reference: Callable[[RawCells, CellChunk], None], columnar_from: int = 0,
+                       offsets: tuple[int, int] | None = None) -> None:
     """Hand each chunk of base-file cells to `columnar` with its vectorised
     decoding, or to `reference` (one record at a time) when the decoder
     leaves its shape alone or it holds fewer than `columnar_from` records.
     Bytes that do not decode are an error naming the file."""
     for cells in raw:
         parsed = parse_schema_cached(cells.schema_json)
-        for chunk in cells.chunks():
+        for chunk in cells.chunks(offsets):
             try:
                 if len(chunk) < columnar_from:
                     raise Unsupported("few records: each decoded whole is quicker")

@@ -66,13 +66,14 @@ class RawCells:
     def where(self) -> str:
         return self.reader.path
 
-    def chunks(self) -> Iterator[CellChunk]:
-        """The selected cells, in key order, a few MiB of blocks at a time."""
+    def chunks(self, offsets: tuple[int, int] | None = None) -> Iterator[CellChunk]:
+        """The selected cells, in key order, a few MiB of blocks at a time
+        (only of the blocks starting in `offsets`, when given: a shard)."""
         rows = None if self.query.keys is None else sorted(k.encode("utf-8") for k in self.query.keys)
         exact = None if rows is None else pa.array(rows, pa.binary())
         dropped = pa.array(sorted(k.encode("utf-8") for k in self.dropped), pa.binary()) if self.dropped else None
         # exact keys are filtered below: the blocks that can hold them are read whole
-        scanned = self.reader.scan_chunks(self.query.scan_prefixes()) if rows is None else self.reader.scan_rows(rows)
+        scanned = self.reader.scan_chunks(self.query.scan_prefixes(), offsets=offsets) if rows is None else self.reader.scan_rows(rows)
         for chunk in scanned:
             if exact is not None or dropped is not None:
                 held = chunk.rows()
@@ -460,6 +461,18 @@ class MetadataTableReader:
                 total += int(changed[-1] is not None) - int(held_before)
         return total
 
+    def slice_split(self, file_slice: FileSlice, query: KeyQuery) -> tuple[RawCells | None, dict[str, MetadataRecord]]:
+        """One slice's part of `read_split`: its base cells no log block
+        touches (undecoded), and the keys its logs changed, merged."""
+        base, changes = self._slice_contents(file_slice, query)
+        older = base.records_of(list(changes)) if base is not None and changes else {}
+        merged: dict[str, MetadataRecord] = {}
+        for key, changed in changes.items():
+            current = _apply_changes(older.get(key), changed)
+            if current is not None:
+                merged[key] = current
+        return (base.without(changes) if base is not None and changes else base), merged
+
     def read_split(self, mdt_partition: str, query: KeyQuery) -> tuple[list[RawCells], dict[str, MetadataRecord]]:
         """`read` split for columnar decoding: the cells of base HFiles whose
         key no log block touches, undecoded (one RawCells per file), and every
@@ -467,14 +480,11 @@ class MetadataTableReader:
         raw: list[RawCells] = []
         merged: dict[str, MetadataRecord] = {}
         for file_slice, part in self.routed(mdt_partition, query):
-            base, changes = self._slice_contents(file_slice, part)
-            older = base.records_of(list(changes)) if base is not None and changes else {}
-            for key, changed in changes.items():
-                current = _apply_changes(older.get(key), changed)
-                if current is not None:
-                    merged[key] = merge_records(merged.get(key), current)
+            base, changed = self.slice_split(file_slice, part)
+            for key, current in changed.items():
+                merged[key] = merge_records(merged.get(key), current)
             if base is not None:
-                raw.append(base.without(changes) if changes else base)
+                raw.append(base)
         return raw, merged
 
     def _slice_contents(self, file_slice: FileSlice, query: KeyQuery) -> tuple[RawCells | None, dict[str, list[MetadataRecord | None]]]:
