@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -113,6 +113,7 @@ def plan(
     storage_options: Mapping[str, str] | None = None,
     footers: bool = False,
     column_stats_runner: CandidatesRunner | None = None,
+    key_groups: Iterable[tuple[str, str]] | None = None,
 ) -> Plan:
     """Candidate file slices for a predicate, with an explanation.
 
@@ -126,17 +127,21 @@ def plan(
     remaining base file's footer (a read per candidate).
     `column_stats_runner` reads and evaluates column_stats away from the
     driver (engine_bridge.spark.plan_on_spark: on Spark executors), which
-    then holds candidate names only."""
+    then holds candidate names only. `key_groups`: the (partition, file id)
+    pairs the record index gives for a set of keys looked up elsewhere
+    (`engine_bridge.spark.lookup_keys`): only they stay, where the index
+    is trusted as for keys the predicate pins."""
     dialect = Dialect.of(dialect)
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
     residual = None if isinstance(predicate, str) else text  # printed once (a 100,000-key IN takes a second to print)
+    groups = None if key_groups is None else frozenset(key_groups)
     if isinstance(path_or_uri, DirectoryLister):  # a lister's earlier requests are not this plan's
         baseline = path_or_uri.table.storage.requests.snapshot()
-        return _Planner(path_or_uri, expr, dialect, assume_unique_keys, footers, column_stats_runner).run(text, cache_dir, baseline,
-                                                                                                         residual)
+        planner = _Planner(path_or_uri, expr, dialect, assume_unique_keys, footers, column_stats_runner, groups)
+        return planner.run(text, cache_dir, baseline, residual)
     with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict, storage_options=storage_options) as lister:
-        return _Planner(lister, expr, dialect, assume_unique_keys, footers, column_stats_runner).run(text, cache_dir, {}, residual)
+        return _Planner(lister, expr, dialect, assume_unique_keys, footers, column_stats_runner, groups).run(text, cache_dir, {}, residual)
 
 
 def _use_cache_dir(lister: DirectoryLister, cache_dir: str | None) -> None:
@@ -149,8 +154,10 @@ class _Planner:
     """Binds the predicate once and runs the chain of index supports."""
 
     def __init__(self, lister: DirectoryLister, expr: Expr, dialect: Dialect, assume_unique_keys: bool = False,
-                 footers: bool = False, column_stats_runner: CandidatesRunner | None = None) -> None:
+                 footers: bool = False, column_stats_runner: CandidatesRunner | None = None,
+                 key_groups: frozenset[tuple[str, str]] | None = None) -> None:
         self.lister = lister
+        self.key_groups = key_groups
         self.column_stats_runner = column_stats_runner
         self.assume_unique_keys = assume_unique_keys
         self.footers = footers
@@ -213,7 +220,8 @@ class _Planner:
         # A partition field whose path holds a transformed value is pruned on
         # its data values instead (no statistics for it keeps files).
         data_columns = [c for c in predicate.columns if c not in config.partition_fields or c in transformed]
-        ctx = PlanContext(self.lister, predicate, data_columns, self.assume_unique_keys, self.footers, self.not_used)
+        ctx = PlanContext(self.lister, predicate, data_columns, self.assume_unique_keys, self.footers, self.not_used,
+                          key_groups=self.key_groups)
         if ctx.mdt is None:
             self.not_used.append("partition_stats and column_stats: no metadata table in use (see listing)")
         partition_chain: list[PartitionIndexSupport] = [PartitionValues(types, transformed), PartitionStats()]

@@ -168,3 +168,48 @@ def test_the_driver_does_not_list_the_files_the_executors_evaluate(tmp_path: Pat
     assert [s.to_dict() for s in spread.files] == expected
     stage = next(s for s in spread.stages if s.name == "column_stats")
     assert stage.total == 15 and stage.kept == len(expected)  # all 15 files evaluated, on the executors
+
+
+def test_lookup_keys_tags_a_dataframe_of_keys_through_the_record_index(tmp_path: Path, spark: Any) -> None:
+    """Keys routed to the record index's file groups as Hudi routes them, one
+    task per group: the same locations as the driver's lookup, keys the index
+    does not hold left out; a partitioned record index gives every partition's entry."""
+    from engine_bridge.spark import lookup_keys
+    from metadata import MetadataTable
+    from metadata.mdt.file_groups import MdtPartition
+    from metadata.mdt.indexes import record_locations
+
+    schema = pa.schema([("id", pa.string()), ("city", pa.string()), ("fare", pa.float64())])
+    path = str(tmp_path / "t")
+    builder = TableBuilder(path, schema, table_type="MERGE_ON_READ", version=8, partition_fields=["city"], max_rows_per_file=7)
+    builder.write([{"id": f"k{i:04d}", "city": ("sf", "la", "nyc")[i % 3], "fare": float(i)} for i in range(500)])
+    MetadataTableWriter(path).build([MdtPartition.FILES, MdtPartition.RECORD_INDEX])
+    builder.write([{"id": f"k{i:04d}", "city": ("sf", "la", "nyc")[i % 3], "fare": 1.0} for i in range(400, 520)])
+    MetadataTableWriter(path).sync()  # locations changed and added in the metadata table's logs
+    wanted = [f"k{i:04d}" for i in range(0, 600, 3)]
+    keys_df = spark.createDataFrame([(k,) for k in wanted], "key string")
+    tagged = lookup_keys(spark, path, keys_df)
+    found = {r["record_key"]: (r["partition"], r["file_id"]) for r in tagged.collect()}
+    expected = record_locations(MetadataTable.open(path), wanted)
+    assert found == expected and len(found) == len([k for k in wanted if k < "k0520"])
+    assert tagged.rdd.getNumPartitions() == 10  # one task per record-index file group
+
+
+def test_a_plan_keeps_the_groups_of_a_dataframe_of_keys(tmp_path: Path, spark: Any) -> None:
+    """plan_on_spark(keys=DataFrame): a semi-join through the record index,
+    the same slices as a plan pinning those keys in its predicate."""
+    from metadata.mdt.file_groups import MdtPartition
+
+    schema = pa.schema([("id", pa.string()), ("city", pa.string()), ("fare", pa.float64())])
+    path = str(tmp_path / "t")
+    builder = TableBuilder(path, schema, version=8, partition_fields=["city"], max_rows_per_file=5)
+    builder.write([{"id": f"k{i:03d}", "city": ("sf", "la", "nyc")[i % 3], "fare": float(i)} for i in range(120)])
+    builder.write([{"id": f"k{i:03d}", "city": ("sf", "la", "nyc")[i % 3], "fare": float(i) + 1} for i in range(0, 120, 9)])
+    MetadataTableWriter(path).build([MdtPartition.FILES, MdtPartition.COLUMN_STATS, MdtPartition.RECORD_INDEX])
+    wanted = ["k007", "k050", "k051", "k999"]
+    keys_df = spark.createDataFrame([(k,) for k in wanted], "key string")
+    joined = plan_on_spark(spark, path, "fare > 10", keys=keys_df)
+    pinned = plan(path, "fare > 10 AND id IN ('k007', 'k050', 'k051', 'k999')")
+    assert [s.to_dict() for s in joined.files] == [s.to_dict() for s in pinned.files], joined.explain()
+    assert 0 < len(joined.files) < len(plan(path, "fare > 10").files)
+    assert any("DataFrame" in s.note for s in joined.stages if s.name == "record_index"), joined.explain()

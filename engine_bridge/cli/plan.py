@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from engine_bridge.cli.app import main
@@ -38,8 +40,8 @@ def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_meta
 
     if sample is not None and not verify:
         raise click.UsageError("--sample goes with --verify")
-    options = {"as_of": as_of, "use_metadata": not no_metadata, "strict": strict_requested(), "cache_dir": cache_dir,
-               "assume_unique_keys": assume_unique_keys, "footers": footers}
+    options: dict[str, Any] = {"as_of": as_of, "use_metadata": not no_metadata, "strict": strict_requested(), "cache_dir": cache_dir,
+                               "assume_unique_keys": assume_unique_keys, "footers": footers}
     if engine == "spark":
         from engine_bridge.spark import plan_on_spark
         from engine_bridge.spark.session import command_spark_session
@@ -48,7 +50,7 @@ def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_meta
         with command_spark_session("hudi-bridge-plan") as spark:
             result = plan_on_spark(spark, path, where, dialect, None, **options)
     else:
-        result = plan(path, where, dialect=dialect, **options)  # type: ignore[arg-type]
+        result = plan(path, where, dialect=dialect, **options)
     checked = None
     if verify:  # the truth: storage and the timeline, whatever the plan's listing was
         table = HudiTable.open(path, use_metadata=False)

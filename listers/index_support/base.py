@@ -71,6 +71,7 @@ class PlanContext:
     footers: bool = False
     not_used: list[str] = field(default_factory=list)
     group_files: pa.Table | None = None  # every file of the groups left, when a support listed them away from the driver
+    key_groups: frozenset[tuple[str, str]] | None = None  # (partition, file id) holding a key set looked up elsewhere
 
     @property
     def table(self) -> HudiTable:

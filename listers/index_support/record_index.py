@@ -56,17 +56,23 @@ class _KeyIndex(FileIndexSupport):
             ctx.not_used.append(f"{self.name}: secondary indexes are read through a global record index; this one is partitioned")
             return False
         self.keys = self._keys(ctx, mdt)
-        if self.keys is None:
+        given = ctx.key_groups if isinstance(self, RecordIndex) else None
+        if self.keys is None and given is None:
             return False
         risk, self.trusted = duplicate_key_risk(ctx)
         if risk is not None:
             ctx.not_used.append(f"{self.name}: {risk}")
             return False
-        if partitioned:  # a key once per data partition: every location of it
+        if self.keys is None:
+            self.allowed = set()
+        elif partitioned:  # a key once per data partition: every location of it
             self.allowed = record_locations_anywhere(mdt, sorted(self.keys))
             self.trusted += "; partitioned record index (every data partition's entry of a key kept)"
         else:
             self.allowed = set(record_locations(mdt, sorted(self.keys)).values())
+        if given is not None:  # the groups of a key set looked up elsewhere (a Spark join): both must hold
+            self.allowed = set(given) if self.keys is None else self.allowed & set(given)
+            self.trusted += f"; {len(given)} file group(s) hold the keys looked up on Spark"
         return True
 
     def _covered(self, ctx: PlanContext) -> frozenset[str]:
@@ -94,10 +100,11 @@ class _KeyIndex(FileIndexSupport):
         return within(found, groups)
 
     def prune_slices(self, ctx: PlanContext, slices: list[FileSlice]) -> tuple[list[FileSlice], str] | None:
-        assert self.allowed is not None and self.keys is not None
+        assert self.allowed is not None
         covered = self._covered(ctx)
         kept = [s for s in slices if (s.partition, s.file_id) in self.allowed or not _covered_by_index(ctx, s, covered)]
-        return kept, f"{len(self.keys)} record key(s) in {len(self.allowed)} file group(s); {self.trusted}"
+        pinned = f"{len(self.keys)} record key(s)" if self.keys is not None else "record keys of a DataFrame"
+        return kept, f"{pinned} in {len(self.allowed)} file group(s); {self.trusted}"
 
 
 class RecordIndex(_KeyIndex):

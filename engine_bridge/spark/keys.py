@@ -1,0 +1,95 @@
+"""Record keys tagged with their file groups through the record index, as a
+Spark join (Hudi's record-index tagging): keys are routed to the record
+index's file groups by Java's String hash, as Hudi's writer routed them, so
+each task reads one file group for its own keys (one sorted pass over the
+blocks they touch), and nothing is collected to the driver.
+
+A partitioned record index (Hudi 1.1) names its file groups by data
+partition and keeps a key once per partition: there each task reads every
+group for its keys and returns every location.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from metadata import HudiTable, MetadataTable
+from metadata.errors import MetadataTableUnavailable
+from metadata.mdt.file_groups import MdtPartition, file_group_indexes
+from metadata.mdt.indexes import file_group_of, record_index_is_global, record_locations
+from metadata.mdt.reader import KeyQuery
+
+SCHEMA = "record_key string, partition string, file_id string"
+KEYS_PER_LOOKUP = 100_000  # keys a task looks up at once
+
+
+def _open_index(base_uri: str, storage_options: Mapping[str, str]) -> tuple[HudiTable, MetadataTable]:
+    table = HudiTable.open(base_uri, storage_options=dict(storage_options))
+    mdt = table.metadata_table
+    if mdt is None or MdtPartition.RECORD_INDEX not in table.config.metadata_partitions:
+        table.close()
+        raise MetadataTableUnavailable(base_uri, "no record_index to look keys up in")
+    return table, mdt
+
+
+def _lookup(base_uri: str, storage_options: Mapping[str, str], global_index: bool, keys: Iterator[Any]) -> Iterator[tuple[str, str, str]]:
+    table, mdt = _open_index(base_uri, storage_options)
+    try:
+        batch: list[str] = []
+        for key in keys:
+            batch.append(key[1] if global_index else key)
+            if len(batch) >= KEYS_PER_LOOKUP:
+                yield from _locations(mdt, batch, global_index)
+                batch = []
+        if batch:
+            yield from _locations(mdt, batch, global_index)
+    finally:
+        table.close()
+
+
+def _locations(mdt: MetadataTable, keys: list[str], global_index: bool) -> Iterator[tuple[str, str, str]]:
+    if global_index:
+        for key, (partition, file_id) in record_locations(mdt, keys).items():
+            yield key, partition, file_id
+        return
+    where = f"{mdt.reader.mdt.storage.uri}/{MdtPartition.RECORD_INDEX}"
+    for records in mdt.reader.read_each_slice(MdtPartition.RECORD_INDEX.value, KeyQuery(keys=keys)):
+        for key, record in records.items():
+            info = record.raw.get("recordIndexMetadata")
+            if isinstance(info, dict):
+                partition, file_id = file_group_of(info, f"{where} (key {key!r})")
+                yield key, partition, file_id
+
+
+def _routed(groups: int, keys: Iterator[Any]) -> Iterator[tuple[int, str]]:
+    batch = [row[0] for row in keys]
+    for i in range(0, len(batch), KEYS_PER_LOOKUP):
+        part = [k for k in batch[i:i + KEYS_PER_LOOKUP] if k is not None]
+        yield from zip(file_group_indexes(part, groups), part)
+
+
+def lookup_keys(spark: Any, path_or_uri: str, keys_df: Any, key_column: str | None = None,
+                storage_options: Mapping[str, str] | None = None) -> Any:
+    """A DataFrame (record_key, partition, file_id) of the keys of `keys_df`
+    (its `key_column`, or its only column) that the record index holds; keys
+    it does not hold are left out (a writer would insert them)."""
+    table = HudiTable.open(path_or_uri, storage_options=dict(storage_options or {}))
+    try:
+        uri, options = table.base_uri, dict(table.storage.storage_options)
+        mdt = table.metadata_table
+        if mdt is None or MdtPartition.RECORD_INDEX not in table.config.metadata_partitions:
+            raise MetadataTableUnavailable(uri, "no record_index to look keys up in")
+        global_index = record_index_is_global(mdt)
+        groups = len(mdt.reader.file_slices(MdtPartition.RECORD_INDEX.value))
+    finally:
+        table.close()
+    column = key_column or keys_df.columns[0]
+    keys = keys_df.select(keys_df[column].cast("string")).rdd
+    if global_index:  # each key to the task of its file group, as Hudi routed it
+        routed = keys.mapPartitions(lambda rows: _routed(groups, rows)).partitionBy(groups, lambda group: group)
+        found = routed.mapPartitions(lambda items: _lookup(uri, options, True, items))
+    else:
+        found = keys.map(lambda row: row[0]).filter(lambda key: key is not None).mapPartitions(
+            lambda items: _lookup(uri, options, False, items))
+    return spark.createDataFrame(found, SCHEMA)
