@@ -213,3 +213,24 @@ def test_a_plan_keeps_the_groups_of_a_dataframe_of_keys(tmp_path: Path, spark: A
     assert [s.to_dict() for s in joined.files] == [s.to_dict() for s in pinned.files], joined.explain()
     assert 0 < len(joined.files) < len(plan(path, "fare > 10").files)
     assert any("DataFrame" in s.note for s in joined.stages if s.name == "record_index"), joined.explain()
+
+
+def test_read_plans_on_the_executors_above_the_threshold(tmp_path: Path, spark: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """engine_bridge.spark.read: a table whose column_stats hold at least
+    hoodie.metadata.index.column.stats.inMemory.projection.threshold records
+    is planned on the executors (and says why); below it, on the driver."""
+    import logging
+
+    from engine_bridge.spark import read
+
+    schema = pa.schema([("id", pa.int64()), ("city", pa.string()), ("fare", pa.float64())])
+    path = str(tmp_path / "t")
+    TableBuilder(path, schema, version=8, partition_fields=["city"], max_rows_per_file=4).write(
+        [{"id": i, "city": ("sf", "la", "nyc")[i % 3], "fare": float(i)} for i in range(60)])
+    MetadataTableWriter(path).build()
+    expected = sorted(r["id"] for r in read(spark, path, "fare > 40").collect())
+    assert expected == list(range(41, 60))
+    with caplog.at_level(logging.INFO, logger="engine_bridge.spark.fast_read"):
+        rows = read(spark, path, "fare > 40", **{"hoodie.metadata.index.column.stats.inMemory.projection.threshold": "10"})
+        assert sorted(r["id"] for r in rows.collect()) == expected
+    assert "evaluated on Spark executors" in caplog.text and "records (files x columns)" in caplog.text

@@ -13,13 +13,25 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from engine_bridge.spark.options import AS_OF, BEGIN, END, INCREMENTAL_FORMAT, PATH, QUERY_TYPE, STORAGE_PREFIX, ReadOptions
+from engine_bridge.spark.options import (
+    AS_OF,
+    BEGIN,
+    END,
+    IN_MEMORY_THRESHOLD,
+    INCREMENTAL_FORMAT,
+    PATH,
+    QUERY_TYPE,
+    STORAGE_PREFIX,
+    ReadOptions,
+)
+from engine_bridge.spark.plan import spark_candidates_runner
 from engine_bridge.spark.register import source_name
 from engine_bridge.spark.scan import ScanPlan, plan_scan
 from engine_bridge.spark.schema import spark_schema, table_arrow_schema
 from expressions import Expr, ExpressionError, parse_sql
 from metadata import HudiTable
 from metadata.avro_schema import avro_to_arrow_schema
+from metadata.mdt.file_groups import MdtPartition
 from metadata.storage import join
 
 log = logging.getLogger(__name__)
@@ -33,6 +45,20 @@ def _predicate(where: str | None) -> Expr | None:
     except ExpressionError as exc:
         log.warning("where %r is not used to prune files (%s); Spark still applies it", where, exc)
         return None
+
+
+def stats_records_over(table: HudiTable, threshold: int) -> tuple[int, str | None]:
+    """column_stats' records (files x columns, from the HFile trailers and
+    the log blocks: no record is read), and why the plan goes to the
+    executors when they reach `threshold` (None: it stays on the driver)."""
+    mdt = table.metadata_table
+    if mdt is None or MdtPartition.COLUMN_STATS not in table.config.metadata_partitions:
+        return 0, None
+    records = mdt.reader.key_count(MdtPartition.COLUMN_STATS.value)
+    if records < threshold:
+        return records, None
+    return records, (f"column_stats holds {records:,} records (files x columns), at least {IN_MEMORY_THRESHOLD}="
+                     f"{threshold:,}: evaluated on Spark executors")
 
 
 def _spark_has_filesystem(spark: Any, uri: str) -> bool:
@@ -80,7 +106,14 @@ def read(spark: Any, path: str, where: str | None = None, query_type: str = "sna
         frame = spark.read.format(source_name(spark)).options(**{k: v for k, v in raw.items() if k != PATH}).load(path)
         return frame.where(where) if where else frame
     table = table or read_options.open_table()
-    scan = plan_scan(read_options, _predicate(where), table)
+    predicate = _predicate(where)
+    runner = None
+    if predicate is not None and read_options.data_skipping:
+        records, reason = stats_records_over(table, read_options.in_memory_threshold)
+        if reason:
+            log.info("%s: %s", path, reason)
+            runner = spark_candidates_runner(spark)
+    scan = plan_scan(read_options, predicate, table, runner)
     for note in scan.explanation:
         log.info("%s: %s", path, note)
     reason = _needs_source(spark, table, scan)

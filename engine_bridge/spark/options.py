@@ -33,6 +33,13 @@ SPLIT_BYTES = "hoodie.bridge.split.bytes"
 # open the table with them, through pyarrow: no hadoop-aws jar is needed.
 STORAGE_PREFIX = "hoodie.bridge.storage."
 HADOOP_S3A_PREFIX = "fs.s3a."
+# Hudi's: column_stats records (files x columns) above which its reader
+# evaluates the index on executors. Ours plans a million files and three
+# columns on the driver in a few seconds and under 1 GB, so the default is
+# that size: above it, `read()` plans on the executors (a Spark source's
+# planner runs in a Python worker with no session, and plans locally).
+IN_MEMORY_THRESHOLD = "hoodie.metadata.index.column.stats.inmemory.projection.threshold"
+DEFAULT_IN_MEMORY_THRESHOLD = 3_000_000
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 OPEN_COST_BYTES = 4 * 1024 * 1024  # Spark's spark.sql.files.openCostInBytes
 
@@ -107,6 +114,7 @@ class ReadOptions:
     prune_pushed: bool = True
     split_bytes: int = DEFAULT_SPLIT_BYTES
     storage_options: tuple[tuple[str, str], ...] = ()
+    in_memory_threshold: int = DEFAULT_IN_MEMORY_THRESHOLD
 
     @property
     def is_change_feed(self) -> bool:
@@ -152,11 +160,8 @@ class ReadOptions:
         as_of = options.get(AS_OF)
         if as_of and query_type is QueryType.INCREMENTAL:
             raise SparkOptionError(f"{AS_OF} (time travel) cannot be combined with an incremental query")
-        split = options.get(SPLIT_BYTES)
-        try:
-            split_bytes = int(split) if split else DEFAULT_SPLIT_BYTES
-        except ValueError:
-            raise SparkOptionError(f"option {SPLIT_BYTES}={split!r}: expected a number of bytes") from None
+        split_bytes = _count(options, SPLIT_BYTES, DEFAULT_SPLIT_BYTES, "a number of bytes")
+        threshold = _count(options, IN_MEMORY_THRESHOLD, DEFAULT_IN_MEMORY_THRESHOLD, "a number of records")
         return cls(
             path=path,
             query_type=query_type,
@@ -170,4 +175,13 @@ class ReadOptions:
             prune_pushed=_flag(options, PRUNE_PUSHED, prune_pushed_default),
             split_bytes=max(1, split_bytes),
             storage_options=storage_options_in(options),
+            in_memory_threshold=threshold,
         )
+
+
+def _count(options: Mapping[str, str], key: str, default: int, what: str) -> int:
+    text = options.get(key)
+    try:
+        return int(text) if text else default
+    except ValueError:
+        raise SparkOptionError(f"option {key}={text!r}: expected {what}") from None
