@@ -318,34 +318,20 @@ def test_without_an_evaluator_a_sync_refuses_to_leave_the_index_behind(tmp_path:
 
 
 def test_a_failed_build_or_sync_leaves_the_table_byte_for_byte(tmp_path: Path) -> None:
-    from tests.test_index_writer import Crash, _crash_at
+    from tests.test_index_writer import crash_each_step
 
     template, builder = _table(tmp_path)
     _writer(template).build([MdtPartition.FILES])
+
+    def check(path: Path, step: str) -> None:
+        expected = _expected_ranges(path, DAY)  # the latest slices' files (older versions keep their records until a clean)
+        assert {k: v for k, v in _stored_ranges(path, DAY).items() if k in expected} == expected, step
+
     for operation in ("build", "sync"):
         if operation == "sync":
             _writer(template).build([DAY])
             builder.write(_rows(range(2, 7), shift=30))
-        target = 1
-        while True:
-            path = tmp_path / f"{operation}{target}"
-            shutil.copytree(template, path)
-            before = {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
-            steps, fault = _crash_at(target)
-            writer = _writer(path, fault=fault)
-            try:
-                writer.build([DAY]) if operation == "build" else writer.sync()
-            except Crash:
-                pass
-            else:
-                break
-            committed = DAY.value in HudiTable.open(str(path)).config.metadata_partitions
-            if operation == "build" and not committed:
-                assert {p: p.read_bytes() for p in path.rglob("*") if p.is_file()} == before, steps[-1]
-            _writer(path).build([DAY]) if operation == "build" else _writer(path).sync()
-            expected = _expected_ranges(path, DAY)  # the latest slices' files (older versions keep their records until a clean)
-            assert {k: v for k, v in _stored_ranges(path, DAY).items() if k in expected} == expected, steps[-1]
-            target += 1
+        target = crash_each_step(template, tmp_path, operation, DAY, lambda path, fault: _writer(path, fault=fault), check)
         assert target > 3
 
 

@@ -384,6 +384,31 @@ class Crash(Exception):
     pass
 
 
+def crash_each_step(template: Path, into: Path, operation: str, index: Any, writer: Any, check: Any) -> int:
+    """A build (or sync) of `index` on copies of `template`, crashed at step
+    1, 2, ... until one completes: before the index is listed the table's
+    files are exactly as they were; a rerun completes it, and `check(path,
+    step)` holds. `writer(path, fault)` makes the writer. Returns the steps."""
+    target = 1
+    while True:
+        path = into / f"{operation}{target}"
+        shutil.copytree(template, path)
+        before = {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
+        steps, fault = _crash_at(target)
+        try:
+            writer(path, fault).build([index]) if operation == "build" else writer(path, fault).sync()
+        except Crash:
+            pass
+        else:
+            return target
+        committed = index.value in HudiTable.open(str(path)).config.metadata_partitions
+        if operation == "build" and not committed:
+            assert {p: p.read_bytes() for p in path.rglob("*") if p.is_file()} == before, steps[-1]  # nothing half-built visible
+        writer(path, None).build([index]) if operation == "build" else writer(path, None).sync()
+        check(path, steps[-1])
+        target += 1
+
+
 def _crash_at(target: int) -> tuple[list[str], Any]:
     steps: list[str] = []
 

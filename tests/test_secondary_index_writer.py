@@ -148,36 +148,21 @@ def test_a_failed_build_or_sync_leaves_the_table_byte_for_byte(tmp_path: Path) -
     updates it: before its commit point the table's files are exactly as they
     were (index definitions and hoodie.properties included); a rerun completes
     the index, equal to the rows."""
-    from tests.test_index_writer import Crash, _crash_at
+    from tests.test_index_writer import crash_each_step
 
     template = tmp_path / "template"
     builder = TableBuilder(str(template), SCHEMA, version=8, partition_fields=["city"], max_rows_per_file=4)
     builder.write(_rows(range(0, 8), "acme"))
     MetadataTableWriter(str(template)).build([MdtPartition.FILES, MdtPartition.RECORD_INDEX])
     index = SecondaryIndexPartition("secondary_index_merchant_idx", "merchant")
+
+    def check(path: Path, step: str) -> None:
+        assert _live_pairs(str(path), index.value) == _truth(path), step
+        assert validate_metadata(str(path)).ok, step
+
     for operation in ("build", "sync"):
         if operation == "sync":
             MetadataTableWriter(str(template)).build([index])
             builder.write(_rows(range(2, 5), "globex"))
-        target = 1
-        while True:
-            path = tmp_path / f"{operation}{target}"
-            shutil.copytree(template, path)
-            before = {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
-            steps, fault = _crash_at(target)
-            writer = MetadataTableWriter(str(path), fault=fault)
-            try:
-                writer.build([index]) if operation == "build" else writer.sync()
-            except Crash:
-                pass
-            else:
-                break
-            after = {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
-            committed = index.value in HudiTable.open(str(path)).config.metadata_partitions
-            if operation == "build" and not committed:
-                assert after == before, steps[-1]  # undone: nothing half-built is visible
-            MetadataTableWriter(str(path)).build([index]) if operation == "build" else MetadataTableWriter(str(path)).sync()
-            assert _live_pairs(str(path), index.value) == _truth(path), steps[-1]
-            assert validate_metadata(str(path)).ok, steps[-1]
-            target += 1
+        target = crash_each_step(template, tmp_path, operation, index, lambda path, fault: MetadataTableWriter(str(path), fault=fault), check)
         assert target > 3
