@@ -614,6 +614,13 @@ def test_spark_engine_gives_the_local_ranges(tmp_path: Path, spark: Any) -> None
     by_local, by_spark = _live(str(path))[1], _live(str(copy))[1]
     assert by_spark == by_local
     assert any(s.file_name.startswith(".") and s.value_count for s in by_spark.values())
+    # A sync through Spark (`index sync --engine spark`): the new files' stats come from the executors.
+    builder.write(_rows(2, 6, "la"))
+    synced = tmp_path / "synced"
+    shutil.copytree(path, synced)
+    MetadataTableWriter(str(path)).sync()
+    MetadataTableWriter(str(synced), engine=SparkStatsEngine(spark, 2)).sync()
+    assert _live(str(synced))[1] == _live(str(path))[1]
 
 
 def _spy_stats_reads(patch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:

@@ -141,10 +141,14 @@ def index_build(path: str, partitions: str, columns: str | None, all_columns: bo
 @click.argument("path")
 @click.option("--compact-after", type=click.IntRange(min=1), default=DEFAULT_COMPACT_AFTER, show_default=True,
               help="Compact a file group once it has more log files than this.")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="Where the new files' footers and logs are read: a thread pool here, or a Spark job.")
+@click.option("--parallelism", type=click.IntRange(min=1), default=8, show_default=True)
 @command_output
-def index_sync(path: str, compact_after: int) -> Output:
+def index_sync(path: str, compact_after: int, engine: str, parallelism: int) -> Output:
     """Apply the data instants completed since the metadata table's last one."""
-    return _render(_writer(path, compact_after=compact_after).sync())
+    with _engine(engine, parallelism) as stats_engine:
+        return _render(_writer(path, engine=stats_engine, compact_after=compact_after).sync())
 
 
 @index.command("compact")
