@@ -5,6 +5,8 @@ Reuses (or builds) `bench.scale`'s metadata-only table of --files files in
 known column statistics (file i holds a in [i, i+9], c in ["i", "i+9"] as
 8-digit text). Beside them it builds, once:
 
+- `partition_stats` (Hudi 1.x builds it with column_stats), from the same
+  known statistics;
 - a `bloom_filters` partition: one record per base file. The files are
   copies of one file, so they carry one footer filter; the bench stores one
   synthetic filter (of the keys "k0".."k9", 10 entries) for every file, as
@@ -15,9 +17,9 @@ known column statistics (file i holds a in [i, i+9], c in ["i", "i+9"] as
 
 Then, each cold in a fresh process (median of --runs):
 
-- bloom_plan_cold_s: `a = X` planned: column_stats leaves the ~10 files
-  whose range holds X, the bloom_filters stage rules them out (no filter
-  holds X). Goal: under 0.5 s;
+- bloom_plan_cold_s: `a = X` planned: partition_stats leaves the partition
+  whose range holds X, column_stats the ~10 files whose range does, the
+  bloom_filters stage rules them out (no filter holds X). Goal: under 0.5 s;
 - expression_plan_cold_s: `substring(c, 1, 5) = P` planned (column_stats,
   then the expression index on what is left);
 - expression_read_cold_s: the whole expression index read (every file's
@@ -41,7 +43,7 @@ from unittest import mock
 import pyarrow as pa
 
 from bench.common import finish, in_fresh_process, progress
-from bench.scale import BUILT_MARKER, build
+from bench.scale import BUILT_MARKER, COLUMNS, KnownStats, build
 from expressions import may_match
 from expressions.index_expressions import SparkIndexExpressions, expression_index_of, implied_on_index, index_ref
 from listers.planner import plan
@@ -94,13 +96,14 @@ def _numbers(path: str) -> dict[str, int]:
 
 
 def build_indexes(path: str) -> None:
+    """The partitions above that the table lacks (a build leaves built ones alone)."""
     numbers = _numbers(path)
-    progress(f"building bloom_filters and {PREFIX.value} over {len(numbers):,} files")
+    progress(f"building partition_stats, bloom_filters and {PREFIX.value} over {len(numbers):,} files")
     with mock.patch.object(writer_module, "bloom_filter_records", _shared_filter_records), \
             mock.patch.object(writer_module, "expression_ranges", _known_ranges(numbers)):
-        MetadataTableWriter(path, progress=progress, index_expressions=SparkIndexExpressions()).build(
-            [MdtPartition.BLOOM_FILTERS, PREFIX])
-    Path(path, INDEXES_MARKER).write_text("built\n")
+        MetadataTableWriter(path, engine=KnownStats(numbers), progress=progress, index_expressions=SparkIndexExpressions()).build(
+            [MdtPartition.PARTITION_STATS, MdtPartition.BLOOM_FILTERS, PREFIX], columns=list(COLUMNS))
+    Path(path, INDEXES_MARKER).write_text("built: partition_stats, bloom_filters, expression index\n")
 
 
 def _plan(path: str, where: str) -> tuple[int, dict[str, float]]:
@@ -147,7 +150,8 @@ def main() -> None:
         if Path(path).exists():
             raise SystemExit(f"{path} exists but holds no finished build; remove it or pick another --table")
         build(path, args.partitions, args.files, 3)
-    if not Path(path, INDEXES_MARKER).exists():
+    marker = Path(path, INDEXES_MARKER)
+    if not marker.exists() or "partition_stats" not in marker.read_text():
         build_indexes(path)
     report: dict[str, Any] = {"benchmark": "index_lookups", "files": args.files, "partitions": args.partitions,
                               "bloom_filters": "one synthetic 10-key filter stored for every base file (see the docstring)"}

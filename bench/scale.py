@@ -81,19 +81,26 @@ def _partition(p: int) -> str:
     return f"part={p:05d}"
 
 
-def build(path: str, partitions: int, files: int, columns: int) -> None:
+def build(path: str, partitions: int, files: int, columns: int, interleaved: bool = False) -> None:
+    """`interleaved`: file i lies in partition i mod P (every partition spans
+    the whole range of values, so partition_stats prunes nothing and
+    column_stats does the work); else each partition holds a run of numbers."""
     builder = TableBuilder(path, SCHEMA, partition_fields=["part"], record_key="a", version=8)
     per_partition, extra = divmod(files, partitions)
     numbers: dict[str, int] = {}
     for start in range(0, partitions, COMMIT_PARTITIONS):
         counts = {f"{p:05d}": per_partition + (1 if p < extra else 0) for p in range(start, min(start + COMMIT_PARTITIONS, partitions))}
         _, written = builder.write_copies({_partition(int(k)): v for k, v in counts.items()}, [{"a": 0, "b": 0.0, "c": "x", "part": "x"}])
+        seen: dict[str, int] = {}
         for path_ in written:
-            numbers[path_.rsplit("/", 1)[-1]] = len(numbers)
+            partition = path_.rsplit("/", 2)[-2]
+            rank = seen[partition] = seen.get(partition, -1) + 1
+            number = rank * partitions + int(partition.split("=")[1]) if interleaved else len(numbers)
+            numbers[path_.rsplit("/", 1)[-1]] = number
         progress(f"wrote {len(numbers)} of {files} files")
     _, written = builder.write_copies({_partition(0): 10}, [{"a": 0, "b": 0.0, "c": "x", "part": "x"}])  # the incremental commit
     for path_ in written:
-        numbers[path_.rsplit("/", 1)[-1]] = len(numbers)
+        numbers[path_.rsplit("/", 1)[-1]] = len(numbers)  # files, files + 1, ... (numbers holds 0 .. files - 1)
     progress("building files and column_stats")
     MetadataTableWriter(path, engine=KnownStats(numbers), progress=progress).build(
         partitions=[MdtPartition.FILES, MdtPartition.COLUMN_STATS], columns=list(COLUMNS[:columns]))

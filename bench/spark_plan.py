@@ -1,9 +1,12 @@
 """Planning a wide table locally and on Spark executors, in one run per size.
 
-For each size, a synthetic v8 table (bench.scale's: copies of one small
-Parquet file, so the data files exist, with a `files` and a `column_stats`
-partition of 3 columns whose statistics are synthetic and known) is built
-once (kept under ~/.cache/hudi-bridge-bench/spark-plan-<files>), then a plan
+For each size, a synthetic v8 table (bench.scale's, interleaved: copies of
+one small Parquet file, so the data files exist, with a `files` and a
+`column_stats` partition of 3 columns whose statistics are synthetic and
+known, file i in partition i mod P, so that every partition spans all
+values and column_stats, not the partition list, does the pruning) is built
+once (kept under ~/.cache/hudi-bridge-bench/spark-plan-<partitions>-<files>),
+then a plan
 keeping about 1% of the files is made cold, each in a fresh process:
 
 - local: `listers.plan`; seconds and peak RSS;
@@ -69,10 +72,10 @@ def main() -> None:
     report: dict[str, Any] = {"benchmark": "spark_plan", "sizes": []}
     for files in (int(s) for s in args.sizes.split(",")):
         partitions = max(1, files * args.partitions_per_million // 1_000_000)
-        path = os.path.join(os.path.expanduser("~/.cache/hudi-bridge-bench"), f"spark-plan-{files}")
+        path = os.path.join(os.path.expanduser("~/.cache/hudi-bridge-bench"), f"spark-plan-{partitions}-{files}")
         if not Path(path, BUILT_MARKER).exists():
             progress(f"building {files} files in {partitions} partitions at {path}")
-            build(path, partitions, files, 3)
+            build(path, partitions, files, 3, interleaved=True)
         where = _predicate(files)
         progress(f"{files} files: local plan")
         local: dict[str, Any]
