@@ -32,7 +32,7 @@ def measured(report: dict[str, Any], name: str, trace_memory: bool = True) -> It
 
 
 def finish(report: dict[str, Any]) -> None:
-    report["process_max_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    report["process_max_rss_mib"] = round(peak_rss_mib(), 1)
     json.dump(report, sys.stdout, indent=2)
     sys.stdout.write("\n")
 
@@ -41,11 +41,26 @@ def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def peak_rss_mib() -> float:
+    """This process's peak RSS in MiB. On Linux from /proc (VmHWM): ru_maxrss
+    keeps, across the exec that starts a fresh interpreter, the peak of the
+    process forked from, so a child of a bench that built a table in the same
+    run would report the build's memory."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _child(call: Any, queue: Any) -> None:
     start = time.perf_counter()
     result = call()
     seconds = time.perf_counter() - start
-    queue.put((result, seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+    queue.put((result, seconds, peak_rss_mib()))
 
 
 def in_fresh_process(call: Callable[[], T]) -> tuple[T, float, float]:

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import time
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench.common import finish, in_fresh_process, progress
+from bench.common import finish, in_fresh_process, peak_rss_mib, progress
 from bench.scale import BUILT_MARKER, build
 
 PREDICATE = "a > {low} AND b < {high}"
@@ -58,7 +57,7 @@ def _spark(path: str, where: str) -> tuple[list[str], float, float, str]:
         planned = plan_on_spark(spark, path, where)
         seconds = time.perf_counter() - start
         note = next((s.note for s in planned.stages if s.name == "column_stats"), "")
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        rss = peak_rss_mib()  # the driver's Python process (the JVM is its own)
         return [s.file_id for s in planned.files], seconds, rss, note
     finally:
         spark.stop()
