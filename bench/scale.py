@@ -77,7 +77,7 @@ class KnownStats:
         return out
 
 
-def _partition(p: int) -> str:
+def partition_dir(p: int) -> str:
     return f"part={p:05d}"
 
 
@@ -90,7 +90,7 @@ def build(path: str, partitions: int, files: int, columns: int, interleaved: boo
     numbers: dict[str, int] = {}
     for start in range(0, partitions, COMMIT_PARTITIONS):
         counts = {f"{p:05d}": per_partition + (1 if p < extra else 0) for p in range(start, min(start + COMMIT_PARTITIONS, partitions))}
-        _, written = builder.write_copies({_partition(int(k)): v for k, v in counts.items()}, [{"a": 0, "b": 0.0, "c": "x", "part": "x"}])
+        _, written = builder.write_copies({partition_dir(int(k)): v for k, v in counts.items()}, [{"a": 0, "b": 0.0, "c": "x", "part": "x"}])
         seen: dict[str, int] = {}
         for path_ in written:
             partition = path_.rsplit("/", 2)[-2]
@@ -98,7 +98,7 @@ def build(path: str, partitions: int, files: int, columns: int, interleaved: boo
             number = rank * partitions + int(partition.split("=")[1]) if interleaved else len(numbers)
             numbers[path_.rsplit("/", 1)[-1]] = number
         progress(f"wrote {len(numbers)} of {files} files")
-    _, written = builder.write_copies({_partition(0): 10}, [{"a": 0, "b": 0.0, "c": "x", "part": "x"}])  # the incremental commit
+    _, written = builder.write_copies({partition_dir(0): 10}, [{"a": 0, "b": 0.0, "c": "x", "part": "x"}])  # the incremental commit
     for path_ in written:
         numbers[path_.rsplit("/", 1)[-1]] = len(numbers)  # files, files + 1, ... (numbers holds 0 .. files - 1)
     progress("building files and column_stats")
@@ -134,13 +134,13 @@ def _pyarrow_listing(path: str) -> int:
 def _lister(path: str) -> tuple[float, float, float]:
     start = time.perf_counter()
     lister = DirectoryLister.open(path)
-    lister.list_files(_partition(1))
+    lister.list_files(partition_dir(1))
     cold = time.perf_counter() - start
     start = time.perf_counter()
-    lister.list_files(_partition(1))
+    lister.list_files(partition_dir(1))
     warm = time.perf_counter() - start
     start = time.perf_counter()
-    lister.list_files(_partition(2))
+    lister.list_files(partition_dir(2))
     other = time.perf_counter() - start
     lister.close()
     return cold, warm, other

@@ -15,7 +15,11 @@ keeping about 1% of the files is made cold, each in a fresh process:
   process: the JVM is its own), and the executor tasks;
 - files kept and total, and whether both plans are equal.
 
-    python -m bench.spark_plan [--sizes 1000000,3000000,10000000] [--partitions-per-million 10000]
+Sizes above --data-files-up-to are built metadata-only: one real commit,
+whose instant names every file, and a metadata table listing files that do
+not exist (listing and planning never read them); the report says so.
+
+    python -m bench.spark_plan [--sizes 1000000,3000000,10000000] [--partitions-per-million 10000] [--data-files-up-to 1000000]
 """
 
 from __future__ import annotations
@@ -23,12 +27,19 @@ from __future__ import annotations
 import argparse
 import os
 import time
+import uuid
 from functools import partial
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from bench.common import finish, in_fresh_process, peak_rss_mib, progress
-from bench.scale import BUILT_MARKER, build
+from bench.scale import BUILT_MARKER, COLUMNS, SCHEMA, KnownStats, build, partition_dir
+from metadata.file_naming import BaseFileName
+from metadata.mdt.file_groups import MdtPartition
+from metadata.mdt.write import writer as writer_module
+from metadata.mdt.write.writer import MetadataTableWriter
+from metadata.sample_tables.builder import TableBuilder
 
 PREDICATE = "a > {low} AND b < {high}"
 
@@ -37,6 +48,40 @@ def _predicate(files: int) -> str:
     # file i holds a in [i, i+9] and b in [i/2, i/2+5] (bench.scale): about 1% of the files match
     low = files // 2
     return PREDICATE.format(low=low, high=(low + files // 100) / 2)
+
+
+def build_metadata_only(path: str, partitions: int, files: int) -> None:
+    """An interleaved table of `files` base files that are named in its
+    metadata table only (file i in partition i mod P, with bench.scale's
+    known statistics), plus one real file whose commit's instant they carry."""
+    builder = TableBuilder(path, SCHEMA, partition_fields=["part"], record_key="a", version=8)
+    ts, written = builder.write_copies({partition_dir(0): 1}, [{"a": 0, "b": 0.0, "c": "x", "part": "x"}])
+    per_partition, extra = divmod(files, partitions)
+    names: dict[str, dict[str, int]] = {}
+    numbers: dict[str, int] = {}
+    for p in range(partitions):
+        listed = names.setdefault(partition_dir(p), {})
+        for rank in range(per_partition + (1 if p < extra else 0)):
+            number = rank * partitions + p
+            name = BaseFileName(f"{uuid.UUID(int=number + 1)}-0", "0-0-0", ts, ".parquet").name
+            listed[name] = 1000
+            numbers[name] = number
+        if p % 1000 == 0:
+            progress(f"named the files of {p} of {partitions} partitions")
+    real = written[0].rsplit("/", 1)[-1]
+    names[partition_dir(0)][real] = Path(path, written[0]).stat().st_size
+    numbers[real] = files
+    take = writer_module._Snapshot.take
+
+    def synthetic(*args: Any, **kwargs: Any) -> Any:
+        snapshot = take(*args, **kwargs)
+        snapshot.files = names  # what the metadata table lists: the named files, not storage's one
+        return snapshot
+
+    with mock.patch.object(writer_module._Snapshot, "take", synthetic):
+        MetadataTableWriter(path, engine=KnownStats(numbers), progress=progress).build(
+            partitions=[MdtPartition.FILES, MdtPartition.COLUMN_STATS], columns=list(COLUMNS))
+    Path(path, BUILT_MARKER).write_text(f"{partitions} {files} 3 metadata-only\n")
 
 
 def _local(path: str, where: str) -> tuple[list[str], float]:
@@ -67,14 +112,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000000,3000000,10000000")
     parser.add_argument("--partitions-per-million", type=int, default=10_000)
+    parser.add_argument("--data-files-up-to", type=int, default=1_000_000, help="larger sizes are built metadata-only")
     args = parser.parse_args()
     report: dict[str, Any] = {"benchmark": "spark_plan", "sizes": []}
     for files in (int(s) for s in args.sizes.split(",")):
         partitions = max(1, files * args.partitions_per_million // 1_000_000)
         path = os.path.join(os.path.expanduser("~/.cache/hudi-bridge-bench"), f"spark-plan-{partitions}-{files}")
+        metadata_only = files > args.data_files_up_to
         if not Path(path, BUILT_MARKER).exists():
             progress(f"building {files} files in {partitions} partitions at {path}")
-            build(path, partitions, files, 3, interleaved=True)
+            if metadata_only:
+                build_metadata_only(path, partitions, files)
+            else:
+                build(path, partitions, files, 3, interleaved=True)
         where = _predicate(files)
         progress(f"{files} files: local plan")
         local: dict[str, Any]
@@ -86,7 +136,8 @@ def main() -> None:
         progress(f"{files} files: Spark plan")
         (spark_files, spark_seconds, driver_rss, note), _, _ = in_fresh_process(partial(_spark, path, where))
         report["sizes"].append({
-            "files_total": files + 10, "partitions": partitions, "predicate": where,
+            "files_total": files + (1 if metadata_only else 10), "partitions": partitions, "predicate": where,
+            "data_files": "absent: metadata-only (named in the metadata table, never read)" if metadata_only else "copies of one file",
             "local_plan": local,
             "spark_plan": {"seconds": round(spark_seconds, 3), "driver_peak_rss_mib": round(driver_rss, 1), "where": note},
             "files_kept": len(spark_files), "plans_equal": local_files is None or sorted(local_files) == sorted(spark_files),
