@@ -223,7 +223,8 @@ def _domain(dtype: pa.DataType, like: Any) -> tuple[Any, Any] | None:
 _ARGUMENTS: dict[str, tuple[str, ...]] = {
     "date_format": ("format",), "from_unixtime": ("format",), "unix_timestamp": ("format",), "to_date": ("format",),
     "to_timestamp": ("format",), "date_add": ("days",), "date_sub": ("days",), "substring": ("pos", "len"),
-    "year": (), "month": (), "day": (), "hour": (), "lower": (), "upper": (),
+    "year": (), "month": (), "day": (), "hour": (), "lower": (), "upper": (), "length": (),
+    "trim": ("trimString",), "ltrim": ("trimString",), "rtrim": ("trimString",),
 }
 _CALL = re.compile(r"\s*(?P<function>[A-Za-z_]+)\s*\((?P<args>.*)\)\s*", re.DOTALL)
 _ARGUMENT = re.compile(r"\s*(?:'(?P<text>(?:[^'\\]|\\.)*)'|(?P<number>[+-]?\d+)|(?P<column>`[^`]+`(?:\.`[^`]+`)*|[A-Za-z_][\w.]*))\s*(?:,|$)")

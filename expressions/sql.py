@@ -143,7 +143,7 @@ class _Converter:
     def __init__(self, text: str, dialect: Dialect, zone: SessionZone) -> None:
         self.text = text
         self.dialect = dialect
-        self.functions = FunctionReader(zone, self.literal)
+        self.functions = FunctionReader(zone, self.literal, whitespace_trim=dialect in (Dialect.TRINO, Dialect.PRESTO))
 
     def chain(self, node: exp.And | exp.Or) -> Expr:
         """A chain of one connector, walked without recursion (sqlglot nests

@@ -21,6 +21,7 @@ from expressions.functions import (
     DatePart,
     Divide,
     Function,
+    Length,
     Multiply,
     ParseTime,
     Pattern,
@@ -29,10 +30,12 @@ from expressions.functions import (
     Substring,
     ToDate,
     ToTimestamp,
+    Trim,
     Unit,
     UnixSeconds,
     parse_pattern,
 )
+from expressions.functions.text import JAVA_WHITESPACE, SPACE
 from expressions.tree import Literal
 
 Number = int | float | Decimal
@@ -62,9 +65,10 @@ def normalise(functions: tuple[Function, ...]) -> tuple[Function, ...]:
 
 
 class FunctionReader:
-    def __init__(self, zone: SessionZone, literal: Callable[[exp.Expr], Literal | None]) -> None:
+    def __init__(self, zone: SessionZone, literal: Callable[[exp.Expr], Literal | None], whitespace_trim: bool = False) -> None:
         self.zone = zone
         self.literal = literal
+        self.whitespace_trim = whitespace_trim  # Trino's and Presto's trim removes every whitespace character
 
     def constant(self, node: exp.Expr) -> Number | None:
         """A numeric constant (`-1`, `2 * -1` as sqlglot writes date_sub's)."""
@@ -135,6 +139,16 @@ class FunctionReader:
             return ([DateFormat(pattern, zone)], node.expressions[0]) if pattern else None
         if isinstance(node, (exp.Lower, exp.Upper)):
             return [ChangeCase(isinstance(node, exp.Upper))], node.this
+        if isinstance(node, exp.Trim):
+            given = node.args.get("expression")
+            chars = given.this if isinstance(given, exp.Literal) and given.is_string else None
+            if given is not None and chars is None:
+                return None
+            side = (node.text("position") or "BOTH").lower()
+            default = JAVA_WHITESPACE if self.whitespace_trim else SPACE
+            return [Trim(side, chars or default)], node.this
+        if isinstance(node, exp.Length):
+            return [Length()], node.this
         if isinstance(node, exp.Substring):
             start, length = self.constant(node.args.get("start") or exp.Literal.number(1)), self.constant(node.args["length"]) if node.args.get("length") else None
             if not isinstance(start, int) or not isinstance(length, int):

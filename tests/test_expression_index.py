@@ -302,8 +302,8 @@ def test_what_is_refused_is_refused_before_anything_is_written(tmp_path: Path) -
     old.write(_rows(range(0, 3)))
     with pytest.raises(IndexWriteError, match="table version 8"):
         _writer(tmp_path / "v6").build([MdtPartition.FILES, DAY])
-    with pytest.raises(ExpressionError, match="trim is not evaluated here"):
-        expression_index_of("x", "trim(name)")
+    with pytest.raises(ExpressionError, match="regexp_extract is not evaluated here"):
+        expression_index_of("x", "regexp_extract(name, 'a', 0)")
 
 
 def test_without_an_evaluator_a_sync_refuses_to_leave_the_index_behind(tmp_path: Path) -> None:
@@ -345,9 +345,9 @@ def test_cli_builds_an_expression_index_and_says_what_it_cannot(tmp_path: Path) 
     result = runner.invoke(main, ["plan", str(path), "--where", "date_format(ts, 'yyyy-MM-dd') = '2024-01-02'", "--json"])
     assert result.exit_code == 0, result.output
     assert any(s["stage"] == "expression_index" for s in json.loads(result.output)["stages"])
-    result = runner.invoke(main, ["index", "build", str(path), "--expression-index", "bad:trim(name)"])
+    result = runner.invoke(main, ["index", "build", str(path), "--expression-index", "bad:split(name, ',')"])
     assert result.exit_code == 2
-    assert "trim is not evaluated here" in result.output and "Traceback" not in result.output
+    assert "split is not evaluated here" in result.output and "Traceback" not in result.output
 
 
 
@@ -411,3 +411,24 @@ def test_sync_keeps_an_index_of_bloom_filters(tmp_path: Path, table_type: str) -
         for where in ("upper(name) = 'C2X10'", "upper(name) IN ('A0X40', 'B1X1', 'C2X50')"):
             planned = plan(str(path), where)
             assert verify_plan(table, planned, parse_sql(where)).ok, (n, where, planned.explain())
+
+
+def test_trim_and_length_indexes_keep_each_dialects_trim_apart(tmp_path: Path) -> None:
+    """Spark's trim removes spaces, Trino's every whitespace character: an
+    index of Spark's trim answers Spark's predicate and is not taken for
+    Trino's (whose rows it would misjudge: '\tab' trims to 'ab' there)."""
+    path = tmp_path / "t"
+    builder = TableBuilder(str(path), SCHEMA, version=8, partition_fields=["city"], max_rows_per_file=3)
+    names = ["ab", " ab ", "\tab", "abc", "  xyz", "xy", "q", "qq ", "\nq"]
+    builder.write([{**row, "name": names[i % len(names)]} for i, row in enumerate(_rows(range(0, 27)))])
+    trimmed, length = expression_index_of("name_trim", "trim(name)"), expression_index_of("name_length", "length(name)")
+    _writer(path).build([MdtPartition.FILES, trimmed, length, expression_index_of("name_ltrim_x", "ltrim(name, 'x')")])
+    table = HudiTable.open(str(path))
+    for dialect, where, used in [("spark", "trim(name) = 'ab'", True), ("hive", "trim(name) = 'xyz'", True),
+                                 ("trino", "trim(name) = 'ab'", False), ("presto", "trim(name) IN ('q', 'ab')", False),
+                                 ("spark", "length(name) = 5", True), ("trino", "length(name) > 4", True),
+                                 ("spark", "trim(LEADING 'x' FROM name) = 'yz'", True)]:
+        planned = plan(str(path), where, dialect=dialect)
+        assert any(s.name == "expression_index" for s in planned.stages) == used, (dialect, where, planned.explain())
+        assert verify_plan(table, planned, parse_sql(where, dialect)).ok, (dialect, where, planned.explain())
+    assert len(plan(str(path), "trim(name) = 'xyz'").files) < len(table.file_slices())

@@ -86,3 +86,61 @@ class Substring(Function):
 
     def sql(self, inner: str) -> str:
         return f"substring({inner}, {self.pos}, {self.length})"
+
+
+# What `trim` removes when no characters are given: Spark's and Hive's the
+# space alone; Trino's and Presto's every whitespace character (Java's
+# Character.isWhitespace). The chain keeps the set, so an index built with
+# one is not taken for a predicate with the other.
+SPACE = " "
+JAVA_WHITESPACE = "".join(chr(c) for c in (*range(0x09, 0x0E), *range(0x1C, 0x21), 0x1680, *range(0x2000, 0x2007),
+                                           *range(0x2008, 0x200B), 0x2028, 0x2029, 0x205F, 0x3000))
+
+
+@dataclass(frozen=True)
+class Trim(Function):
+    """`trim`, `ltrim`, `rtrim` (`trim(LEADING 'x' FROM c)`): characters of
+    `chars` removed from the start, the end or both. Not order-preserving:
+    a file prunes only when it holds one value."""
+
+    side: str  # "both", "leading", "trailing"
+    chars: str = SPACE
+
+    def result_type(self, source: pa.DataType) -> pa.DataType | None:
+        return pa.string() if pa.types.is_string(source) or pa.types.is_large_string(source) else None
+
+    def apply(self, value: Any, source: pa.DataType) -> Any:
+        if self.side == "leading":
+            return value.lstrip(self.chars)
+        if self.side == "trailing":
+            return value.rstrip(self.chars)
+        return value.strip(self.chars)
+
+    def image(self, low: Any, high: Any, source: pa.DataType) -> tuple[Any, Any] | None:
+        if low != high:
+            return None
+        value = self.apply(low, source)
+        return value, value
+
+    def sql(self, inner: str) -> str:
+        if self.chars == SPACE:
+            return {"both": "trim", "leading": "ltrim", "trailing": "rtrim"}[self.side] + f"({inner})"
+        quoted = self.chars.replace("\\", "\\\\").replace("'", "\\'")
+        return f"trim({self.side.upper()} '{quoted}' FROM {inner})"
+
+
+@dataclass(frozen=True)
+class Length(Function):
+    """`length(c)` of a string: its characters (code points). Not order-preserving."""
+
+    def result_type(self, source: pa.DataType) -> pa.DataType | None:
+        return pa.int32() if pa.types.is_string(source) or pa.types.is_large_string(source) else None
+
+    def apply(self, value: Any, source: pa.DataType) -> Any:
+        return len(value)
+
+    def image(self, low: Any, high: Any, source: pa.DataType) -> tuple[Any, Any] | None:
+        return (len(low), len(low)) if low == high else None
+
+    def sql(self, inner: str) -> str:
+        return f"length({inner})"

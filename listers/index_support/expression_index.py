@@ -13,8 +13,8 @@ implied predicate pins f(column) to values whose text is known exactly
 (strings, integers): a slice goes only when each of its files has a filter
 and none may hold any of them.
 
-Not used: a function not evaluated here (trim, length, regexp_*, split), or
-an index on a column the predicate does not read. Index values are Spark's
+Not used: a function not evaluated here (regexp_*, split), or an index on
+a column the predicate does not read. Index values are Spark's
 in the writer's session time zone; plans read them in the predicate's zone
 (UTC unless said), as Hudi does.
 """

@@ -77,7 +77,8 @@ class ExpressionIndexPartition:
 
     def spark_sql(self) -> str | None:
         """f(column) as Spark SQL, or None for a function not evaluated here
-        (trim, length, regexp_*, split) or options that do not make one."""
+        (regexp_replace, regexp_extract: Java's regular expressions; split:
+        an array) or options that do not make one."""
         column = ".".join(f"`{part}`" for part in self.column.split("."))
         function, fmt = self.function, self.option("format")
         if function == "identity":
@@ -93,6 +94,14 @@ class ExpressionIndexPartition:
         if function in ("date_add", "date_sub"):
             days = self.option("days")
             return f"{function}({column}, {int(days)})" if days is not None and _is_int(days) else None
+        if function in ("trim", "ltrim", "rtrim"):
+            chars = self.option("trimString")
+            if chars is None:
+                return f"{function}({column})"
+            side = {"trim": "BOTH", "ltrim": "LEADING", "rtrim": "TRAILING"}[function]
+            return f"trim({side} {_quoted(chars)} FROM {column})"
+        if function == "length":
+            return f"length({column})"
         if function == "substring":
             pos, length = self.option("pos"), self.option("len")
             if pos is None or length is None or not _is_int(pos) or not _is_int(length):
