@@ -110,8 +110,8 @@ def spark_candidates_runner(spark: Any, parallelism: int | None = None) -> Candi
         return Candidates(
             frozenset().union(*(part.files for part in found)), sum(part.evaluated for part in found),
             tuple(c for c in columns if c in indexed),
-            f"evaluated on Spark executors: {len(shards)} column_stats shard(s) and {len(chunks)} listing task(s) into "
-            f"{tasks} bucket(s); the driver got candidate names only",
+            f"evaluated on Spark executors: {len(shards)} column_stats shard(s) ({sum(s.size for s in shards) / 2**20:.1f} MiB) "
+            f"and {len(chunks)} listing task(s) into {tasks} bucket(s); the driver got candidate names only",
             pa.concat_tables(group_files) if group_files else FILE_TABLE_SCHEMA.empty_table())
 
     return run

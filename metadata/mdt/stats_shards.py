@@ -36,6 +36,7 @@ class StatsShard:
     file_id: str  # the metadata file group
     offsets: tuple[int, int]  # data blocks starting in [start, stop)
     with_changes: bool  # the keys the slice's logs changed belong to this shard
+    size: int = 0  # bytes of those blocks on storage
 
     def describe(self) -> str:
         return f"{self.mdt_partition}/{self.file_id} blocks at [{self.offsets[0]}, {self.offsets[1]})"
@@ -47,7 +48,7 @@ def stats_shards(mdt: MetadataTable, mdt_partition: str, shard_bytes: int = SHAR
     shards = []
     for file_slice in mdt.reader.file_slices(mdt_partition):
         if not file_slice.base_file:
-            shards.append(StatsShard(mdt_partition, file_slice.file_id, (0, 0), True))
+            shards.append(StatsShard(mdt_partition, file_slice.file_id, (0, 0), True, sum(file_slice.log_file_sizes)))
             continue
         index = mdt.reader._hfile(file_slice.base_file).data_index
         start, size = 0, 0
@@ -56,7 +57,8 @@ def stats_shards(mdt: MetadataTable, mdt_partition: str, shard_bytes: int = SHAR
             size += entry.on_disk_size
             if size >= shard_bytes or n == len(index) - 1:
                 stop = index[n + 1].offset if n + 1 < len(index) else 1 << 62
-                shards.append(StatsShard(mdt_partition, file_slice.file_id, (start, stop), first))
+                logs = sum(file_slice.log_file_sizes) if first else 0
+                shards.append(StatsShard(mdt_partition, file_slice.file_id, (start, stop), first, size + logs))
                 start, size, first = stop, 0, False
         if first:  # an HFile without data blocks
             shards.append(StatsShard(mdt_partition, file_slice.file_id, (0, 1 << 62), True))
