@@ -109,7 +109,7 @@ def read(spark: Any, path: str, where: str | None = None, query_type: str = "sna
     predicate = _predicate(where)
     runner = None
     if predicate is not None and read_options.data_skipping:
-        records, reason = stats_records_over(table, read_options.in_memory_threshold)
+        _, reason = stats_records_over(table, read_options.in_memory_threshold)
         if reason:
             log.info("%s: %s", path, reason)
             runner = spark_candidates_runner(spark)
