@@ -89,18 +89,24 @@ class SparkIndexExpressions:
 
     def __init__(self, zone: SessionZone | None = None) -> None:
         self.zone = zone or SessionZone()
+        self._functions: dict[ExpressionIndexPartition, tuple[Function, ...] | None] = {}  # parsed once per index, not per file
 
     def functions(self, index: ExpressionIndexPartition) -> tuple[Function, ...] | None:
-        ref = index_ref(index, self.zone)
-        return None if ref is None else ref.functions
+        if index not in self._functions:
+            ref = index_ref(index, self.zone)
+            self._functions[index] = None if ref is None else ref.functions
+        return self._functions[index]
 
     def result_type(self, index: ExpressionIndexPartition, source: pa.DataType) -> pa.DataType | None:
-        functions = self.functions(index)
+        return self._result_type(self.functions(index), source)
+
+    @staticmethod
+    def _result_type(functions: tuple[Function, ...] | None, source: pa.DataType) -> pa.DataType | None:
         return None if functions is None else (result_type(functions, source) if functions else source)
 
     def evaluate(self, index: ExpressionIndexPartition, values: pa.Array) -> pa.Array:
         functions = self.functions(index)
-        dtype = self.result_type(index, values.type)
+        dtype = self._result_type(functions, values.type)
         if functions is None or dtype is None:
             raise ExpressionError(f"{index.value}: {index.function} is not evaluated on a {values.type} column")
         if not functions:

@@ -17,8 +17,7 @@ from typing import Any
 from metadata import HudiTable, MetadataTable
 from metadata.errors import MetadataTableUnavailable
 from metadata.mdt.file_groups import MdtPartition, file_group_indexes
-from metadata.mdt.indexes import file_group_of, record_index_is_global, record_locations
-from metadata.mdt.reader import KeyQuery
+from metadata.mdt.indexes import record_index_entries, record_index_is_global, record_locations
 
 SCHEMA = "record_key string, partition string, file_id string"
 KEYS_PER_LOOKUP = 100_000  # keys a task looks up at once
@@ -49,17 +48,9 @@ def _lookup(base_uri: str, storage_options: Mapping[str, str], global_index: boo
 
 
 def _locations(mdt: MetadataTable, keys: list[str], global_index: bool) -> Iterator[tuple[str, str, str]]:
-    if global_index:
-        for key, (partition, file_id) in record_locations(mdt, keys).items():
-            yield key, partition, file_id
-        return
-    where = f"{mdt.reader.mdt.storage.uri}/{MdtPartition.RECORD_INDEX}"
-    for records in mdt.reader.read_each_slice(MdtPartition.RECORD_INDEX.value, KeyQuery(keys=keys)):
-        for key, record in records.items():
-            info = record.raw.get("recordIndexMetadata")
-            if isinstance(info, dict):
-                partition, file_id = file_group_of(info, f"{where} (key {key!r})")
-                yield key, partition, file_id
+    found = record_locations(mdt, keys).items() if global_index else record_index_entries(mdt, keys)
+    for key, (partition, file_id) in found:
+        yield key, partition, file_id
 
 
 def _routed(groups: int, keys: Iterator[Any]) -> Iterator[tuple[int, str]]:
@@ -74,12 +65,9 @@ def lookup_keys(spark: Any, path_or_uri: str, keys_df: Any, key_column: str | No
     """A DataFrame (record_key, partition, file_id) of the keys of `keys_df`
     (its `key_column`, or its only column) that the record index holds; keys
     it does not hold are left out (a writer would insert them)."""
-    table = HudiTable.open(path_or_uri, storage_options=dict(storage_options or {}))
+    table, mdt = _open_index(path_or_uri, storage_options or {})
     try:
         uri, options = table.base_uri, dict(table.storage.storage_options)
-        mdt = table.metadata_table
-        if mdt is None or MdtPartition.RECORD_INDEX not in table.config.metadata_partitions:
-            raise MetadataTableUnavailable(uri, "no record_index to look keys up in")
         global_index = record_index_is_global(mdt)
         groups = len(mdt.reader.file_slices(MdtPartition.RECORD_INDEX.value))
     finally:

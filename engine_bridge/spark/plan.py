@@ -52,11 +52,8 @@ def _stats_task(base_uri: str, storage_options: Mapping[str, str], shard: StatsS
         read = read_shard(mdt, shard, columns, types)
     finally:
         table.close()
-    kept = {}
-    for column, records in read.items():  # only the kept partitions' records travel
-        wanted = pa.array([i[: keys.ID_LENGTH] in partition_ids for i in records.column("identity").to_pylist()], pa.bool_())
-        kept[column] = records.filter(wanted)
-    return [(bucket, ("stats", pieces)) for bucket, pieces in stats_buckets(kept, buckets).items()]
+    # only the kept partitions' records travel
+    return [(bucket, ("stats", pieces)) for bucket, pieces in stats_buckets(read, buckets, partition_ids).items()]
 
 
 def _listing_task(base_uri: str, storage_options: Mapping[str, str], partitions: list[str], buckets: int) -> list[tuple[int, Piece]]:

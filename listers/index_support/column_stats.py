@@ -40,7 +40,11 @@ class _Verdict:
 
     def files_may_match(self, files: pa.Table, lister: DirectoryLister) -> npt.NDArray[np.bool_]:
         """Per row of a listing table, whether the file may hold a matching row."""
-        rows = lister.stats_rows(files, self.stats)
+        return self.rows_may_match(lister.stats_rows(files, self.stats))
+
+    def rows_may_match(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Per file given by its stats row (-1: none), whether it may hold a
+        matching row: a file without statistics may hold anything."""
         may = np.ones(len(rows), dtype=bool)
         has = rows >= 0
         may[has] = self.keep[rows[has]]
@@ -53,8 +57,7 @@ class _Verdict:
             return [any((s.partition, n) in self.candidates for n in names) for s, names in zip(slices, names_of)]
         wanted = pa.table({PARTITION: pa.array([s.partition for s, names in zip(slices, names_of) for _ in names], pa.string()),
                            FILE_NAME: pa.array([n for names in names_of for n in names], pa.string())})
-        rows = stats_rows_of(wanted, self.stats)
-        may = (rows < 0) | self.keep[np.maximum(rows, 0)]  # no stats row: may hold anything
+        may = self.rows_may_match(stats_rows_of(wanted, self.stats))
         bounds = np.cumsum([0] + [len(names) for names in names_of])
         return [bool(may[a:b].any()) or a == b for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
 
@@ -102,8 +105,7 @@ def bucket_candidates(files: pa.Table, pieces: dict[str, list[pa.Table]], predic
     if stats is None:
         raise HudiFormatError("column_stats", "a key is held by two metadata file groups")
     verdict = verdict_of(stats, predicate, columns)
-    rows = stats_rows_of(files, stats)
-    may = (rows < 0) | verdict.keep[np.maximum(rows, 0)] if len(verdict.keep) else np.ones(files.num_rows, dtype=bool)
+    may = verdict.rows_may_match(stats_rows_of(files, stats))
     partitions, names = files.column(PARTITION).to_pylist(), files.column(FILE_NAME).to_pylist()
     candidates = frozenset((p, n) for p, n, m in zip(partitions, names, may.tolist()) if m)
     groups = {(p, file_id_of(n)) for p, n in candidates}

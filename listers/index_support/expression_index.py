@@ -29,6 +29,7 @@ from expressions.index_expressions import implied_on_index, index_ref
 from expressions.tree import references
 from listers.index_support.base import FileIndexSupport, FileListing, Groups, PlanContext
 from listers.index_support.column_stats import ColumnStats
+from listers.index_support.keys import index_texts
 from metadata import FileSlice, MetadataTableUnavailable
 from metadata.mdt.bloom_filters import bloom_filters_of
 from metadata.mdt.expression_index import ExpressionIndexPartition, ExpressionIndexType, defined_expression_indexes
@@ -115,7 +116,7 @@ class ExpressionIndexes(FileIndexSupport):
             return None
         if index.index_type is ExpressionIndexType.COLUMN_STATS:
             return _OneExpressionIndex(index, implied, implied.types[index.value], str(ref))
-        texts = _texts(implied.values_required(index.value))
+        texts = index_texts(implied, index.value, days=False)  # Java's toString, where known exactly (strings, integers)
         if texts is None:
             ctx.not_used.append(f"{index.value}: bloom filters need {ref} pinned to strings or integers")
             return None
@@ -143,13 +144,6 @@ class ExpressionIndexes(FileIndexSupport):
             slices = pruned[0]
             notes.append(f"{support.index.value} on {support.sql}")
         return (slices, "; ".join(notes)) if used else None
-
-
-def _texts(values: list[object] | None) -> list[str] | None:
-    """Java's toString of pinned values, where it is known exactly (strings, integers)."""
-    if values is None or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values):
-        return None
-    return [str(v) for v in values]
 
 
 def _session_zone(predicate: BoundPredicate) -> SessionZone:

@@ -63,16 +63,16 @@ class _KeyIndex(FileIndexSupport):
         if risk is not None:
             ctx.not_used.append(f"{self.name}: {risk}")
             return False
-        if self.keys is None:
-            self.allowed = set()
-        elif partitioned:  # a key once per data partition: every location of it
-            self.allowed = record_locations_anywhere(mdt, sorted(self.keys))
+        allowed: set[tuple[str, str]] = set()
+        if self.keys is not None and partitioned:  # a key once per data partition: every location of it
+            allowed = record_locations_anywhere(mdt, sorted(self.keys))
             self.trusted += "; partitioned record index (every data partition's entry of a key kept)"
-        else:
-            self.allowed = set(record_locations(mdt, sorted(self.keys)).values())
+        elif self.keys is not None:
+            allowed = set(record_locations(mdt, sorted(self.keys)).values())
         if given is not None:  # the groups of a key set looked up elsewhere (a Spark join): both must hold
-            self.allowed = set(given) if self.keys is None else self.allowed & set(given)
+            allowed = set(given) if self.keys is None else allowed & given
             self.trusted += f"; {len(given)} file group(s) hold the keys looked up on Spark"
+        self.allowed = allowed
         return True
 
     def _covered(self, ctx: PlanContext) -> frozenset[str]:

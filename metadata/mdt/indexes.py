@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import date, datetime
 from typing import Any
 
@@ -171,19 +171,22 @@ def is_partitioned_record_index(definitions: Mapping[str, Mapping[str, Any]]) ->
 
 
 def record_locations_anywhere(mdt: MetadataTable, keys: list[str]) -> set[tuple[str, str]]:
-    """Every (partition, file id) the record index names for these keys, in
-    any file group. A partitioned record index keeps a key once per data
-    partition, each in that partition's own file groups (named by it, so
-    they are not routed here: every group is read), so records of one key
-    are not merged across groups as the global index's are."""
+    """Every (partition, file id) the record index names for these keys, in any file group."""
+    return {location for _, location in record_index_entries(mdt, keys)}
+
+
+def record_index_entries(mdt: MetadataTable, keys: list[str]) -> Iterator[tuple[str, tuple[str, str]]]:
+    """(key, (partition, file id)) of every entry of these keys in any file
+    group. A partitioned record index keeps a key once per data partition,
+    each in that partition's own file groups (named by it, so they are not
+    routed here: every group is read), so records of one key are not
+    merged across groups as the global index's are."""
     where = f"{mdt.reader.mdt.storage.uri}/{MdtPartition.RECORD_INDEX}"
-    found = set()
     for records in mdt.reader.read_each_slice(MdtPartition.RECORD_INDEX, KeyQuery(keys=keys)):
         for key, record in records.items():
             info = record.raw.get("recordIndexMetadata")
             if isinstance(info, dict):
-                found.add(file_group_of(info, f"{where} (key {key!r})"))
-    return found
+                yield key, file_group_of(info, f"{where} (key {key!r})")
 
 
 def secondary_indexes(mdt: MetadataTable) -> list[SecondaryIndexPartition]:

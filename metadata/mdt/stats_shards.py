@@ -84,13 +84,18 @@ def group_buckets(partition_ids: pa.Array, names: pa.Array, buckets: int) -> npt
                        dtype=np.int64, count=len(ids))
 
 
-def stats_buckets(tables: dict[str, pa.Table], buckets: int) -> dict[int, dict[str, pa.Table]]:
+def stats_buckets(tables: dict[str, pa.Table], buckets: int, partition_ids: frozenset[str] | None = None) -> dict[int, dict[str, pa.Table]]:
     """A shard's per-column records cut by bucket (the identity's first
-    characters are the partition id; the file name gives the group)."""
+    characters are the partition id; the file name gives the group); with
+    `partition_ids`, only the records of those partitions."""
     out: dict[int, dict[str, pa.Table]] = {}
+    wanted = None if partition_ids is None else pa.array(sorted(partition_ids), pa.string())
     for column, table in tables.items():
-        partition_ids = pc.utf8_slice_codeunits(table.column("identity"), 0, keys.ID_LENGTH)
-        at = group_buckets(partition_ids.combine_chunks(), pc.fill_null(table.column("file"), "").combine_chunks(), buckets)
+        ids = pc.utf8_slice_codeunits(table.column("identity"), 0, keys.ID_LENGTH)
+        if wanted is not None:
+            kept = pc.is_in(ids, value_set=wanted)
+            table, ids = table.filter(kept), ids.filter(kept)
+        at = group_buckets(ids.combine_chunks(), pc.fill_null(table.column("file"), "").combine_chunks(), buckets)
         for bucket in np.unique(at).tolist():
             out.setdefault(bucket, {})[column] = table.filter(pa.array(at == bucket))
     return out

@@ -543,7 +543,9 @@ class MetadataTableWriter:
         # A partitioned record index (Hudi 1.1) has file groups per data partition: not written here.
         own: list[MetadataPartition] = [p for p in PARTITION_ORDER if p.value in listed
                                         and not (p is MdtPartition.RECORD_INDEX and is_partitioned_record_index(definitions))]
-        schema = {f.name: f.type for f in table_schema(self.data)} if any(p.startswith("secondary_index_") for p in listed) else {}
+        expressions = self.index_expressions is not None and any(p.startswith("expr_index_") for p in listed)
+        whole = table_schema(self.data) if expressions or any(p.startswith("secondary_index_") for p in listed) else None
+        schema = {f.name: f.type for f in whole} if whole is not None else {}
         for index in defined_secondary_indexes(definitions):
             if index.value in listed and index.column in schema:
                 try:
@@ -551,8 +553,7 @@ class MetadataTableWriter:
                 except IndexWriteError:
                     continue
                 own.append(index)
-        if self.index_expressions is not None and any(p.startswith("expr_index_") for p in listed):
-            whole = table_schema(self.data)
+        if expressions and whole is not None:
             own += [e for e in defined_expression_indexes(definitions) if e.value in listed and self._expression_type(e, whole) is not None]
         return own
 
