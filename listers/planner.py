@@ -25,6 +25,7 @@ from listers.index_support import (
     FileIndexSupport,
     FileListing,
     Groups,
+    KeyLookup,
     PartitionIndexSupport,
     PartitionStats,
     PartitionValues,
@@ -114,6 +115,7 @@ def plan(
     footers: bool = False,
     column_stats_runner: CandidatesRunner | None = None,
     key_groups: Iterable[tuple[str, str]] | None = None,
+    key_lookup: KeyLookup | None = None,
 ) -> Plan:
     """Candidate file slices for a predicate, with an explanation.
 
@@ -130,7 +132,8 @@ def plan(
     then holds candidate names only. `key_groups`: the (partition, file id)
     pairs the record index gives for a set of keys looked up elsewhere
     (`engine_bridge.spark.lookup_keys`): only they stay, where the index
-    is trusted as for keys the predicate pins."""
+    is trusted as for keys the predicate pins. `key_lookup`: where key sets
+    over its threshold are looked up (engine_bridge.spark: as a Spark join)."""
     dialect = Dialect.of(dialect)
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
@@ -138,10 +141,11 @@ def plan(
     groups = None if key_groups is None else frozenset(key_groups)
     if isinstance(path_or_uri, DirectoryLister):  # a lister's earlier requests are not this plan's
         baseline = path_or_uri.table.storage.requests.snapshot()
-        planner = _Planner(path_or_uri, expr, dialect, assume_unique_keys, footers, column_stats_runner, groups)
+        planner = _Planner(path_or_uri, expr, dialect, assume_unique_keys, footers, column_stats_runner, groups, key_lookup)
         return planner.run(text, cache_dir, baseline, residual)
     with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict, storage_options=storage_options) as lister:
-        return _Planner(lister, expr, dialect, assume_unique_keys, footers, column_stats_runner, groups).run(text, cache_dir, {}, residual)
+        return _Planner(lister, expr, dialect, assume_unique_keys, footers, column_stats_runner, groups, key_lookup).run(
+            text, cache_dir, {}, residual)
 
 
 def _use_cache_dir(lister: DirectoryLister, cache_dir: str | None) -> None:
@@ -155,9 +159,10 @@ class _Planner:
 
     def __init__(self, lister: DirectoryLister, expr: Expr, dialect: Dialect, assume_unique_keys: bool = False,
                  footers: bool = False, column_stats_runner: CandidatesRunner | None = None,
-                 key_groups: frozenset[tuple[str, str]] | None = None) -> None:
+                 key_groups: frozenset[tuple[str, str]] | None = None, key_lookup: KeyLookup | None = None) -> None:
         self.lister = lister
         self.key_groups = key_groups
+        self.key_lookup = key_lookup
         self.column_stats_runner = column_stats_runner
         self.assume_unique_keys = assume_unique_keys
         self.footers = footers
@@ -221,7 +226,7 @@ class _Planner:
         # its data values instead (no statistics for it keeps files).
         data_columns = [c for c in predicate.columns if c not in config.partition_fields or c in transformed]
         ctx = PlanContext(self.lister, predicate, data_columns, self.assume_unique_keys, self.footers, self.not_used,
-                          key_groups=self.key_groups)
+                          key_groups=self.key_groups, key_lookup=self.key_lookup)
         if ctx.mdt is None:
             self.not_used.append("partition_stats and column_stats: no metadata table in use (see listing)")
         partition_chain: list[PartitionIndexSupport] = [PartitionValues(types, transformed), PartitionStats()]

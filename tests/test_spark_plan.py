@@ -215,6 +215,40 @@ def test_a_plan_keeps_the_groups_of_a_dataframe_of_keys(tmp_path: Path, spark: A
     assert any("DataFrame" in s.note for s in joined.stages if s.name == "record_index"), joined.explain()
 
 
+def test_large_key_sets_are_looked_up_on_the_executors(tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys a predicate pins, over the threshold, are looked up as a Spark
+    join (the driver's record-index reader is never called): the same slices
+    as the local planner, through an IN list and through a secondary index;
+    at or under the threshold, the driver looks them up."""
+    from listers.index_support import record_index
+    from metadata.mdt.file_groups import MdtPartition
+    from metadata.mdt.secondary_index import SecondaryIndexPartition
+
+    schema = pa.schema([("id", pa.string()), ("city", pa.string()), ("rider", pa.string()), ("fare", pa.float64())])
+    path = str(tmp_path / "t")
+    builder = TableBuilder(path, schema, version=8, partition_fields=["city"], max_rows_per_file=5)
+    builder.write([{"id": f"k{i:03d}", "city": ("sf", "la", "nyc")[i % 3], "rider": f"r{i % 40}", "fare": float(i)}
+                   for i in range(150)])
+    MetadataTableWriter(path).build([MdtPartition.FILES, MdtPartition.COLUMN_STATS, MdtPartition.RECORD_INDEX,
+                                     SecondaryIndexPartition("secondary_index_rider", "rider")])
+    by_key = "id IN ('k007', 'k050', 'k051', 'k121', 'k999') AND fare > 10"
+    by_rider = "rider IN ('r3', 'r17')"
+    expected = {where: [s.to_dict() for s in plan(path, where).files] for where in (by_key, by_rider)}
+    assert 0 < len(expected[by_key]) < len(expected[by_rider]) < len(plan(path, "fare > 0").files)
+
+    def refuse(*args: Any) -> None:
+        raise AssertionError("the driver looked the keys up")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(record_index, "record_locations", refuse)  # the executors' own processes are not patched
+        for where in (by_key, by_rider):
+            spread = plan_on_spark(spark, path, where, key_lookup_threshold=3)
+            assert [s.to_dict() for s in spread.files] == expected[where], spread.explain()
+            assert "looked up as a Spark join" in spread.explain(), spread.explain()
+    under = plan_on_spark(spark, path, by_key, key_lookup_threshold=5)  # 5 keys: not over the threshold
+    assert [s.to_dict() for s in under.files] == expected[by_key] and "Spark join" not in under.explain()
+
+
 def test_read_plans_on_the_executors_above_the_threshold(tmp_path: Path, spark: Any, caplog: pytest.LogCaptureFixture) -> None:
     """engine_bridge.spark.read: a table whose column_stats hold at least
     hoodie.metadata.index.column.stats.inMemory.projection.threshold records

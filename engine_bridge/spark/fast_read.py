@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from engine_bridge.spark.keys import spark_key_lookup
 from engine_bridge.spark.options import (
     AS_OF,
     BEGIN,
@@ -113,7 +114,7 @@ def read(spark: Any, path: str, where: str | None = None, query_type: str = "sna
         if reason:
             log.info("%s: %s", path, reason)
             runner = spark_candidates_runner(spark)
-    scan = plan_scan(read_options, predicate, table, runner)
+    scan = plan_scan(read_options, predicate, table, runner, spark_key_lookup(spark, table.base_uri, dict(table.storage.storage_options)))
     for note in scan.explanation:
         log.info("%s: %s", path, note)
     reason = _needs_source(spark, table, scan)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from listers.index_support import KeyLookup
 from metadata import HudiTable, MetadataTable
 from metadata.errors import MetadataTableUnavailable
 from metadata.mdt.file_groups import MdtPartition, file_group_indexes
@@ -21,6 +22,7 @@ from metadata.mdt.indexes import record_index_entries, record_index_is_global, r
 
 SCHEMA = "record_key string, partition string, file_id string"
 KEYS_PER_LOOKUP = 100_000  # keys a task looks up at once
+KEY_LOOKUP_THRESHOLD = 100_000  # a plan's key sets larger than this are looked up on the executors
 
 
 def _open_index(base_uri: str, storage_options: Mapping[str, str]) -> tuple[HudiTable, MetadataTable]:
@@ -53,8 +55,8 @@ def _locations(mdt: MetadataTable, keys: list[str], global_index: bool) -> Itera
         yield key, partition, file_id
 
 
-def _routed(groups: int, keys: Iterator[Any]) -> Iterator[tuple[int, str]]:
-    batch = [row[0] for row in keys]
+def _routed(groups: int, keys: Iterator[str | None]) -> Iterator[tuple[int, str]]:
+    batch = list(keys)
     for i in range(0, len(batch), KEYS_PER_LOOKUP):
         part = [k for k in batch[i:i + KEYS_PER_LOOKUP] if k is not None]
         yield from zip(file_group_indexes(part, groups), part)
@@ -65,6 +67,13 @@ def lookup_keys(spark: Any, path_or_uri: str, keys_df: Any, key_column: str | No
     """A DataFrame (record_key, partition, file_id) of the keys of `keys_df`
     (its `key_column`, or its only column) that the record index holds; keys
     it does not hold are left out (a writer would insert them)."""
+    column = key_column or keys_df.columns[0]
+    keys = keys_df.select(keys_df[column].cast("string")).rdd.map(lambda row: row[0])
+    return spark.createDataFrame(_tagged(path_or_uri, storage_options, keys), SCHEMA)
+
+
+def _tagged(path_or_uri: str, storage_options: Mapping[str, str] | None, keys: Any) -> Any:
+    """An RDD of (record key, partition, file id) for an RDD of keys."""
     table, mdt = _open_index(path_or_uri, storage_options or {})
     try:
         uri, options = table.base_uri, dict(table.storage.storage_options)
@@ -72,12 +81,20 @@ def lookup_keys(spark: Any, path_or_uri: str, keys_df: Any, key_column: str | No
         groups = len(mdt.reader.file_slices(MdtPartition.RECORD_INDEX.value))
     finally:
         table.close()
-    column = key_column or keys_df.columns[0]
-    keys = keys_df.select(keys_df[column].cast("string")).rdd
     if global_index:  # each key to the task of its file group, as Hudi routed it
         routed = keys.mapPartitions(lambda rows: _routed(groups, rows)).partitionBy(groups, lambda group: group)
-        found = routed.mapPartitions(lambda items: _lookup(uri, options, True, items))
-    else:
-        found = keys.map(lambda row: row[0]).filter(lambda key: key is not None).mapPartitions(
-            lambda items: _lookup(uri, options, False, items))
-    return spark.createDataFrame(found, SCHEMA)
+        return routed.mapPartitions(lambda items: _lookup(uri, options, True, items))
+    return keys.filter(lambda key: key is not None).mapPartitions(lambda items: _lookup(uri, options, False, items))
+
+
+def spark_key_lookup(spark: Any, path_or_uri: str, storage_options: Mapping[str, str] | None = None,
+                     threshold: int = KEY_LOOKUP_THRESHOLD) -> KeyLookup:
+    """For a plan: key sets over `threshold` (an IN list on the record key,
+    or the keys a secondary index gave) looked up as a Spark job; the driver
+    gets the distinct file groups back."""
+    def locate(keys: list[str]) -> set[tuple[str, str]]:
+        slices = max(1, min(len(keys) // KEYS_PER_LOOKUP + 1, spark.sparkContext.defaultParallelism * 2))
+        rdd = spark.sparkContext.parallelize(keys, slices)
+        return set(_tagged(path_or_uri, storage_options, rdd).map(lambda found: (found[1], found[2])).distinct().collect())
+
+    return KeyLookup(threshold, locate, "as a Spark join over the record index's file groups")

@@ -26,7 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine_bridge.spark.keys import lookup_keys
+from engine_bridge.spark.keys import KEY_LOOKUP_THRESHOLD, lookup_keys, spark_key_lookup
 from expressions import BoundPredicate, Dialect, Expr
 from listers import Plan, plan
 from listers.directory_lister import DirectoryLister
@@ -115,16 +115,22 @@ def spark_candidates_runner(spark: Any, parallelism: int | None = None) -> Candi
 
 
 def plan_on_spark(spark: Any, path_or_uri: str, predicate: str | Expr, dialect: Dialect | str = Dialect.SPARK,
-                  parallelism: int | None = None, keys: Any = None, key_column: str | None = None, **options: Any) -> Plan:
+                  parallelism: int | None = None, keys: Any = None, key_column: str | None = None,
+                  key_lookup_threshold: int = KEY_LOOKUP_THRESHOLD, **options: Any) -> Plan:
     """`listers.plan` with column_stats read and evaluated on the executors
     (options as `plan` takes them: as_of, use_metadata, storage_options, ...).
+    Record keys the predicate pins (an IN list, or what a secondary index
+    gives) are looked up on the executors too once there are more than
+    `key_lookup_threshold` of them.
     `keys`: a DataFrame of record keys (its `key_column`, or its only
     column): only the file groups the record index gives for them stay (a
     semi-join, looked up on the executors: `lookup_keys`; the driver gets
     the distinct groups only)."""
     key_groups = None
+    storage_options = options.get("storage_options")
     if keys is not None:
-        tagged = lookup_keys(spark, path_or_uri, keys, key_column, options.get("storage_options"))
+        tagged = lookup_keys(spark, path_or_uri, keys, key_column, storage_options)
         key_groups = [(row[0], row[1]) for row in tagged.select("partition", "file_id").distinct().collect()]
     return plan(path_or_uri, predicate, dialect, column_stats_runner=spark_candidates_runner(spark, parallelism),
-                key_groups=key_groups, **options)
+                key_groups=key_groups, key_lookup=spark_key_lookup(spark, path_or_uri, storage_options, key_lookup_threshold),
+                **options)

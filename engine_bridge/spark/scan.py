@@ -22,7 +22,7 @@ from engine_bridge.spark.options import OPEN_COST_BYTES, QueryType, ReadOptions
 from expressions import Expr, evaluate_rows, may_match, parse_sql, to_sql
 from expressions.tree import references
 from listers import DirectoryLister, incremental, plan
-from listers.index_support import CandidatesRunner
+from listers.index_support import CandidatesRunner, KeyLookup
 from metadata import FileSlice, HudiTable
 from metadata.errors import HudiBridgeError, HudiFormatError
 from metadata.partition_path import parse_partition_values
@@ -109,10 +109,11 @@ def group_slices(slices: Iterable[SliceToRead], target_bytes: int) -> tuple[Spli
 
 
 def plan_scan(options: ReadOptions, predicate: Expr | None = None, table: HudiTable | None = None,
-              column_stats_runner: CandidatesRunner | None = None) -> ScanPlan:
+              column_stats_runner: CandidatesRunner | None = None, key_lookup: KeyLookup | None = None) -> ScanPlan:
     """The slices a read needs: all latest slices (as of `as_of`), pruned by
     `predicate` when data skipping is on (column_stats evaluated by
-    `column_stats_runner` when given: Spark executors); the slices an
+    `column_stats_runner` when given: Spark executors; large key sets looked
+    up by `key_lookup`); the slices an
     incremental range wrote; base files only for read-optimized."""
     table = table or options.open_table()
     config = table.config
@@ -132,7 +133,7 @@ def plan_scan(options: ReadOptions, predicate: Expr | None = None, table: HudiTa
     else:
         chosen = table.file_slices(as_of=options.as_of)
         if predicate is not None and options.data_skipping:
-            result = plan(DirectoryLister(table, options.as_of), predicate, column_stats_runner=column_stats_runner)
+            result = plan(DirectoryLister(table, options.as_of), predicate, column_stats_runner=column_stats_runner, key_lookup=key_lookup)
             chosen = list(result.files)
             notes.append(result.explain())
         elif predicate is not None:

@@ -21,7 +21,7 @@ Stages 3-6 first rule file groups out by file name, so only the groups left
 are built into slices (on the latest view; a past view builds every group).
 """
 
-from listers.index_support.base import FileIndexSupport, FileListing, Groups, PartitionIndexSupport, PlanContext
+from listers.index_support.base import FileIndexSupport, FileListing, Groups, KeyLookup, PartitionIndexSupport, PlanContext
 from listers.index_support.bloom_filters import FooterBloomFilters, MetadataBloomFilters
 from listers.index_support.column_stats import Candidates, CandidatesRunner, ColumnStats
 from listers.index_support.expression_index import ExpressionIndexes
@@ -39,6 +39,6 @@ def file_index_chain(column_stats_runner: CandidatesRunner | None = None) -> lis
 
 
 __all__ = [
-    "MAX_KEYS", "Candidates", "CandidatesRunner", "ColumnStats", "ExpressionIndexes", "FileIndexSupport", "FileListing", "FooterBloomFilters", "Groups", "MetadataBloomFilters", "PartitionIndexSupport", "PartitionStats",
+    "MAX_KEYS", "Candidates", "CandidatesRunner", "ColumnStats", "ExpressionIndexes", "FileIndexSupport", "FileListing", "FooterBloomFilters", "Groups", "KeyLookup", "MetadataBloomFilters", "PartitionIndexSupport", "PartitionStats",
     "PartitionValues", "PlanContext", "RecordIndex", "SecondaryIndexes", "file_index_chain", "transformed_partition_fields",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeVar
@@ -60,6 +61,20 @@ class FileListing:
         return pc.sum(pc.is_in(self.table.column(PARTITION), partitions)).as_py() or 0
 
 
+@dataclass(frozen=True)
+class KeyLookup:
+    """Record keys looked up away from the driver (on Spark executors: a join
+    over the record index's file groups) once a plan pins more than
+    `threshold` of them; fewer are looked up here, where no job is started."""
+
+    threshold: int
+    locate: Callable[[list[str]], set[tuple[str, str]]]  # keys -> every (partition, file id) the index names for them
+    where: str  # said in the explanation
+
+    def wanted(self, keys: set[str]) -> bool:
+        return len(keys) > self.threshold
+
+
 @dataclass
 class PlanContext:
     """One plan: the table, its predicate bound once, and what the stages found."""
@@ -72,6 +87,7 @@ class PlanContext:
     not_used: list[str] = field(default_factory=list)
     group_files: pa.Table | None = None  # every file of the groups left, when a support listed them away from the driver
     key_groups: frozenset[tuple[str, str]] | None = None  # (partition, file id) holding a key set looked up elsewhere
+    key_lookup: KeyLookup | None = None  # large key sets looked up away from the driver
 
     @property
     def table(self) -> HudiTable:

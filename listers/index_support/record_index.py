@@ -64,7 +64,11 @@ class _KeyIndex(FileIndexSupport):
             ctx.not_used.append(f"{self.name}: {risk}")
             return False
         allowed: set[tuple[str, str]] = set()
-        if self.keys is not None and partitioned:  # a key once per data partition: every location of it
+        lookup = ctx.key_lookup
+        if self.keys is not None and lookup is not None and lookup.wanted(self.keys):
+            allowed = lookup.locate(sorted(self.keys))
+            self.trusted += f"; {len(self.keys)} keys (over {lookup.threshold}) looked up {lookup.where}"
+        elif self.keys is not None and partitioned:  # a key once per data partition: every location of it
             allowed = record_locations_anywhere(mdt, sorted(self.keys))
             self.trusted += "; partitioned record index (every data partition's entry of a key kept)"
         elif self.keys is not None:
