@@ -1,27 +1,36 @@
-"""Building and syncing the metadata table (issue 15).
+"""Building and syncing the metadata table (issues 15 and 28).
 
 Builds a v8 table without a metadata table (default 100,000 base files in
 1,000 partitions, 3 data columns, copies of one 50-row Parquet file) with the
-project's builder, then times
-`index build` (files, column_stats, partition_stats) with the local engine
-and, with --spark, with the Spark engine (a rebuild on the same table), and
-the `sync` of one commit touching 10 files, as seconds and as a ratio to the
-full build. The local build runs in a fresh process so that its peak RSS
-is its own. Prints a JSON report.
+project's builder, then times, each in a fresh process so that its peak RSS
+is its own:
 
-    python -m bench.index_build [--partitions 1000] [--files 100000] [--spark]
+- `index build` (files, column_stats, partition_stats) with the local engine;
+- with --spark, a rebuild with the Spark engine on `local[2]` (footers read
+  and column_stats records encoded on the executors): seconds (the
+  session's start apart) and the driver's peak RSS (its Python process);
+- the `sync` of one commit touching 10 files (local), as seconds and as a
+  ratio to the full build;
+- with --spark, the `sync` of one commit touching --sync-files files
+  (default 10,000) with the Spark engine.
+
+Prints a JSON report.
+
+    python -m bench.index_build [--partitions 1000] [--files 100000] [--spark] [--sync-files 10000]
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import tempfile
+import time
 from functools import partial
 from typing import Any
 
 import pyarrow as pa
 
-from bench.common import finish, in_fresh_process, measured, progress
+from bench.common import finish, in_fresh_process, measured, peak_rss_mib, progress
 from metadata.mdt.stats_engine import LocalStatsEngine
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
@@ -37,12 +46,36 @@ def _build_local(path: str, parallelism: int) -> int:
     return MetadataTableWriter(path, engine=LocalStatsEngine(parallelism=parallelism)).build().files_indexed
 
 
+def _with_spark(path: str, build: bool) -> tuple[int, float, float]:
+    """(files indexed, seconds, driver peak RSS) of a Spark rebuild or sync."""
+    from engine_bridge.spark import local_spark_session
+    from engine_bridge.spark.index_engine import SparkStatsEngine
+
+    spark = local_spark_session(app_name="bench-index", cores=2)
+    try:
+        spark.sparkContext.parallelize([0], 2).count()  # executors' Python workers up before the clock
+        writer = MetadataTableWriter(path, engine=SparkStatsEngine(spark), progress=progress)
+        start = time.perf_counter()
+        done = writer.build(rebuild=True) if build else writer.sync()
+        return done.files_indexed, time.perf_counter() - start, peak_rss_mib()
+    finally:
+        spark.stop()
+
+
+def _write_spread(builder: TableBuilder, files: int, partitions: int) -> None:
+    """One commit of `files` new base files across the partitions."""
+    per_partition, extra = divmod(files, partitions)
+    counts = {f"part={p:05d}": per_partition + (1 if p < extra else 0) for p in range(partitions)}
+    builder.write_copies({p: n for p, n in counts.items() if n}, _rows(range(50), partitions))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--parallelism", type=int, default=8)
     parser.add_argument("--spark", action="store_true", help="also build with the Spark engine (local[2])")
+    parser.add_argument("--sync-files", type=int, default=10_000, help="files of the commit synced with the Spark engine")
     args = parser.parse_args()
     path = tempfile.mkdtemp(prefix="bench-index-") + "/t"
     builder = TableBuilder(path, SCHEMA, partition_fields=["part"], version=8)
@@ -57,18 +90,22 @@ def main() -> None:
     report.update(build_local_seconds=seconds, build_local_peak_rss_mib=peak,
                   build_local_files_per_second=round(files_indexed / seconds, 1))
     if args.spark:
-        from engine_bridge.spark import local_spark_session
-        from engine_bridge.spark.index_engine import SparkStatsEngine
-
-        spark = local_spark_session(app_name="bench-index")
-        with measured(report, "build_spark", trace_memory=False):
-            rebuilt = MetadataTableWriter(path, engine=SparkStatsEngine(spark)).build(rebuild=True)
-        report["build_spark_files_per_second"] = round(rebuilt.files_indexed / float(report["build_spark_seconds"]), 1)
-        spark.stop()
+        progress("rebuilding with the Spark engine")
+        rebuilt, seconds, driver_rss = in_fresh_process(partial(_with_spark, path, True))[0]
+        report.update(build_spark_seconds=round(seconds, 3), build_spark_driver_peak_rss_mib=round(driver_rss, 1),
+                      build_spark_files_per_second=round(rebuilt / seconds, 1),
+                      spark_vs_local_build_time=round(seconds / float(report["build_local_seconds"]), 2))
     builder.write_copies({"part=00000": 10}, _rows(range(10), args.partitions))  # one commit, 10 files
     with measured(report, "sync_one_commit"):
         MetadataTableWriter(path).sync()
     report["sync_to_build_ratio"] = round(float(report["sync_one_commit_seconds"]) / float(report["build_local_seconds"]), 5)
+    if args.spark:
+        progress(f"one commit of {args.sync_files} files, synced with the Spark engine")
+        _write_spread(builder, args.sync_files, args.partitions)
+        synced, seconds, driver_rss = in_fresh_process(partial(_with_spark, path, False))[0]
+        report["sync_spark"] = {"files_in_commit": args.sync_files, "seconds": round(seconds, 3),
+                                "driver_peak_rss_mib": round(driver_rss, 1)}
+    shutil.rmtree(path.rsplit("/", 1)[0], ignore_errors=True)
     finish(report)
 
 

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -47,8 +47,11 @@ from listers.planner import plan
 from metadata import HudiTable
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.file_stats import ColumnRange
+from metadata.mdt.stats_engine import Then
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
+
+T = TypeVar("T")
 
 SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.float64()), ("c", pa.string()), ("part", pa.string())])
 COLUMNS = ("a", "b", "c")
@@ -60,20 +63,21 @@ LISTER_RUNS = 7
 class KnownStats:
     """Statistics of the copied files as the bench defines them (file number -> ranges)."""
 
+    batch_files = 20_000
+
     def __init__(self, numbers: dict[str, int]) -> None:
         self.numbers = numbers
 
-    def ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
-               schema: pa.Schema | None, completed: frozenset[str],
-               storage_options: Mapping[str, str] | None = None) -> list[ColumnRange]:
+    def map_ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
+                   schema: pa.Schema | None, completed: frozenset[str], storage_options: Mapping[str, str] | None,
+                   then: Then[T]) -> list[T]:
         out = []
         for relative, _ in files:
             name = relative.rsplit("/", 1)[-1]
             i = self.numbers[name]
             bounds = {"a": (pa.int64(), i, i + 9), "b": (pa.float64(), i / 2, i / 2 + 5), "c": (pa.string(), f"{i:08d}", f"{i + 9:08d}")}
-            for column in columns or COLUMNS:
-                dtype, low, high = bounds[column]
-                out.append(ColumnRange(name, column, dtype, low, high, 0, 10, 100, 100))
+            out.append(then(relative, [ColumnRange(name, column, bounds[column][0], bounds[column][1], bounds[column][2], 0, 10, 100, 100)
+                                       for column in columns or COLUMNS]))
         return out
 
 

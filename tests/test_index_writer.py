@@ -357,11 +357,16 @@ class ShiftedStatsEngine:
     min_shift: float = 0
     max_shift: float = 1
 
-    def ranges(self, base_uri: str, files: Any, columns: Any, schema: Any, completed: frozenset[str],
-               storage_options: Any = None) -> list[ColumnRange]:
-        found = LocalStatsEngine().ranges(base_uri, files, columns, schema, completed, storage_options)
-        return [replace(r, min_value=r.min_value + self.min_shift, max_value=r.max_value + self.max_shift)
-                if r.column == self.column and r.min_value is not None and r.max_value is not None else r for r in found]
+    batch_files: int = 2000
+
+    def map_ranges(self, base_uri: str, files: Any, columns: Any, schema: Any, completed: frozenset[str], storage_options: Any,
+                   then: Any) -> list[Any]:
+        def shifted(relative: str, found: list[ColumnRange]) -> Any:
+            return then(relative, [replace(r, min_value=r.min_value + self.min_shift, max_value=r.max_value + self.max_shift)
+                                   if r.column == self.column and r.min_value is not None and r.max_value is not None else r
+                                   for r in found])
+
+        return LocalStatsEngine().map_ranges(base_uri, files, columns, schema, completed, storage_options, shifted)
 
 
 def test_validate_reports_column_stats_that_differ_from_footers(tmp_path: Path) -> None:
@@ -591,7 +596,7 @@ def test_index_commands(tmp_path: Path) -> None:
 @pytest.mark.services
 def test_spark_engine_gives_the_local_ranges(tmp_path: Path, spark: Any) -> None:
     from engine_bridge.spark.index_engine import SparkStatsEngine
-    from metadata.mdt.stats_engine import LocalStatsEngine
+    from metadata.mdt.stats_engine import LocalStatsEngine, engine_ranges
 
     path = tmp_path / "t"
     builder = _builder(path, 8, "MERGE_ON_READ")
@@ -601,8 +606,8 @@ def test_spark_engine_gives_the_local_ranges(tmp_path: Path, spark: Any) -> None
     files = [(f, None) for s in table.file_slices() for f in s.files]
     assert any("/." in f for f, _ in files)  # log files too
     completed = frozenset(i.requested_time for i in table.timeline.completed())
-    local = LocalStatsEngine().ranges(str(path), files, None, None, completed)
-    remote = SparkStatsEngine(spark, 2).ranges(str(path), files, None, None, completed)
+    local = engine_ranges(LocalStatsEngine(), str(path), files, None, None, completed)
+    remote = engine_ranges(SparkStatsEngine(spark, 2), str(path), files, None, None, completed)
     key = lambda r: (r.file_name, r.column)  # noqa: E731
     assert sorted(remote, key=key) == sorted(local, key=key)
     assert len(local) > 10

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from functools import lru_cache
 
 import xxhash
 
@@ -24,10 +25,12 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+@lru_cache(maxsize=4096)  # a build asks for the same few columns millions of times
 def column_index_id(column: str) -> str:
     return _b64(xxhash.xxh64(column.encode("utf-8"), seed=HASH_SEED).digest())
 
 
+@lru_cache(maxsize=65536)
 def partition_index_id(partition: str) -> str:
     """Of a data-table partition path ("" is encoded as the MDT's ".")."""
     return _b64(xxhash.xxh64(to_metadata_partition(partition).encode("utf-8"), seed=HASH_SEED).digest())

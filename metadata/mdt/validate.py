@@ -19,7 +19,7 @@ from metadata.mdt.listing import MetadataListing
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.records import ColumnStats
-from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
+from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine, engine_ranges
 from metadata.storage import StoredFile
 from metadata.stored_table import StoredTable
 from metadata.table import HudiTable
@@ -140,7 +140,7 @@ def _check_column_stats(table: HudiTable, mdt: MetadataTable, listed: dict[str, 
         if name not in in_files_partition.get(p, set()):
             report.stats_differences.append(f"{p}/{name}: live column_stats of a file the files partition does not list")
     to_read = sorted((p, n) for p, n in base_files if (p, n) in held)
-    found = engine.ranges(table.storage.uri, [(base_files[k], None) for k in to_read], columns, None, frozenset(),
+    found = engine_ranges(engine, table.storage.uri, [(base_files[k], None) for k in to_read], columns, None, frozenset(),
                           table.storage.storage_options)
     by_file: dict[str, dict[str, ColumnRange]] = {}
     for r in found:

@@ -71,10 +71,11 @@ from metadata.mdt.record_schema import (
 )
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord
 from metadata.mdt.secondary_index import INDEX_DEFS_PATH, check_indexable, entries, records_of, with_definition
-from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
+from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine, engine_ranges
 from metadata.mdt.validate import committed_files
 from metadata.mdt.write.cell_spill import DEFAULT_BUDGET_BYTES, CellSpill
 from metadata.mdt.write.hfile_writer import HFileWriter
+from metadata.mdt.write.routed_cells import ColumnStatsCells, RoutedCell, ranges_only, routed
 from metadata.mdt.write.writer_lock import WriterLock
 from metadata.partition_path import from_metadata_partition, to_metadata_partition
 from metadata.slice_rows import changed_slices
@@ -98,7 +99,6 @@ log = logging.getLogger(__name__)
 
 INDEXED_COLUMNS = "hudi-bridge.columns"
 DEFAULT_COMPACT_AFTER = 10  # hoodie.metadata.compact.max.delta.commits
-DEFAULT_BATCH_FILES = 2000
 
 
 @dataclass
@@ -122,11 +122,11 @@ Fault = Callable[[str], None]
 class MetadataTableWriter:
     def __init__(self, path: str, engine: StatsEngine | None = None, fault: Fault | None = None,
                  compact_after: int = DEFAULT_COMPACT_AFTER, progress: Callable[[str], None] | None = None,
-                 memory_budget: int = DEFAULT_BUDGET_BYTES, batch_files: int = DEFAULT_BATCH_FILES,
+                 memory_budget: int = DEFAULT_BUDGET_BYTES, batch_files: int | None = None,
                  storage_options: Mapping[str, str] | None = None, index_expressions: IndexExpressions | None = None) -> None:
         """`memory_budget`: bytes of encoded records a build holds before
         spilling sorted runs to temporary files; `batch_files`: files whose
-        statistics are computed (and held) at once; `index_expressions`
+        statistics are computed (and held) at once (None: the engine's choice); `index_expressions`
         evaluates expression indexes (without it they are not maintained)."""
         self.data = TableParts.load(path, storage_options=storage_options)
         self.storage = self.data.storage
@@ -283,7 +283,7 @@ class MetadataTableWriter:
 
     # State -------------------------------------------------------------------------------
     def _file_ranges(self, files: Sequence[tuple[str, str | None]], columns: Sequence[str], schema: pa.Schema) -> list[ColumnRange]:
-        return self.engine.ranges(self.storage.uri, files, columns, schema, _completed(self.data), self.storage.storage_options)
+        return engine_ranges(self.engine, self.storage.uri, files, columns, schema, _completed(self.data), self.storage.storage_options)
 
     def _reload(self) -> None:
         self.data = TableParts.load_storage(self.storage)
@@ -375,8 +375,7 @@ class MetadataTableWriter:
         self.fault(f"{partition.value}: after requested")
         self.mdt_storage.write_bytes(join(partition.value, ".hoodie_partition_metadata"),
                                      f"#partition metadata\ncommitTime={ts}\npartitionDepth=1\n".encode())
-        spills = self._route(partition, groups, ((key, encode_record(record, self.schema_json))
-                                                 for key, record in snapshot.records(partition, self.version, ts)))
+        spills = self._spill(groups, self._snapshot_cells(snapshot, partition, ts, groups))
         for index, spill in spills.items():
             fg = file_group_id(partition, index)
             empty_log = f".{fg}_{ts}.log.1_0-0-0"
@@ -872,8 +871,9 @@ class MetadataTableWriter:
             reader.close()
         written: list[tuple[str, str, int]] = []
         for partition in due:
+            groups = len({s.file_id for s in slices_of[partition]})
             cells = ((key, encode_record(_raw(record), self.schema_json)) for key, record in merged[partition].items() if not _is_dropped(record))
-            self._write_bases(partition, ts, len({s.file_id for s in slices_of[partition]}), cells, written, "compaction")
+            self._write_bases(partition, ts, groups, routed(partition, groups, cells), written, "compaction")
             report.compacted.append(partition.value)
         self._complete(mdt, ts, Action.COMMIT, written, "COMPACT", compacted=True)
 
@@ -892,8 +892,8 @@ class MetadataTableWriter:
         written: list[tuple[str, str, int]] = []
         for partition in partitions:
             groups = len({s.file_id for s in slices_of[partition]}) or self._file_group_count(partition)
-            cells = ((key, encode_record(record, self.schema_json)) for key, record in snapshot.records(partition, self.version, ts))
-            report.records_written += self._write_bases(partition, ts, groups, cells, written, "rebuild")
+            report.records_written += self._write_bases(partition, ts, groups, self._snapshot_cells(snapshot, partition, ts, groups),
+                                                        written, "rebuild")
             report.partitions.append(partition.value)
         extra = {INDEXED_COLUMNS: ",".join(snapshot.columns)} if {MdtPartition.COLUMN_STATS, MdtPartition.PARTITION_STATS} & set(partitions) else {}
         self._complete(mdt, ts, Action.COMMIT, written, "COMPACT", extra, compacted=True)
@@ -915,11 +915,11 @@ class MetadataTableWriter:
         self.fault("compaction: after requested")
         return ts, slices_of
 
-    def _write_bases(self, partition: MetadataPartition, ts: str, groups: int, cells: Iterable[tuple[str, bytes]],
+    def _write_bases(self, partition: MetadataPartition, ts: str, groups: int, cells: Iterable[RoutedCell],
                      written: list[tuple[str, str, int]], step: str) -> int:
         """One HFile per file group (empty ones too: each replaces its group's
         old slice), cells routed by Hudi's key hash; returns the cells written."""
-        spills = self._route(partition, groups, cells)
+        spills = self._spill(groups, cells)
         for index, spill in spills.items():
             fg = file_group_id(partition, index)
             name = join(partition.value, f"{fg}_{self._write_token()}_{ts}.hfile")
@@ -927,11 +927,19 @@ class MetadataTableWriter:
             self.fault(f"{step}: after {partition.value}/{index}")
         return sum(spill.count for spill in spills.values())
 
-    def _route(self, partition: MetadataPartition, groups: int, cells: Iterable[tuple[str, bytes]]) -> dict[int, CellSpill]:
-        """Cells gathered per file group as Hudi hashes keys to them, sorted within the memory budget."""
+    def _snapshot_cells(self, snapshot: _Snapshot, partition: MetadataPartition, ts: str, groups: int) -> Iterator[RoutedCell]:
+        """A partition's cells from the snapshot, routed; column_stats cells
+        are made where the engine read the files (on Spark: the executors)."""
+        if partition is MdtPartition.COLUMN_STATS:
+            return snapshot.column_stats_cells(ColumnStatsCells(self.version, groups, self.schema_json))
+        return routed(partition, groups, ((key, encode_record(record, self.schema_json))
+                                          for key, record in snapshot.records(partition, self.version, ts)))
+
+    def _spill(self, groups: int, cells: Iterable[RoutedCell]) -> dict[int, CellSpill]:
+        """Cells gathered per file group, sorted within the memory budget."""
         spills = {i: CellSpill(max(1, self.memory_budget // groups)) for i in range(groups)}
-        for key, value in cells:
-            spills[file_group_index(partition.routing_key(key), groups)].add(key.encode(), value)
+        for index, key, value in cells:
+            spills[index].add(key, value)
         return spills
 
     def _write_hfile(self, name: str, spill: CellSpill) -> int:
@@ -1097,7 +1105,7 @@ class _Snapshot:
     built_through: str
     pending: list[str]
     schema: pa.Schema
-    batch_files: int = DEFAULT_BATCH_FILES
+    batch_files: int | None = None  # None: the engine's
     progress: Callable[[str], None] = lambda message: None
     rollups_wanted: bool = True  # partition_stats is built from the same pass
     _rollups: dict[str, dict[str, ColumnRange]] | None = None  # partition -> column -> range over latest slices
@@ -1106,7 +1114,7 @@ class _Snapshot:
 
     @classmethod
     def take(cls, data: TableParts, engine: StatsEngine, columns: Sequence[str] | None,
-             batch_files: int = DEFAULT_BATCH_FILES, progress: Callable[[str], None] | None = None,
+             batch_files: int | None = None, progress: Callable[[str], None] | None = None,
              rollups_wanted: bool = True) -> _Snapshot:
         latest = data.timeline.latest_completed()
         built_through = latest.requested_time if latest else ""
@@ -1121,7 +1129,7 @@ class _Snapshot:
         chosen = list(columns) if columns else columns_to_index(schema)
         _check_columns(data, schema, chosen)
         pending = sorted(i.requested_time for i in data.timeline.pending())
-        return cls(data, engine, chosen, files, built_through, pending, schema, max(1, batch_files),
+        return cls(data, engine, chosen, files, built_through, pending, schema, batch_files and max(1, batch_files),
                    progress or (lambda message: None), rollups_wanted)
 
     @property
@@ -1146,28 +1154,33 @@ class _Snapshot:
         return {path.rsplit("/", 1)[-1]: s.partition
                 for s in latest_slices_from_storage(self.data, self.built_through) for path in s.files}
 
-    def _range_batches(self) -> Iterator[tuple[str, list[ColumnRange]]]:
-        """(partition, ranges) per file, a batch of files at a time; folds the
-        latest slices' ranges into per-partition roll-ups on the way."""
+    def _range_batches(self, then: ColumnStatsCells | None = None) -> Iterator[list[RoutedCell]]:
+        """Each file's column_stats cells made by `then` (none without it), a
+        batch of files at a time; folds the latest slices' ranges into
+        per-partition roll-ups on the way."""
         targets = [(p, name) for p, names in self.files.items() for name in names]
         latest = self._latest_slice_files() if self.rollups_wanted else {}
         rollups: dict[str, dict[str, ColumnRange]] = {}
         completed = _completed(self.data)
-        for start in range(0, len(targets), self.batch_files):
-            batch = targets[start : start + self.batch_files]
-            partition_of = {name: p for p, name in batch}
-            by_file: dict[str, list[ColumnRange]] = {}
-            for r in self.engine.ranges(self.data.storage.uri, [(join(p, n), None) for p, n in batch],
-                                        self.columns, self.schema, completed, self.data.storage.storage_options):
-                by_file.setdefault(r.file_name, []).append(r)
-                p = latest.get(r.file_name)
-                if p is not None:
-                    per_column = rollups.setdefault(p, {})
-                    per_column[r.column] = merge_ranges(per_column.get(r.column), replace(r, file_name=p))
-            for name, found in by_file.items():
-                yield partition_of[name], found
-            self.progress(f"statistics of {min(start + self.batch_files, len(targets))} of {len(targets)} files")
-        self._rollups = rollups
+        batch_files = self.batch_files or self.engine.batch_files
+        for start in range(0, len(targets), batch_files):
+            batch = targets[start : start + batch_files]
+            found = self.engine.map_ranges(self.data.storage.uri, [(join(p, n), None) for p, n in batch], self.columns, self.schema,
+                                           completed, self.data.storage.storage_options, then or ranges_only)
+            for ranges, cells in found:
+                for r in ranges:
+                    p = latest.get(r.file_name)
+                    if p is not None:
+                        per_column = rollups.setdefault(p, {})
+                        per_column[r.column] = merge_ranges(per_column.get(r.column), r)
+                yield cells
+            self.progress(f"statistics of {min(start + batch_files, len(targets))} of {len(targets)} files")
+        self._rollups = {p: {c: replace(r, file_name=p) for c, r in per_column.items()} for p, per_column in rollups.items()}
+
+    def column_stats_cells(self, then: ColumnStatsCells) -> Iterator[RoutedCell]:
+        """Every committed file's column_stats cells, routed (`then` makes them where the files were read)."""
+        for cells in self._range_batches(then):
+            yield from cells
 
     def _expression_records(self, index: ExpressionIndexPartition, version: int, instant: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """f(column) of every committed file, then one roll-up per partition
@@ -1211,11 +1224,6 @@ class _Snapshot:
         elif partition is MdtPartition.BLOOM_FILTERS:  # stamped with the building instant, as Hudi's initialisation does
             yield from bloom_filter_records(self.data.storage, [(p, n) for p, names in self.files.items() for n in names], instant,
                                             self.data.config.base_file_format.extension)
-        elif partition is MdtPartition.COLUMN_STATS:
-            for p, found in self._range_batches():
-                for r in found:
-                    key = column_stats_key(r.column, p, r.file_name)
-                    yield key, range_record(key, r, version)
         else:
             if self._rollups is None:
                 for _ in self._range_batches():

@@ -1,0 +1,52 @@
+"""Metadata records as HFile cells routed to their file groups, made in bulk.
+
+A build's column_stats cells are made where a file's ranges were read
+(`ColumnStatsCells`, a `StatsEngine.map_ranges` function: on Spark, the
+executors), so the driver only files finished cells away. Keys are hashed
+to file groups as Hudi's writer does, many at once (`file_group_indexes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+
+from metadata.mdt.file_groups import MetadataPartition, file_group_indexes
+from metadata.mdt.file_stats import ColumnRange
+from metadata.mdt.keys import column_stats_key
+from metadata.mdt.record_schema import encode_record, range_record
+
+RoutedCell = tuple[int, bytes, bytes]  # (file group index, key, Avro value)
+CHUNK = 20_000  # keys hashed together
+
+
+def routed(partition: MetadataPartition, groups: int, cells: Iterable[tuple[str, bytes]]) -> Iterator[RoutedCell]:
+    """(key, value) cells with the file group Hudi hashes each key to."""
+    it = iter(cells)
+    while chunk := list(islice(it, CHUNK)):
+        indexes = file_group_indexes([partition.routing_key(key) for key, _ in chunk], groups)
+        for index, (key, value) in zip(indexes, chunk):
+            yield index, key.encode(), value
+
+
+@dataclass(frozen=True)
+class ColumnStatsCells:
+    """One data file's column_stats records, encoded and routed; its ranges
+    go back too (partition_stats rolls them up)."""
+
+    version: int
+    groups: int
+    schema_json: str
+
+    def __call__(self, relative: str, ranges: list[ColumnRange]) -> tuple[list[ColumnRange], list[RoutedCell]]:
+        partition = relative.rsplit("/", 1)[0] if "/" in relative else ""
+        keys = [column_stats_key(r.column, partition, r.file_name) for r in ranges]
+        indexes = file_group_indexes(keys, self.groups)  # column_stats routes by the whole key
+        return ranges, [(index, key.encode(), encode_record(range_record(key, r, self.version), self.schema_json))
+                        for index, key, r in zip(indexes, keys, ranges)]
+
+
+def ranges_only(relative: str, ranges: list[ColumnRange]) -> tuple[list[ColumnRange], list[RoutedCell]]:
+    """For a pass that rolls ranges up without writing column_stats."""
+    return ranges, []
