@@ -6,7 +6,8 @@ project's builder, then times, each in a fresh process so that its peak RSS
 is its own:
 
 - `index build` (files, column_stats, partition_stats) with the local engine;
-- with --spark, a rebuild with the Spark engine on `local[2]` (footers read
+- with --spark, a rebuild with the Spark engine (with --spark-only, the
+  first build) on `local[2]` (footers read
   and column_stats records encoded on the executors): seconds (the
   session's start apart) and the driver's peak RSS (its Python process);
 - the `sync` of one commit touching 10 files (local), as seconds and as a
@@ -16,7 +17,7 @@ is its own:
 
 Prints a JSON report.
 
-    python -m bench.index_build [--partitions 1000] [--files 100000] [--spark] [--sync-files 10000]
+    python -m bench.index_build [--partitions 1000] [--files 100000] [--spark | --spark-only] [--sync-files 10000]
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--parallelism", type=int, default=8)
     parser.add_argument("--spark", action="store_true", help="also build with the Spark engine (local[2])")
+    parser.add_argument("--spark-only", action="store_true", help="build with the Spark engine only (no local build to compare)")
     parser.add_argument("--sync-files", type=int, default=10_000, help="files of the commit synced with the Spark engine")
     args = parser.parse_args()
     path = tempfile.mkdtemp(prefix="bench-index-") + "/t"
@@ -85,21 +87,24 @@ def main() -> None:
         counts = {f"part={p:05d}": per_partition + (1 if p < extra else 0) for p in range(start, min(start + 100, args.partitions))}
         builder.write_copies(counts, _rows(range(start, start + 50), args.partitions))
     report: dict[str, Any] = {"files": args.files, "partitions": args.partitions}
-    progress("building the metadata table (local engine)")
-    files_indexed, seconds, peak = in_fresh_process(partial(_build_local, path, args.parallelism))
-    report.update(build_local_seconds=seconds, build_local_peak_rss_mib=peak,
-                  build_local_files_per_second=round(files_indexed / seconds, 1))
-    if args.spark:
-        progress("rebuilding with the Spark engine")
-        rebuilt, seconds, driver_rss = in_fresh_process(partial(_with_spark, path, True))[0]
+    if not args.spark_only:
+        progress("building the metadata table (local engine)")
+        files_indexed, seconds, peak = in_fresh_process(partial(_build_local, path, args.parallelism))
+        report.update(build_local_seconds=seconds, build_local_peak_rss_mib=peak,
+                      build_local_files_per_second=round(files_indexed / seconds, 1))
+    if args.spark or args.spark_only:
+        progress("building with the Spark engine" if args.spark_only else "rebuilding with the Spark engine")
+        built, seconds, driver_rss = in_fresh_process(partial(_with_spark, path, True))[0]
         report.update(build_spark_seconds=round(seconds, 3), build_spark_driver_peak_rss_mib=round(driver_rss, 1),
-                      build_spark_files_per_second=round(rebuilt / seconds, 1),
-                      spark_vs_local_build_time=round(seconds / float(report["build_local_seconds"]), 2))
+                      build_spark_files_per_second=round(built / seconds, 1))
+        if not args.spark_only:
+            report["spark_vs_local_build_time"] = round(seconds / float(report["build_local_seconds"]), 2)
     builder.write_copies({"part=00000": 10}, _rows(range(10), args.partitions))  # one commit, 10 files
     with measured(report, "sync_one_commit"):
         MetadataTableWriter(path).sync()
-    report["sync_to_build_ratio"] = round(float(report["sync_one_commit_seconds"]) / float(report["build_local_seconds"]), 5)
-    if args.spark:
+    built_seconds = float(report.get("build_local_seconds", report.get("build_spark_seconds", 1)))
+    report["sync_to_build_ratio"] = round(float(report["sync_one_commit_seconds"]) / built_seconds, 5)
+    if args.spark or args.spark_only:
         progress(f"one commit of {args.sync_files} files, synced with the Spark engine")
         _write_spread(builder, args.sync_files, args.partitions)
         synced, seconds, driver_rss = in_fresh_process(partial(_with_spark, path, False))[0]
