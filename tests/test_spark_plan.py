@@ -72,8 +72,11 @@ LOCAL_CLUSTER = """
 import json, sys
 import pyarrow as pa
 from pyspark.sql import SparkSession
-from engine_bridge.spark import plan_on_spark
+from engine_bridge.spark import lookup_keys, plan_on_spark
+from engine_bridge.spark.index_engine import SparkStatsEngine
 from listers import plan
+from metadata.mdt.file_groups import MdtPartition
+from metadata.mdt.write.writer import MetadataTableWriter
 
 path = sys.argv[1]
 spark = (SparkSession.builder.master("local-cluster[2,1,1024]").config("spark.ui.enabled", "false")
@@ -83,6 +86,14 @@ for where in ("fare > 40", "city = 'la' AND fare < 10", "id IN (4, 50)"):
     spread = plan_on_spark(spark, path, where)
     out[where] = [[s.partition, s.file_id] for s in spread.files] == [[s.partition, s.file_id] for s in plan(path, where).files]
 out["note"] = next(s.note for s in plan_on_spark(spark, path, "fare > 40").stages if s.name == "column_stats")
+joined = plan_on_spark(spark, path, "id IN (4, 50)", key_lookup_threshold=1)
+out["joined"] = [[s.partition, s.file_id] for s in joined.files] == [[s.partition, s.file_id] for s in plan(path, "id IN (4, 50)").files]
+out["joined_note"] = joined.explain()
+keys_df = spark.createDataFrame([("4",), ("50",), ("999",)], "key string")
+out["tagged"] = sorted(r["record_key"] for r in lookup_keys(spark, path, keys_df).collect())
+# the build's records encoded on the executors (their Python workers get the encoder pickled)
+MetadataTableWriter(sys.argv[2], engine=SparkStatsEngine(spark)).build(
+    [MdtPartition.FILES, MdtPartition.COLUMN_STATS, MdtPartition.PARTITION_STATS])
 print(json.dumps(out))
 spark.stop()
 """
@@ -91,23 +102,34 @@ spark.stop()
 def test_a_local_cluster_plans_the_same(tmp_path: Path) -> None:
     """Executors as separate JVMs with their own Python workers
     (`local-cluster[2,1,1024]`, in a process of its own): the predicate and
-    the candidates travel pickled, and the plans equal the local planner's."""
+    the candidates travel pickled, and the plans equal the local planner's;
+    keys are looked up as a join, and an index build on the executors gives
+    the local build's statistics."""
     import os
+    import shutil
     import subprocess
     import sys
 
+    from metadata.mdt.file_groups import MdtPartition
+    from tests.test_index_writer import _live
+
     schema = pa.schema([("id", pa.int64()), ("city", pa.string()), ("fare", pa.float64())])
-    path = str(tmp_path / "t")
+    path, copy = str(tmp_path / "t"), str(tmp_path / "copy")
     TableBuilder(path, schema, version=8, partition_fields=["city"], max_rows_per_file=4).write(
         [{"id": i, "city": ("sf", "la", "nyc")[i % 3], "fare": float(i)} for i in range(60)])
-    MetadataTableWriter(path).build()
+    shutil.copytree(path, copy)
+    MetadataTableWriter(path).build([MdtPartition.FILES, MdtPartition.COLUMN_STATS, MdtPartition.PARTITION_STATS, MdtPartition.RECORD_INDEX])
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    ran = subprocess.run([sys.executable, "-c", LOCAL_CLUSTER, path], capture_output=True, text=True, timeout=300,
+    ran = subprocess.run([sys.executable, "-c", LOCAL_CLUSTER, path, copy], capture_output=True, text=True, timeout=300,
                          cwd=Path(__file__).resolve().parents[1], env=env)
     assert ran.returncode == 0, ran.stderr[-3000:]
     result = json.loads(ran.stdout.strip().splitlines()[-1])
-    assert all(result[w] for w in ("fare > 40", "city = 'la' AND fare < 10", "id IN (4, 50)")), result
+    assert all(result[w] for w in ("fare > 40", "city = 'la' AND fare < 10", "id IN (4, 50)", "joined")), result
     assert "evaluated on Spark executors: 2 column_stats shard(s)" in result["note"], result["note"]
+    assert "looked up as a Spark join" in result["joined_note"], result["joined_note"]
+    assert result["tagged"] == ["4", "50"]
+    built_there = _live(copy)
+    assert built_there == _live(path) and len(built_there[1]) > 15, "column_stats built on the executors differ"
 
 
 def test_random_tables_and_predicates_plan_the_same(spark: Any) -> None:
