@@ -218,6 +218,16 @@ def test_sync_after_every_instant(tmp_path: Path, version: int, table_type: str)
     assert MetadataTableWriter(str(path)).sync().instants == []  # nothing left: a no-op
 
 
+def test_sync_rolls_partitions_up_a_run_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """partition_stats of a sync read in runs of partitions (one per run
+    here), so that a commit touching every partition of a large table is
+    rolled up within a run's memory: the same records as one read."""
+    from metadata.mdt.write import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "PARTITION_STATS_FILES_PER_READ", 1)
+    test_sync_after_every_instant(tmp_path, 8, "MERGE_ON_READ")
+
+
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_partitions_through_the_mdt_read_one_record(tmp_path: Path, table_type: str) -> None:
     """partitions() is the __all_partitions__ record, with groups built only

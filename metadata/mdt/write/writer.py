@@ -99,6 +99,7 @@ log = logging.getLogger(__name__)
 
 INDEXED_COLUMNS = "hudi-bridge.columns"
 DEFAULT_COMPACT_AFTER = 10  # hoodie.metadata.compact.max.delta.commits
+PARTITION_STATS_FILES_PER_READ = 50_000  # a sync rolls partitions up in runs of about this many files
 
 
 @dataclass
@@ -818,34 +819,44 @@ class MetadataTableWriter:
         plus the new ones (an expression index keeps both in its own partition)."""
         if not partitions:
             return {}
-        slices = latest_slices_from_storage(self.data, ts, partitions)
+        slices_of: dict[str, list[FileSlice]] = {}
+        for s in latest_slices_from_storage(self.data, ts, partitions):
+            slices_of.setdefault(s.partition, []).append(s)
+        out: dict[str, dict[str, Any]] = {}
+        for chunk in _chunks_of_files(partitions, slices_of, PARTITION_STATS_FILES_PER_READ):  # memory follows a chunk, not the table
+            held = self._held_ranges(source, chunk, columns, schema)
+            held.update(new_ranges)  # the new files' ranges win
+            missing = [path for p in chunk for s in slices_of.get(p, []) for path in s.files if path.rsplit("/", 1)[-1] not in held]
+            if missing:
+                extra = ranges_of(missing) if ranges_of is not None else self._file_ranges([(p, None) for p in missing], columns, schema)
+                for r in extra:
+                    held.setdefault(r.file_name, []).append(r)
+            for partition in chunk:
+                ranges = [r for s in slices_of.get(partition, []) for path in s.files for r in held.get(path.rsplit("/", 1)[-1], [])]
+                for column, r in roll_up(ranges, partition).items():
+                    key = key_of(column, partition)
+                    out[key] = range_record(key, r, self.version, partition_stats=True)
+        return out
+
+    def _held_ranges(self, source: str, partitions: list[str], columns: list[str], schema: pa.Schema) -> dict[str, list[ColumnRange]]:
+        """File name -> the live ranges `source` holds for these partitions' files."""
         reader = MetadataTableReader(self.data)
         try:
-            held = reader.read(source, KeyQuery(prefixes=[
-                column_stats_key(c, p, "")[:24] for c in columns for p in partitions]))
+            held = reader.read(source, KeyQuery(prefixes=[column_stats_key(c, p, "")[:24] for c in columns for p in partitions]))
         except HudiError:
             held = {}
         finally:
             reader.close()
+        types: dict[str, pa.DataType] = {}
         by_file: dict[str, list[ColumnRange]] = {}
         for record in held.values():
             stats = record.column_stats
             if stats and not stats.is_deleted:
-                by_file.setdefault(stats.file_name, []).append(_range_of(stats, schema))
-        by_file.update(new_ranges)
-        out: dict[str, dict[str, Any]] = {}
-        missing = [s for s in slices for path in s.files if path.rsplit("/", 1)[-1] not in by_file]
-        if missing:
-            paths = [p for s in missing for p in s.files]
-            extra = ranges_of(paths) if ranges_of is not None else self._file_ranges([(p, None) for p in paths], columns, schema)
-            for r in extra:
-                by_file.setdefault(r.file_name, []).append(r)
-        for partition in partitions:
-            ranges = [r for s in slices if s.partition == partition for path in s.files for r in by_file.get(path.rsplit("/", 1)[-1], [])]
-            for column, r in roll_up(ranges, partition).items():
-                key = key_of(column, partition)
-                out[key] = range_record(key, r, self.version, partition_stats=True)
-        return out
+                dtype = types.get(stats.column_name)
+                if dtype is None:
+                    dtype = types[stats.column_name] = leaf_type(schema, stats.column_name) or pa.string()
+                by_file.setdefault(stats.file_name, []).append(_range_of(stats, dtype))
+        return by_file
 
     # Compaction and rebuilds: new base files swapped in by one commit -----------------------------
     def _compact_locked(self, report: IndexReport, force: bool) -> None:
@@ -997,8 +1008,21 @@ def table_schema(data: TableParts) -> pa.Schema:
     return with_meta_fields(schema) if data.config.populate_meta_fields and "_hoodie_commit_time" not in schema.names else schema
 
 
-def _range_of(stats: Any, schema: pa.Schema) -> ColumnRange:
-    dtype = leaf_type(schema, stats.column_name) or pa.string()
+def _chunks_of_files(partitions: list[str], slices_of: Mapping[str, list[FileSlice]], files: int) -> Iterator[list[str]]:
+    """The partitions in runs holding about `files` files each."""
+    chunk: list[str] = []
+    held = 0
+    for partition in partitions:
+        chunk.append(partition)
+        held += sum(len(s.files) for s in slices_of.get(partition, []))
+        if held >= files:
+            yield chunk
+            chunk, held = [], 0
+    if chunk:
+        yield chunk
+
+
+def _range_of(stats: Any, dtype: pa.DataType) -> ColumnRange:
     return ColumnRange(stats.file_name, stats.column_name, dtype, stats.min_value, stats.max_value,
                        stats.null_count or 0, stats.value_count or 0, stats.total_size or 0, stats.total_uncompressed_size or 0)
 
