@@ -224,7 +224,7 @@ def test_sync_rolls_partitions_up_a_run_at_a_time(tmp_path: Path, monkeypatch: p
     rolled up within a run's memory: the same records as one read."""
     from metadata.mdt.write import writer as writer_module
 
-    monkeypatch.setattr(writer_module, "PARTITION_STATS_FILES_PER_READ", 1)
+    monkeypatch.setattr(writer_module, "PARTITION_STATS_PER_RUN", 1)
     test_sync_after_every_instant(tmp_path, 8, "MERGE_ON_READ")
 
 

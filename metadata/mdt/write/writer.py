@@ -99,7 +99,7 @@ log = logging.getLogger(__name__)
 
 INDEXED_COLUMNS = "hudi-bridge.columns"
 DEFAULT_COMPACT_AFTER = 10  # hoodie.metadata.compact.max.delta.commits
-PARTITION_STATS_FILES_PER_READ = 50_000  # a sync rolls partitions up in runs of about this many files
+PARTITION_STATS_PER_RUN = 200  # a sync rolls touched partitions up this many at a time
 
 
 @dataclass
@@ -819,24 +819,32 @@ class MetadataTableWriter:
         plus the new ones (an expression index keeps both in its own partition)."""
         if not partitions:
             return {}
-        slices_of: dict[str, list[FileSlice]] = {}
-        for s in latest_slices_from_storage(self.data, ts, partitions):
-            slices_of.setdefault(s.partition, []).append(s)
         out: dict[str, dict[str, Any]] = {}
-        for chunk in _chunks_of_files(partitions, slices_of, PARTITION_STATS_FILES_PER_READ):  # memory follows a chunk, not the table
-            held = self._held_ranges(source, chunk, columns, schema)
-            held.update(new_ranges)  # the new files' ranges win
-            missing = [path for p in chunk for s in slices_of.get(p, []) for path in s.files if path.rsplit("/", 1)[-1] not in held]
-            if missing:
-                extra = ranges_of(missing) if ranges_of is not None else self._file_ranges([(p, None) for p in missing], columns, schema)
-                for r in extra:
-                    held.setdefault(r.file_name, []).append(r)
-            for partition in chunk:
-                ranges = [r for s in slices_of.get(partition, []) for path in s.files for r in held.get(path.rsplit("/", 1)[-1], [])]
-                for column, r in roll_up(ranges, partition).items():
-                    key = key_of(column, partition)
-                    out[key] = range_record(key, r, self.version, partition_stats=True)
+        for chunk in (partitions[i:i + PARTITION_STATS_PER_RUN] for i in range(0, len(partitions), PARTITION_STATS_PER_RUN)):
+            self._roll_up_run(out, ts, chunk, columns, schema, new_ranges, source, ranges_of, key_of)
         return out
+
+    def _roll_up_run(self, out: dict[str, dict[str, Any]], ts: str, chunk: list[str], columns: list[str], schema: pa.Schema,
+                     new_ranges: dict[str, list[ColumnRange]], source: str, ranges_of: Callable[[Sequence[str]], list[ColumnRange]] | None,
+                     key_of: Callable[[str, str], str]) -> None:
+        """partition_stats of a run of partitions into `out`: their slices and
+        held statistics are read for the run only, so memory follows a run,
+        not the table (a commit may touch every partition)."""
+        slices_of: dict[str, list[FileSlice]] = {}
+        for s in latest_slices_from_storage(self.data, ts, chunk):
+            slices_of.setdefault(s.partition, []).append(s)
+        held = self._held_ranges(source, chunk, columns, schema)
+        held.update(new_ranges)  # the new files' ranges win
+        missing = [path for p in chunk for s in slices_of.get(p, []) for path in s.files if path.rsplit("/", 1)[-1] not in held]
+        if missing:
+            extra = ranges_of(missing) if ranges_of is not None else self._file_ranges([(p, None) for p in missing], columns, schema)
+            for r in extra:
+                held.setdefault(r.file_name, []).append(r)
+        for partition in chunk:
+            ranges = [r for s in slices_of.get(partition, []) for path in s.files for r in held.get(path.rsplit("/", 1)[-1], [])]
+            for column, r in roll_up(ranges, partition).items():
+                key = key_of(column, partition)
+                out[key] = range_record(key, r, self.version, partition_stats=True)
 
     def _held_ranges(self, source: str, partitions: list[str], columns: list[str], schema: pa.Schema) -> dict[str, list[ColumnRange]]:
         """File name -> the live ranges `source` holds for these partitions' files."""
@@ -1006,20 +1014,6 @@ def table_schema(data: TableParts) -> pa.Schema:
     except (HudiError, ValueError, KeyError):
         schema = pa.schema([])
     return with_meta_fields(schema) if data.config.populate_meta_fields and "_hoodie_commit_time" not in schema.names else schema
-
-
-def _chunks_of_files(partitions: list[str], slices_of: Mapping[str, list[FileSlice]], files: int) -> Iterator[list[str]]:
-    """The partitions in runs holding about `files` files each."""
-    chunk: list[str] = []
-    held = 0
-    for partition in partitions:
-        chunk.append(partition)
-        held += sum(len(s.files) for s in slices_of.get(partition, []))
-        if held >= files:
-            yield chunk
-            chunk, held = [], 0
-    if chunk:
-        yield chunk
 
 
 def _range_of(stats: Any, dtype: pa.DataType) -> ColumnRange:
