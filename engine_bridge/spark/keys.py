@@ -67,9 +67,24 @@ def lookup_keys(spark: Any, path_or_uri: str, keys_df: Any, key_column: str | No
     """A DataFrame (record_key, partition, file_id) of the keys of `keys_df`
     (its `key_column`, or its only column) that the record index holds; keys
     it does not hold are left out (a writer would insert them)."""
+    return spark.createDataFrame(_tagged(path_or_uri, storage_options, _key_rdd(keys_df, key_column)), SCHEMA)
+
+
+def key_groups_of(path_or_uri: str, keys_df: Any, key_column: str | None = None,
+                  storage_options: Mapping[str, str] | None = None) -> set[tuple[str, str]]:
+    """`groups_holding` the keys of a DataFrame (its `key_column`, or its only column)."""
+    return groups_holding(path_or_uri, storage_options, _key_rdd(keys_df, key_column))
+
+
+def groups_holding(path_or_uri: str, storage_options: Mapping[str, str] | None, keys: Any) -> set[tuple[str, str]]:
+    """The distinct (partition, file id) the record index gives for an RDD of
+    keys, looked up on the executors; only those pairs reach the driver."""
+    return set(_tagged(path_or_uri, storage_options, keys).map(lambda found: (found[1], found[2])).distinct().collect())
+
+
+def _key_rdd(keys_df: Any, key_column: str | None) -> Any:
     column = key_column or keys_df.columns[0]
-    keys = keys_df.select(keys_df[column].cast("string")).rdd.map(lambda row: row[0])
-    return spark.createDataFrame(_tagged(path_or_uri, storage_options, keys), SCHEMA)
+    return keys_df.select(keys_df[column].cast("string")).rdd.map(lambda row: row[0])
 
 
 def _tagged(path_or_uri: str, storage_options: Mapping[str, str] | None, keys: Any) -> Any:
@@ -94,7 +109,6 @@ def spark_key_lookup(spark: Any, path_or_uri: str, storage_options: Mapping[str,
     gets the distinct file groups back."""
     def locate(keys: list[str]) -> set[tuple[str, str]]:
         slices = max(1, min(len(keys) // KEYS_PER_LOOKUP + 1, spark.sparkContext.defaultParallelism * 2))
-        rdd = spark.sparkContext.parallelize(keys, slices)
-        return set(_tagged(path_or_uri, storage_options, rdd).map(lambda found: (found[1], found[2])).distinct().collect())
+        return groups_holding(path_or_uri, storage_options, spark.sparkContext.parallelize(keys, slices))
 
     return KeyLookup(threshold, locate, "as a Spark join over the record index's file groups")

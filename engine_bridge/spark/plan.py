@@ -26,7 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine_bridge.spark.keys import KEY_LOOKUP_THRESHOLD, lookup_keys, spark_key_lookup
+from engine_bridge.spark.keys import KEY_LOOKUP_THRESHOLD, key_groups_of, spark_key_lookup
 from expressions import BoundPredicate, Dialect, Expr
 from listers import Plan, plan
 from listers.directory_lister import DirectoryLister
@@ -124,13 +124,10 @@ def plan_on_spark(spark: Any, path_or_uri: str, predicate: str | Expr, dialect: 
     `key_lookup_threshold` of them.
     `keys`: a DataFrame of record keys (its `key_column`, or its only
     column): only the file groups the record index gives for them stay (a
-    semi-join, looked up on the executors: `lookup_keys`; the driver gets
+    semi-join, looked up on the executors as `lookup_keys` does; the driver gets
     the distinct groups only)."""
-    key_groups = None
     storage_options = options.get("storage_options")
-    if keys is not None:
-        tagged = lookup_keys(spark, path_or_uri, keys, key_column, storage_options)
-        key_groups = [(row[0], row[1]) for row in tagged.select("partition", "file_id").distinct().collect()]
+    key_groups = None if keys is None else key_groups_of(path_or_uri, keys, key_column, storage_options)
     return plan(path_or_uri, predicate, dialect, column_stats_runner=spark_candidates_runner(spark, parallelism),
                 key_groups=key_groups, key_lookup=spark_key_lookup(spark, path_or_uri, storage_options, key_lookup_threshold),
                 **options)
