@@ -17,8 +17,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from expressions.dialect import Dialect
 from expressions.errors import CoercionError, UnknownColumnError
-from expressions.functions import RoundingCast
+from expressions.functions import RoundingCast, StringToNumber
 from expressions.functions import result_type as function_result_type
 from expressions.tree import (
     AlwaysFalse,
@@ -96,7 +97,13 @@ def _bind(expr: Expr, schema: Schema, strict: bool) -> Expr:
         return and_(_bind(expr.left, schema, strict), _bind(expr.right, schema, strict))
     if isinstance(expr, Or):
         return or_(_bind(expr.left, schema, strict), _bind(expr.right, schema, strict))
-    if isinstance(expr, (AlwaysTrue, AlwaysFalse, Unknown)):
+    if isinstance(expr, Unknown):
+        # A part that cannot prune still names columns: an unknown one is an error, as in Spark, not a keep-everything.
+        missing = next((ref for ref in expr.refs if schema.resolve(ref) is None), None) if strict else None
+        if missing is not None:
+            raise UnknownColumnError(missing.name, schema.suggest(missing.name), missing.position)
+        return expr
+    if isinstance(expr, (AlwaysTrue, AlwaysFalse)):
         return expr
     if isinstance(expr, Not):
         return _bind(push_not_down(expr), schema, strict)
@@ -124,6 +131,13 @@ def _bind(expr: Expr, schema: Schema, strict: bool) -> Expr:
         if not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
             return Unknown(f"LIKE on non-string column {name}", refs=(bound_ref,))
         return StartsWith(bound_ref, expr.prefix, expr.negated)
+    if isinstance(expr, (Comparison, In)) and (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)) \
+            and expr.origin not in (Dialect.TRINO, Dialect.PRESTO):  # Trino refuses varchar = integer: the error stays
+        numbers = _numeric_literals(expr)
+        if numbers is not None:  # Spark casts the text to the number's type, Hive to DOUBLE: a cast, not an error
+            cast = StringToNumber(integral=expr.origin is not Dialect.HIVE and all(isinstance(v, int) for v in numbers))
+            bound_ref = Ref(bound_ref.path, ref.position, functions=(*bound_ref.functions, cast))
+            dtype = cast.result_type(dtype) or dtype
     try:
         if isinstance(expr, Comparison):
             return _bind_comparison(expr, bound_ref, dtype)
@@ -134,6 +148,15 @@ def _bind(expr: Expr, schema: Schema, strict: bool) -> Expr:
             raise
         return Unknown(str(exc), refs=(bound_ref,))
     raise TypeError(f"cannot bind {expr!r}")
+
+
+def _numeric_literals(expr: Comparison | In) -> list[Any] | None:
+    """The literals' values when every non-null one is a number (not a boolean)."""
+    literals = [expr.literal] if isinstance(expr, Comparison) else list(expr.literals)
+    values = [lit.value for lit in literals if not lit.is_null]
+    if values and all(isinstance(v, (int, float, Decimal)) and not isinstance(v, bool) for v in values):
+        return values
+    return None
 
 
 _WIDER = {

@@ -165,7 +165,9 @@ class _Converter:
         return line_column(self.text, match.start())
 
     def unknown(self, node: exp.Expr, reason: str) -> Unknown:
-        refs = tuple(r for r in (self.ref(c) for c in node.find_all(exp.Column)) if r is not None)
+        bound_here = {p.name.lower() for lam in node.find_all(exp.Lambda) for p in lam.expressions}  # lambda parameters, not columns
+        columns = (c for c in node.find_all(exp.Column) if not (len(c.parts) == 1 and c.name.lower() in bound_here))
+        refs = tuple(r for r in (self.ref(c) for c in columns) if r is not None)
         return Unknown(reason, node.sql(dialect=NEUTRAL), refs)
 
     def convert(self, node: exp.Expr) -> Expr:

@@ -34,13 +34,14 @@ from listers.incremental import _as_of_for, range_key
 from metadata import CleanedFilesError, FileSlice, HudiTable, Instant
 from metadata.cdc import CdcMode, read_cdc_records
 from metadata.errors import HudiBridgeError
-from metadata.instant import Action, check_begin_instant, check_instant_time
+from metadata.instant import Action, check_range
 from metadata.mdt.record_keys import RECORD_KEY_FIELD
-from metadata.slice_rows import changed_slices, rows_of_slices
+from metadata.record_key import PARTITION_PATH_FIELD, RecordKeyError, RecordKeyRule
+from metadata.slice_rows import changed_slices, conform, merged_rows, rows_of_slices, table_read_schema
 from metadata.text_enum import TextEnum
 
 CDC_SCHEMA = pa.schema([("op", pa.string()), ("ts_ms", pa.string()), ("before", pa.string()), ("after", pa.string())])
-PARTITION_PATH = "_hoodie_partition_path"
+PARTITION_PATH = PARTITION_PATH_FIELD
 # Where a record lives, not what it holds: a compaction or clustering changes it alone.
 NOT_COMPARED = frozenset({"_hoodie_file_name"})
 
@@ -69,9 +70,7 @@ class CommitChange:
 def plan_changes(table: HudiTable, begin: str, end: str | None = None) -> list[CommitChange]:
     """The commits in (begin, end] (requested time on v6, completion time on
     v8+, as incremental pulls count them) and the slices each changed."""
-    begin = check_begin_instant(begin)
-    if end is not None:
-        check_instant_time(end, "end instant")
+    begin, end = check_range(begin, end)
     timeline = table.timeline
     ordered = sorted(timeline.completed(), key=lambda i: range_key(table, i))
     planned = []
@@ -108,8 +107,9 @@ def commit_changes(table: HudiTable, change: CommitChange, use_cdc_logs: bool = 
     mode = CdcMode.of_table(table.config.raw) if use_cdc_logs else None
     logged = {(p, file_id): paths for p, file_id, paths in change.cdc_logs} if mode is not None else {}
     changed: list[tuple[tuple[str, str], Row | None, Row | None]] = []
-    before = _by_record(rows_of_slices(table, [s for s in change.before if (s.partition, s.file_id) not in logged]), table.base_uri)
-    after = _by_record(rows_of_slices(table, [s for s in change.after if (s.partition, s.file_id) not in logged]), table.base_uri)
+    schema = table_read_schema(table)
+    before = _by_record(table, [s for s in change.before if (s.partition, s.file_id) not in logged], schema)
+    after = _by_record(table, [s for s in change.after if (s.partition, s.file_id) not in logged], schema)
     for key in before.keys() | after.keys():
         changed += [(key, old, new) for old, new in pair_versions(before.get(key, []), after.get(key, []))]
     if mode is not None:
@@ -200,14 +200,29 @@ def _slices(table: HudiTable, instant: Instant | None, partitions: list[str]) ->
     return table.view(_as_of_for(table, instant)).latest_file_slices(partitions)
 
 
-def _by_record(rows: pa.Table | None, where: str) -> dict[tuple[str, str], list[Row]]:
-    if rows is None:
-        return {}
-    if RECORD_KEY_FIELD not in rows.column_names or PARTITION_PATH not in rows.column_names:
-        raise ChangeFeedError(f"{where}: a change feed needs Hudi's meta fields (hoodie.populate.meta.fields=false drops them)")
+def _by_record(table: HudiTable, slices: list[FileSlice], schema: pa.Schema) -> dict[tuple[str, str], list[Row]]:
+    """The slices' rows read through the table's schema (so a value stored
+    as another type before the schema evolved compares equal), by partition
+    and record key. On a table without meta fields the key is computed by its
+    key generator and shown in the images' `_hoodie_record_key`, with the
+    partition in `_hoodie_partition_path`."""
+    rule = RecordKeyRule.of(table.config)
     found: dict[tuple[str, str], list[Row]] = {}
-    for row in rows.to_pylist():
-        found.setdefault((row[PARTITION_PATH], row[RECORD_KEY_FIELD]), []).append(row)
+    for piece in slices:
+        where = table.storage.display_path(piece.base_file or (piece.log_files[0] if piece.log_files else piece.partition))
+        rows = merged_rows(table, piece)
+        if not rows.num_rows:
+            continue
+        rows = conform(rows, schema, where)
+        try:
+            keys = rule.keys_of(rows, where)
+        except RecordKeyError as exc:
+            raise ChangeFeedError(str(exc)) from None
+        if rule.virtual:
+            rows = rows.set_column(rows.schema.get_field_index(RECORD_KEY_FIELD), RECORD_KEY_FIELD, keys)
+            rows = rows.set_column(rows.schema.get_field_index(PARTITION_PATH), PARTITION_PATH, pa.array([piece.partition] * rows.num_rows))
+        for key, row in zip(keys.to_pylist(), rows.to_pylist()):
+            found.setdefault((piece.partition, key), []).append(row)
     return found
 
 

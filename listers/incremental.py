@@ -15,7 +15,7 @@ from typing import Any
 
 from metadata import CleanedFilesError, FileSlice, HudiTable, Instant
 from metadata.errors import HudiBridgeError
-from metadata.instant import check_begin_instant, check_instant_time
+from metadata.instant import check_range
 
 
 class IncrementalRangeError(HudiBridgeError):
@@ -78,9 +78,12 @@ def incremental(
     `strict`: a damaged metadata table is an error rather than a fallback to storage."""
     table = path_or_uri if isinstance(path_or_uri, HudiTable) else HudiTable.open(path_or_uri, use_metadata=use_metadata, strict=strict,
                                                                                                 storage_options=storage_options)
-    begin = check_begin_instant(begin)
-    if end is not None:
-        check_instant_time(end, "end instant")
+    if not table.config.populate_meta_fields:
+        raise IncrementalRangeError(
+            f"{table.base_uri}: incremental queries need the _hoodie_commit_time meta field, which this table does not write "
+            "(hoodie.populate.meta.fields=false), so Apache Hudi refuses them too; read a snapshot, or the change feed "
+            "(hudi-bridge changes), whose record keys the key generator computes")
+    begin, end = check_range(begin, end)
     timeline = table.timeline
     in_range = sorted(
         (i for i in timeline.commits() if range_key(table, i) > begin and (end is None or range_key(table, i) <= end)),

@@ -114,10 +114,10 @@ class MetadataTableDamaged(MetadataTableUnavailable):
 class InvalidInstantTime(HudiBridgeError, ValueError):
     """Text given as an instant time is not one (yyyyMMddHHmmssSSS)."""
 
-    def __init__(self, text: str, what: str) -> None:
+    def __init__(self, text: str, what: str, reason: str | None = None) -> None:
         self.text = text
         self.what = what
-        super().__init__(f"{what} {text!r} is not an instant time (yyyyMMddHHmmssSSS, digits only)")
+        super().__init__(f"{what} {text!r} {reason or 'is not an instant time (yyyyMMddHHmmssSSS, digits only)'}")
 
 
 class InvalidStatsTable(HudiBridgeError, ValueError):

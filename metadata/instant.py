@@ -175,6 +175,9 @@ def fold_instant_files(files: list[InstantFile]) -> list[Instant]:
     return instants
 
 
+INSTANT_SECONDS_FORMAT = "%Y%m%d%H%M%S"  # an instant time's first 14 digits; milliseconds follow
+
+
 def check_instant_time(text: str, what: str = "instant time") -> str:
     if not INSTANT_TIME_PATTERN.match(text or ""):
         raise InvalidInstantTime(text, what)
@@ -182,14 +185,33 @@ def check_instant_time(text: str, what: str = "instant time") -> str:
 
 
 def check_begin_instant(text: str, what: str = "begin instant") -> str:
-    """A range's exclusive start: an instant time, or zeros of any length
-    (`0`, `000`: Hudi's "from the start"), which become BEFORE_ALL_INSTANTS."""
+    """A range's exclusive start: an instant time that is a date, or zeros of
+    any length (`0`, `000`: Hudi's "from the start"), which become BEFORE_ALL_INSTANTS."""
     if text and set(text) == {"0"}:
         return BEFORE_ALL_INSTANTS
-    return check_instant_time(text, what)
+    return check_calendar_instant(text, what)
 
 
-INSTANT_SECONDS_FORMAT = "%Y%m%d%H%M%S"  # an instant time's first 14 digits; milliseconds follow
+def check_calendar_instant(text: str, what: str = "instant time") -> str:
+    """An instant time a user gives: its digits must be a date and time
+    (month 13 is no instant), not only the right number of digits."""
+    check_instant_time(text, what)
+    try:
+        datetime.strptime(text[:14], INSTANT_SECONDS_FORMAT)
+    except ValueError:
+        raise InvalidInstantTime(text, what, "is not a date and time (yyyyMMddHHmmssSSS: month 01-12, day of that month, hour 00-23)") from None
+    return text
+
+
+def check_range(begin: str, end: str | None) -> tuple[str, str | None]:
+    """A range (begin, end] a user gives: both instants checked, and an end
+    before the begin is an error, not an empty answer."""
+    begin = check_begin_instant(begin)
+    if end is not None:
+        check_calendar_instant(end, "end instant")
+        if end < begin:
+            raise InvalidInstantTime(end, "end instant", f"is before the begin instant {begin}: the range is empty")
+    return begin, end
 
 
 def instant_epoch_millis(instant_time: str, utc: bool) -> int | None:

@@ -1,7 +1,9 @@
 """The merged rows of file slices: a base file read with pyarrow, a slice
 with log files merged by hudi-rs's file group reader. Partition columns the
-writer left out of the files are added from the path, as strings. And which
-slices differ between two states (what a commit changed)."""
+writer left out of the files are added from the path, as strings. Rows can
+be read through the table's schema (`conform`), as Hudi's readers do after a
+schema evolved. And which slices differ between two states (what a commit
+changed)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from collections.abc import Iterable, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
+from metadata.errors import HudiFormatError
 from metadata.file_group import FileSlice
 from metadata.partition_path import parse_partition_values
 from metadata.storage_options import hudi_rs_options
@@ -22,7 +26,12 @@ def merged_rows(table: HudiTable, piece: FileSlice) -> pa.Table:
         import hudi
 
         reader = hudi.HudiFileGroupReader(table.base_uri, hudi_rs_options(table.base_uri, table.storage.storage_options) or None)
-        rows = pa.Table.from_batches([reader.read_file_slice_from_paths(piece.base_file or "", list(piece.log_files))])
+        try:
+            rows = pa.Table.from_batches([reader.read_file_slice_from_paths(piece.base_file or "", list(piece.log_files))])
+        except Exception as exc:  # hudi-rs raises its own error types; one line naming the slice, not a traceback
+            where = table.storage.display_path(piece.base_file or piece.log_files[0])
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise HudiFormatError(where, f"hudi-rs cannot merge this file slice with its {len(piece.log_files)} log file(s): {reason}") from None
     elif piece.base_file:
         with table.storage.open_random_access(piece.base_file) as handle:
             rows = pq.read_table(handle)
@@ -46,6 +55,36 @@ def changed_slices(before: Iterable[FileSlice], after: Iterable[FileSlice]) -> t
     gone = [s for k, s in sorted(old.items()) if k not in new or new[k].files != s.files]
     came = [s for k, s in sorted(new.items()) if k not in old or old[k].files != s.files]
     return gone, came
+
+
+def table_read_schema(table: HudiTable) -> pa.Schema:
+    """The schema readers give rows in: the table's (latest commit's), meta fields first."""
+    schema = avro_to_arrow_schema(table.avro_schema())
+    meta = [pa.field(name, pa.string()) for name in META_FIELDS if name not in schema.names]
+    return pa.schema(meta + list(schema))
+
+
+def conform(rows: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
+    """Rows as the table's schema reads them: each column cast to its type
+    (Hudi's promotions: int to long, float, double or string, long to double
+    or string, ...), columns added since as nulls, columns dropped since left
+    out. A value the table's type cannot hold is an error naming the file."""
+    present = {name.lower(): name for name in rows.column_names}
+    columns = []
+    for target in schema:
+        name = present.get(target.name.lower())
+        if name is None:
+            columns.append(pa.nulls(rows.num_rows, target.type))
+            continue
+        column = rows.column(name)
+        if column.type != target.type:
+            try:
+                column = column.cast(target.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise HudiFormatError(where, f"column {target.name} holds {column.type}, which the table's {target.type} "
+                                             f"cannot read ({exc})") from None
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def rows_of_slices(table: HudiTable, slices: Iterable[FileSlice], columns: Sequence[str] | None = None) -> pa.Table | None:

@@ -35,6 +35,7 @@ PARTITION = "partition"
 FILE_NAME = "fileName"
 VALUE_COUNT = "valueCount"
 _MIN, _MAX, _NULLS = "_minValue", "_maxValue", "_nullCount"
+NULL_COUNT_SUFFIX = _NULLS
 
 
 TRUNCATED_KEY = b"hudi_bridge.truncated_bounds"  # schema metadata: comma-separated column names

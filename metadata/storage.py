@@ -7,6 +7,7 @@ s3://, hdfs:// and gs:// behave alike, and tests can pass their own
 
 from __future__ import annotations
 
+import logging
 import os
 import posixpath
 import random
@@ -25,7 +26,10 @@ from urllib.parse import unquote
 import pyarrow.fs as pafs
 
 from metadata.errors import HudiError, StorageError, StoredFileNotFound, TransientStorageError, UnsafePathError
-from metadata.storage_options import object_store_filesystem
+from metadata.secrets import redact, user_info_refusal
+from metadata.storage_options import effective_options, object_store_filesystem
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -142,15 +146,22 @@ def _is_transient(text: str) -> bool:
 def retrying(call: Callable[[], T]) -> T:
     """`call()`, again after a TransientStorageError with exponential backoff
     (0.1 s doubling, with jitter), at most RETRY_ATTEMPTS times and within
-    the remote timeout; the last error is the one raised."""
+    the remote timeout (no attempt is started that the time left could not
+    hold: a silent endpoint gives up after one); each retry is said on
+    stderr; the last error is the one raised."""
     deadline = time.monotonic() + _timeout_seconds
     delay = 0.1
     for attempt in range(1, RETRY_ATTEMPTS + 1):
+        started = time.monotonic()
         try:
             return call()
-        except TransientStorageError:
-            if attempt == RETRY_ATTEMPTS or time.monotonic() + delay > deadline:
+        except TransientStorageError as exc:
+            now = time.monotonic()
+            left = deadline - now
+            if attempt == RETRY_ATTEMPTS or left < delay or now - started > left:  # another attempt like this one would overrun
                 raise
+            log.warning("%s; asking again (attempt %d of %d, %.0f s of the %g s timeout left)", exc, attempt + 1, RETRY_ATTEMPTS,
+                        left, _timeout_seconds)
             time.sleep(delay * (0.5 + random.random()))
             delay *= 2
     raise AssertionError("unreachable")
@@ -241,13 +252,17 @@ class Storage:
                 base = path_or_uri
             return cls(filesystem, _normalise_local(base) if "://" not in path_or_uri else base, path_or_uri)
         if "://" in path_or_uri and not path_or_uri.startswith("file://"):
+            refusal = user_info_refusal(path_or_uri)
+            if refusal is not None:
+                raise HudiError(refusal)
             try:
                 fs, base = remote_filesystem(path_or_uri, storage_options=storage_options)
             except StorageError:
                 raise
             except Exception as exc:  # pyarrow raises several types here
-                raise HudiError(f"cannot open storage for {path_or_uri}: {exc}") from exc
-            return cls(fs, base, path_or_uri, storage_options=storage_options)
+                raise HudiError(redact(f"cannot open storage for {path_or_uri}: {exc}")) from exc
+            # The options in force (the CLI's --storage-option included) travel with the storage to whatever opens the table again.
+            return cls(fs, base, path_or_uri, storage_options=effective_options(storage_options))
         local = _normalise_local(hadoop_local_path(path_or_uri))
         # A relative path becomes absolute here, the boundary every API and command passes:
         # engines and hudi-rs are handed the table's location, and a relative one means nothing to them.
@@ -280,11 +295,29 @@ class Storage:
             text = str(exc)
             if "ACCESS_DENIED" in text or "AccessDenied" in text:
                 raise StorageError(f"{self.display_path(relative)}: access denied ({what}); check the keys and the bucket's policy") from exc
+            if "wrong version number" in text or ("SSL" in text and "connect" in text):  # TLS to a plain-HTTP endpoint: never goes away
+                raise StorageError(f"{self.display_path(relative)}: cannot {what}: the TLS handshake failed ({text.splitlines()[0]}); "
+                                   "for a plain-HTTP endpoint give an http:// endpoint (AWS_ENDPOINT_URL=http://...) or "
+                                   "fs.s3a.connection.ssl.enabled=false") from exc
             bucket = re.search(r"Bucket '([^']+)' not found|NoSuchBucket", text)
             if bucket:
                 raise StorageError(f"{self.display_path(relative)}: no bucket {bucket.group(1) or self.uri.split('/')[2]!r} ({what})") from exc
             raise (TransientStorageError if _is_transient(text) else StorageError)(
                 f"{self.display_path(relative)}: cannot {what}: {text}") from exc
+
+    def check_bucket(self) -> None:
+        """On an object store: a StorageError naming the bucket when it does
+        not exist (an object in a missing bucket only reads as not found)."""
+        if not self.is_object_store or "://" not in self.uri:
+            return
+        bucket = self.base_path.split("/", 1)[0]
+        try:
+            missing = self.filesystem.get_file_info(bucket).type == pafs.FileType.NotFound
+        except OSError:
+            return  # not allowed to look: the caller's own error stands
+        if missing:
+            scheme = self.uri.split("://", 1)[0]
+            raise StorageError(f"{scheme}://{bucket}: no such bucket (table {self.uri}); check the name and the endpoint")
 
     def display_path(self, relative: str) -> str:
         """Where a file is, as the user named the table (with its scheme)."""

@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 
 from metadata.errors import StorageError
+from metadata.secrets import remember_secrets
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
 GCS_SCHEMES = ("gs", "gcs")
@@ -56,6 +57,8 @@ _lock = threading.Lock()
 
 def set_default_storage_options(options: Mapping[str, str]) -> None:
     """Options every Storage opened without its own uses (the CLI's --storage-option)."""
+    remember_secrets(options)
+    remember_secrets({k: v for k, v in os.environ.items() if k.startswith(("AWS_", "AZURE_", "GOOGLE_"))})  # read by _pick
     with _lock:
         _defaults.clear()
         _defaults.update({k.lower(): v for k, v in options.items()})
@@ -66,6 +69,7 @@ def effective_options(options: Mapping[str, str] | None) -> dict[str, str]:
     with _lock:
         merged = dict(_defaults)
     merged.update({k.lower(): v for k, v in (options or {}).items()})
+    remember_secrets(merged)
     return merged
 
 
@@ -132,8 +136,9 @@ def s3_filesystem(bucket: str, options: Mapping[str, str], seconds: float) -> pa
             session_token=_pick(options, _S3_NAMES["session_token"], environment=False),
             anonymous=settings.anonymous, region=region, scheme=settings.scheme,
             endpoint_override=settings.endpoint, force_virtual_addressing=settings.virtual_hosted,
-            connect_timeout=seconds, request_timeout=seconds,
-            retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=5),
+            # Two attempts of half the timeout each: a silent endpoint gives up within the timeout, not five times it.
+            connect_timeout=seconds / 2, request_timeout=seconds / 2,
+            retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=2),
         )
     except (ValueError, OSError) as exc:
         raise StorageError(f"s3://{bucket}: cannot configure S3 ({exc})") from None

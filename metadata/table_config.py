@@ -204,7 +204,8 @@ class TableConfig:
             return cls.from_properties(backup, source=storage.full_path(PROPERTIES_BACKUP_PATH))
         if problem is not None:
             raise problem
-        raise PropertiesMissing(f"{path}: no hoodie.properties; {storage.uri} is not a Hudi table")
+        storage.check_bucket()  # on an object store, a missing bucket is named as such
+        raise PropertiesMissing(f"{storage.display_path(PROPERTIES_PATH)}: no hoodie.properties; {storage.uri} is not a Hudi table")
 
     @classmethod
     def from_properties(cls, props: dict[str, str], source: str = PROPERTIES_PATH) -> TableConfig:

@@ -80,7 +80,7 @@ CASES = [
     (["index", "compact", "{t}", "--compact-after", "0"], "Invalid value for '--compact-after'"),
     (["index", "drop", "{t}", "--partitions", "nosuch"], "unknown metadata partition nosuch"),
     (["hive", "list-status", "--set", "mapreduce.input.fileinputformat.inputdir={missing}"], "Input path does not exist"),
-    (["hive", "list-status", "--set", "nokeyvalue"], "'nokeyvalue' is not KEY=VALUE"),
+    (["hive", "list-status", "--set", "nokeyvalue"], "the 1st one is not KEY=VALUE (its text is not shown: it may be a secret)"),
     (["hive", "pull", "--hiveserver2", "127.0.0.1:1", "--source-db", "s", "--source-table", "t", "--target-db", "d",
       "--target-table", "x", "--extract-sql", "{sql}", "--begin", "0", "--table-path", "{t}"], "must be exactly one SELECT statement"),
     (["hive", "pull", "--hiveserver2", "no-such-host.invalid:10000", "--source-db", "s", "--source-table", "t", "--target-db", "d",
@@ -91,6 +91,14 @@ CASES = [
     (["trino", "query", "--server", "http://127.0.0.1:1", "--catalog", "c", "--schema", "s", "--table-path", "{t}", "SELECT * FROM t"],
      "Trino/Presto server http://127.0.0.1:1: cannot connect (connection refused)"),
     (["demo", "--path", "{file}"], "plain.txt exists: the demo builds a new table"),
+    (["plan", "{t}", "--where", "city = sf"], "unknown column 'sf' (line 1, column 8)"),
+    (["table", "files", "{t}", "--partition", "city=nosuch"], "no partition 'city=nosuch' in "),
+    (["incremental", "{t}", "--begin", "20241301000000000"], "'20241301000000000' is not a date and time"),
+    (["incremental", "{t}", "--begin", "20240201000000000", "--end", "20240101000000000"], "is before the begin instant 20240201000000000"),
+    (["changes", "{t}", "--begin", "20240132000000000"], "is not a date and time"),
+    (["pull", "{t}", "--to", "{out}", "--begin", "20240201000000000", "--end", "20240101000000000"], "is before the begin instant"),
+    (["table", "show", "s3://AKIASECRETID789:SUPERSECRET123@lab/t"], "s3://lab: credentials in the URI are not accepted"),
+    (["--storage-option", "region=x", "--storage-option", "SUPERSECRET123", "table", "show", "{t}"], "the 2nd one is not KEY=VALUE"),
 ]
 
 
@@ -172,3 +180,10 @@ def test_a_failed_index_operation_leaves_the_table_byte_for_byte(template: Path,
             assert validate_metadata(str(attempt)).ok, step
         run(MetadataTableWriter(str(attempt)))
         assert validate_metadata(str(attempt)).ok, step
+
+
+def test_debug_keeps_the_exit_code_and_adds_the_traceback(tmp_path: Path) -> None:
+    for args in (["table", "show", str(tmp_path / "missing")], ["plan", str(tmp_path / "missing"), "--where", "x = 1"]):
+        plain, debug = CliRunner().invoke(main, args), CliRunner().invoke(main, ["--debug", *args])
+        assert plain.exit_code == debug.exit_code == 2
+        assert "Traceback (most recent call last)" in debug.stderr and debug.stderr.splitlines()[-1] == plain.stderr.strip()

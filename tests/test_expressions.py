@@ -39,6 +39,7 @@ from expressions import (
     to_sql,
 )
 from expressions.eval_partitions import prune_partitions
+from expressions.functions import StringToNumber
 from expressions.tree import Comparison, Op
 from metadata.stats_table import mark_truncated
 
@@ -162,8 +163,17 @@ def test_impossible_coercion_names_the_literal() -> None:
         bind(parse_sql("trip_date = 'yesterday'", "trino"), SCHEMA)
     with pytest.raises(CoercionError, match=r"literal 3000000000 .* column n .* out of range"):
         bind(parse_sql("n = 3000000000", "trino"), SCHEMA)
-    with pytest.raises(CoercionError, match="city"):
-        bind(parse_sql("city = 5", "spark"), SCHEMA)
+    with pytest.raises(CoercionError, match="city"):  # Trino refuses varchar = integer
+        bind(parse_sql("city = 5", "trino"), SCHEMA)
+
+
+def test_a_number_against_a_string_column_is_a_cast_in_spark_and_hive() -> None:
+    spark, hive = (bind(parse_sql("city = 5", d), SCHEMA) for d in ("spark", "hive"))
+    assert isinstance(spark, Comparison) and spark.ref.functions == (StringToNumber(integral=True),)
+    assert isinstance(hive, Comparison) and hive.ref.functions == (StringToNumber(integral=False),)  # Hive compares as DOUBLE
+    rows = pa.table({"city": ["5", " 5", "5.5", "05", "x", None]})
+    assert evaluate_rows(parse_sql("city = 5", "spark"), rows).to_pylist() == [True, True, True, True, False, False]
+    assert evaluate_rows(parse_sql("city = 5", "hive"), rows).to_pylist() == [True, True, False, True, False, False]
 
 
 def test_coercion_to_column_types() -> None:

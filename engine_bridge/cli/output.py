@@ -12,6 +12,7 @@ import functools
 import json
 import logging
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from metadata import FileSlice, HudiBridgeError
+from metadata.secrets import redact
 
 console = Console(soft_wrap=True)  # a long line is the terminal's to wrap: paths are never broken by us
 OWN_PACKAGES = frozenset({"metadata", "expressions", "listers", "hive_sync", "engine_bridge", "bench"})
@@ -48,12 +50,18 @@ def progress(message: str) -> None:
 def key_values(pairs: Sequence[str], option: str) -> dict[str, str]:
     """`KEY=VALUE` option values as a dict (a usage error names the option)."""
     found = {}
-    for pair in pairs:
+    for number, pair in enumerate(pairs, 1):
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint=option)
+        if not sep or not key.strip():  # its text may be a pasted secret: named by position, never shown
+            raise click.BadParameter(f"the {_ordinal(number)} one is not KEY=VALUE (its text is not shown: it may be a secret)",
+                                     param_hint=option)
         found[key.strip()] = value
     return found
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def strict_requested() -> bool:
@@ -67,10 +75,11 @@ def debug_requested() -> bool:
 
 
 def fail(exc: BaseException) -> None:
-    """Exit with one line naming the problem (re-raised with --debug)."""
+    """Exit with one line naming the problem (after the traceback with
+    --debug; the exit code is the same), secrets masked."""
     if debug_requested():
-        raise exc
-    click.echo(f"error: {exc}", err=True)
+        click.echo(redact("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))).rstrip(), err=True)
+    click.echo(redact(f"error: {exc}"), err=True)
     sys.exit(ERROR_EXIT)
 
 
@@ -87,7 +96,7 @@ class _StderrHandler(logging.Handler):
         return self.level == logging.DEBUG or record.name.split(".", 1)[0] in OWN_PACKAGES
 
     def emit(self, record: logging.LogRecord) -> None:
-        click.echo(self.format(record).replace("WARNING:", "warning:", 1), err=True)
+        click.echo(redact(self.format(record).replace("WARNING:", "warning:", 1)), err=True)
 
 
 def command_output(func: Callable[..., Output]) -> Callable[..., None]:
@@ -107,13 +116,13 @@ def command_output(func: Callable[..., Output]) -> Callable[..., None]:
             raise  # usage errors: click prints them
         except Exception as exc:  # a bug: still one line, the traceback with --debug
             if debug_requested():
-                raise
+                fail(exc)
             fail(RuntimeError(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)"))
             return
         finally:
             root.removeHandler(handler)
         if as_json:
-            click.echo(json.dumps(output.payload, indent=2, default=str))
+            click.echo(redact(json.dumps(output.payload, indent=2, default=str)))
         else:
             output.render()
         if output.exit_code:

@@ -22,17 +22,19 @@ from engine_bridge.cli.output import Output, command_output, console, progress
 def pull(path: str, out: str, output_format: str, begin: str | None, checkpoint: str | None, end: str | None,
          max_commits: int | None, where: str | None) -> Output:
     """Write the rows changed in a range of commits, then advance the checkpoint."""
-    from engine_bridge.spark import register
-    from engine_bridge.spark.pull import check_pull
-    from engine_bridge.spark.pull import pull as run_pull
-    from engine_bridge.spark.session import command_spark_session
+    from engine_bridge.spark.pull import plan_pull, run_pull
 
-    check_pull(out, begin, checkpoint)  # before Spark starts
+    planned = plan_pull(path, out, begin, checkpoint, end, max_commits, progress)  # Spark starts only if there is something to read
+    if planned.nothing_to_pull:
+        result = planned.empty_result()
+    else:
+        from engine_bridge.spark import register
+        from engine_bridge.spark.session import command_spark_session
 
-    progress("starting Spark")
-    with command_spark_session("hudi-bridge-pull") as spark:
-        register(spark)
-        result = run_pull(spark, path, out, begin, checkpoint, end, max_commits, where, output_format, progress)
+        progress("starting Spark")
+        with command_spark_session("hudi-bridge-pull") as spark:
+            register(spark)
+            result = run_pull(spark, planned, where, output_format, progress)
 
     def render() -> None:
         if not result.instants:

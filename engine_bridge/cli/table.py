@@ -9,9 +9,9 @@ from typing import Any
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, json_requested, print_lines, print_table, slice_rows, strict_requested
+from engine_bridge.cli.output import Output, command_output, console, print_lines, print_table, slice_rows, strict_requested
 from metadata import HudiTable
-from metadata.errors import MetadataTableUnavailable
+from metadata.errors import HudiError, MetadataTableUnavailable
 from metadata.storage import describe_requests
 
 AS_OF_HELP = "Instant time (requested time) of the view."
@@ -98,6 +98,12 @@ def table_files(path: str, partition: str | None, as_of: str | None, no_metadata
     """Latest file slices (base file and log files) per file group."""
     t = open_table(path, no_metadata)
     slices = t.file_slices(partition=partition, as_of=as_of)
+    if partition is not None and not slices:
+        known = t.partitions(as_of=as_of)
+        if partition not in known:  # a missing partition is an error, not an empty answer
+            close = difflib.get_close_matches(partition, known, n=3)
+            raise HudiError(f"no partition {partition!r} in {t.base_uri}" + (f" (did you mean {', '.join(map(repr, close))}?)" if close else "")
+                            + f"; `hudi-bridge table partitions {t.base_uri}` lists its {len(known)} partition(s)")
     if explain:
         requests = t.storage.requests.snapshot()
         payload = {"listing": t.listing_note, "warning": t.listing.warning, "requests": requests, "files": [s.to_dict() for s in slices]}
@@ -108,16 +114,7 @@ def table_files(path: str, partition: str | None, as_of: str | None, no_metadata
             print_table("File slices", slice_rows(slices))
 
         return Output(payload, render)
-    empty = "none"
-    if partition is not None and not slices:
-        known = t.partitions(as_of=as_of)
-        if partition not in known:
-            close = difflib.get_close_matches(partition, known, n=3)
-            empty = (f"no partition {partition!r} in this table" + (f" (did you mean {', '.join(map(repr, close))}?)" if close else "")
-                     + f"; `hudi-bridge table partitions {t.base_uri}` lists its {len(known)} partition(s)")
-            if json_requested():  # the human form says it in place of the table
-                log.warning("%s", empty)
-    return Output([s.to_dict() for s in slices], lambda: print_table(f"File slices ({t.listing_note})", slice_rows(slices), empty))
+    return Output([s.to_dict() for s in slices], lambda: print_table(f"File slices ({t.listing_note})", slice_rows(slices)))
 
 
 @table.command("validate")
@@ -138,5 +135,13 @@ def table_validate(path: str, no_stats: bool) -> Output:
         f"column_stats of {report.stats_files_checked} base file(s) checked against their footers"
     if report.bloom_files_checked:
         checked += f"; bloom_filters of {report.bloom_files_checked} base file(s) equal their footers' filters"
-    lines = report.differences() or [f"metadata table and storage agree; {checked}"]
+    lines = []
+    if report.behind:  # said first: a sync fixes what it explains, unlike damage
+        lines.append(f"metadata table is behind the timeline: {len(report.behind)} completed instant(s) not in it "
+                     f"({report.behind[0]} first); `hudi-bridge index sync {table.base_uri}` brings it up to date")
+        lines += [f"behind: {d}" for d in report.behind_differences]
+        lines += [f"different (not explained by the instants behind): {d}" for d in report.differences()]
+    else:
+        lines += report.differences() or [f"metadata table and storage agree; {checked}"]
+    lines += [f"note: {n}" for n in report.notes]
     return Output(report.to_dict(), lambda: print_lines(lines), exit_code=0 if report.ok else 1)

@@ -99,6 +99,8 @@ def read(spark: Any, path: str, where: str | None = None, query_type: str = "sna
     `storage_options` reach an object store (the driver's and the executors');
     `incremental_format="cdc"` (with query_type="incremental") reads the
     change feed: op, ts_ms, before, after."""
+    if storage_options is None and table is not None:  # the options the table was opened with reach the executors too
+        storage_options = table.storage.storage_options
     raw = {PATH: path, QUERY_TYPE: query_type, **options}
     raw.update({f"{STORAGE_PREFIX}{k}": v for k, v in (storage_options or {}).items()})
     raw.update({k: v for k, v in ((BEGIN, begin), (END, end), (AS_OF, as_of), (INCREMENTAL_FORMAT, incremental_format)) if v})

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from engine_bridge.spark.fast_read import read
-from listers.incremental import incremental, range_key
+from listers.incremental import IncrementalPlan, incremental, range_key
 from metadata import HudiTable
 from metadata.errors import HudiBridgeError
-from metadata.instant import BEFORE_ALL_INSTANTS, check_begin_instant, check_instant_time
+from metadata.instant import BEFORE_ALL_INSTANTS, check_begin_instant, check_instant_time, check_range
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +91,35 @@ def check_pull(out: str, begin: str | None, checkpoint: str | None) -> tuple[str
     return start, out
 
 
+@dataclass(frozen=True)
+class PullPlan:
+    """What a pull will read, planned before any Spark session starts."""
+
+    table: HudiTable
+    start: str
+    out: str
+    end: str | None
+    checkpoint: str | None
+    planned: IncrementalPlan
+
+    @property
+    def nothing_to_pull(self) -> bool:
+        return not self.planned.instants
+
+    def empty_result(self) -> PullResult:
+        return PullResult(self.table.base_uri, self.start, self.end, [], 0, None, self.checkpoint)
+
+
+def plan_pull(path: str, out: str, begin: str | None = None, checkpoint: str | None = None, end: str | None = None,
+              max_commits: int | None = None, progress: Callable[[str], None] = log.info) -> PullPlan:
+    """Check the arguments and plan (begin, end] (begin from the checkpoint when it exists)."""
+    start, out = check_pull(out, begin, checkpoint)
+    start, end = check_range(start, end)  # before any progress is said
+    table = HudiTable.open(path)
+    progress(f"planning ({start}, {end or 'latest'}] on {table.base_uri}")
+    return PullPlan(table, start, out, end, checkpoint, incremental(table, start, end, max_commits))
+
+
 def pull(
     spark: Any,
     path: str,
@@ -106,14 +135,17 @@ def pull(
 ) -> PullResult:
     """Pull (begin, end] (begin from the checkpoint when it exists) into a new
     range folder under `out`, then move the checkpoint to the range's end."""
-    start, out = check_pull(out, begin, checkpoint)
-    table = HudiTable.open(path)
+    planned = plan_pull(path, out, begin, checkpoint, end, max_commits, progress)
+    return run_pull(spark, planned, where, output_format, progress, fault)
+
+
+def run_pull(spark: Any, plan: PullPlan, where: str | None = None, output_format: str = "parquet",
+             progress: Callable[[str], None] = log.info, fault: Callable[[str], None] = lambda step: None) -> PullResult:
+    """Write a planned pull's rows into a new range folder, then move the checkpoint."""
+    if plan.nothing_to_pull:
+        return plan.empty_result()
+    table, start, out, planned = plan.table, plan.start, plan.out, plan.planned
     path = table.base_uri  # absolute from here on: Spark's workers and hudi-rs are handed it
-    progress(f"planning ({start}, {end or 'latest'}] on {path}")
-    planned = incremental(table, start, end, max_commits)
-    if not planned.instants:
-        progress("nothing new to pull")
-        return PullResult(path, start, end, [], 0, None, checkpoint)
     last = range_key(table, planned.instants[-1])
     instants = [i.requested_time for i in planned.instants]
     progress(f"{len(instants)} instant(s), {len(planned.files)} file slice(s) in {len(planned.partitions)} partition(s)")
@@ -138,7 +170,6 @@ def pull(
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     fault("after rename")
-    if checkpoint:
-        write_checkpoint(checkpoint, last, path, str(final))
-        progress(f"checkpoint {checkpoint} at {last}")
-    return PullResult(path, start, last, instants, rows, str(final), checkpoint)
+    if plan.checkpoint:
+        write_checkpoint(plan.checkpoint, last, path, str(final))
+    return PullResult(path, start, last, instants, rows, str(final), plan.checkpoint)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import getpass
 import logging
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 def local_spark_session(metastore_uri: str | None = None, warehouse: str | None = None, app_name: str = "hudi-bridge",
@@ -56,11 +60,17 @@ def _stderr_to(path: str | None) -> Iterator[None]:
 
 
 def command_log_path() -> str | None:
-    """Where a command's Spark writes its JVM output: a file in the temporary
-    folder, or the terminal when debug logging is on (--debug)."""
+    """Where a command's Spark writes its JVM output: a file of this run's own
+    in the temporary folder (user, time and process in its name), or the
+    terminal when debug logging is on (--debug)."""
     if logging.getLogger().isEnabledFor(logging.DEBUG):
         return None
-    return os.path.join(tempfile.gettempdir(), "hudi-bridge-spark.log")
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        user = str(os.getuid())
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return os.path.join(tempfile.gettempdir(), f"hudi-bridge-spark-{user}-{stamp}-{os.getpid()}.log")
 
 
 @contextmanager
@@ -71,9 +81,14 @@ def command_spark_session(app_name: str, cores: int = 2) -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
-    session = active or local_spark_session(app_name=app_name, cores=cores, java_log=command_log_path())
+    java_log = None if active else command_log_path()
+    session = active or local_spark_session(app_name=app_name, cores=cores, java_log=java_log)
     try:
         yield session
+    except BaseException:
+        if java_log is not None:
+            log.warning("Spark's own output for this run is in %s", java_log)
+        raise
     finally:
         if active is None:
             session.stop()

@@ -1,6 +1,6 @@
 """Order-preserving functions of a column (see `base`)."""
 
-from expressions.functions.arithmetic import Add, Divide, Multiply, RoundingCast
+from expressions.functions.arithmetic import Add, Divide, Multiply, RoundingCast, StringToNumber
 from expressions.functions.base import (
     Function,
     all_total,
@@ -17,6 +17,6 @@ from expressions.functions.zones import SessionZone
 from metadata.datetime_pattern import Pattern, Unit, parse_pattern
 
 __all__ = [
-    "Add", "ChangeCase", "DateFormat", "DatePart", "Divide", "Function", "Multiply", "ParseTime", "Pattern", "RoundingCast", "SecondsToTimestamp",
+    "Add", "ChangeCase", "DateFormat", "DatePart", "Divide", "Function", "Multiply", "ParseTime", "Pattern", "RoundingCast", "SecondsToTimestamp", "StringToNumber",
     "Length", "SessionZone", "Substring", "ToDate", "Trim", "ToTimestamp", "Unit", "UnixSeconds", "all_total", "all_total_within_image", "apply_all", "image_all", "image_all_arrays", "parse_pattern", "result_type", "to_sql",
 ]

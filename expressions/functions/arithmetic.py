@@ -10,6 +10,7 @@ arithmetic (`c * 1.5`) and double arithmetic both stay inside the bounds.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
@@ -280,3 +281,42 @@ class RoundingCast(Function):
 
     def sql(self, inner: str) -> str:
         return f"CAST({inner} AS {'DOUBLE' if self.bits == 64 else 'FLOAT'})"
+
+
+_NUMBER_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)")
+
+
+@dataclass(frozen=True)
+class StringToNumber(Function):
+    """A string column compared with a number: Spark casts the text to the
+    number's type (BIGINT, dropping a fraction, or DOUBLE); text that is no
+    number is NULL. Text order is not number order ('10' < '9'), so a string
+    column's bounds give no image and the file stays."""
+
+    integral: bool  # BIGINT, else DOUBLE
+
+    def total_on(self, source: pa.DataType) -> bool:
+        return False
+
+    def result_type(self, source: pa.DataType) -> pa.DataType | None:
+        if not (pa.types.is_string(source) or pa.types.is_large_string(source)):
+            return None
+        return pa.int64() if self.integral else pa.float64()
+
+    def apply(self, value: Any, source: pa.DataType) -> Any:
+        text = str(value).strip()
+        if self.integral:
+            if not _NUMBER_TEXT.fullmatch(text):
+                return None
+            number = int(Decimal(text))
+            return number if -(2**63) <= number < 2**63 else None
+        try:
+            return float(text)
+        except ValueError:
+            return None
+
+    def image(self, low: Any, high: Any, source: pa.DataType) -> tuple[Any, Any] | None:
+        return None
+
+    def sql(self, inner: str) -> str:
+        return f"CAST({inner} AS {'BIGINT' if self.integral else 'DOUBLE'})"

@@ -25,6 +25,7 @@ from expressions import BoundPredicate
 from listers.directory_lister import DirectoryLister
 from listers.index_support.keys import pinned_record_keys
 from metadata import FileSlice, HudiTable, MetadataTable, MetadataTableUnavailable
+from metadata.record_key import RecordKeyRule
 from metadata.stats_table import PARTITION
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ class PlanContext:
     @cached_property
     def record_keys(self) -> set[str] | None:
         """The record keys the predicate pins, or None (`keys.pinned_record_keys`)."""
-        keys, note = pinned_record_keys(self.predicate, self.table.config.record_key_fields)
+        keys, note = pinned_record_keys(self.predicate, RecordKeyRule.of(self.table.config))
         if note:
             self.not_used.append(note)
         return keys

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
@@ -110,11 +110,20 @@ def merge_ranges(a: ColumnRange | None, b: ColumnRange) -> ColumnRange:
 
 
 def roll_up(ranges: Iterable[ColumnRange], file_name: str) -> dict[str, ColumnRange]:
-    """Column -> one range over all of them (partition_stats, row groups)."""
+    """Column -> one range over all of them (partition_stats, row groups).
+    Files written before a column's type changed hold bounds of the old type:
+    bounds that do not compare leave the column without bounds for good (the
+    partition is never pruned on it), never one type's bounds alone."""
     out: dict[str, ColumnRange] = {}
+    unbounded: set[str] = set()
     for r in ranges:
-        merged = merge_ranges(out.get(r.column), r)
-        out[r.column] = ColumnRange(file_name, merged.column, merged.dtype, merged.min_value, merged.max_value,
+        try:
+            merged = merge_ranges(out.get(r.column), r)
+        except TypeError:
+            unbounded.add(r.column)
+            merged = merge_ranges(replace(out[r.column], min_value=None, max_value=None), replace(r, min_value=None, max_value=None))
+        low, high = (None, None) if r.column in unbounded else (merged.min_value, merged.max_value)
+        out[r.column] = ColumnRange(file_name, merged.column, merged.dtype, low, high,
                                     merged.null_count, merged.value_count, merged.total_size, merged.total_uncompressed_size)
     return out
 

@@ -218,11 +218,3 @@ def index_definitions(storage: Storage, raw_config: Mapping[str, str]) -> dict[s
         raise HudiFormatError(storage.full_path(path), f"index definitions are not JSON ({exc})") from None
     definitions = data.get("indexDefinitions", {}) if isinstance(data, dict) else {}
     return definitions if isinstance(definitions, dict) else {}
-
-
-def record_key_text(fields: tuple[str, ...], values: tuple[str, ...]) -> str:
-    """A record key as Hudi's key generators write it: a single field's value,
-    or `f1:v1,f2:v2` for composite keys (ComplexKeyGenerator)."""
-    if len(fields) == 1:
-        return values[0]
-    return ",".join(f"{f}:{v}" for f, v in zip(fields, values))

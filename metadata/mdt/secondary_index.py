@@ -22,8 +22,8 @@ from metadata.errors import IndexWriteError
 from metadata.file_group import FileSlice
 from metadata.mdt.file_groups import SecondaryIndexPartition
 from metadata.mdt.indexes import escape_secondary_key, index_text
-from metadata.mdt.record_keys import RECORD_KEY_FIELD
 from metadata.mdt.record_schema import secondary_index_record
+from metadata.record_key import RECORD_KEY_FIELD, RecordKeyError, RecordKeyRule
 from metadata.slice_rows import rows_of_slices
 from metadata.table import HudiTable
 
@@ -57,10 +57,16 @@ def check_indexable(column: str, dtype: pa.DataType | None) -> None:
 
 def entries(table: HudiTable, slices: Iterable[FileSlice], column: str) -> set[tuple[str | None, str]]:
     """(value text, record key) of the merged rows of these slices."""
-    rows = rows_of_slices(table, slices, [RECORD_KEY_FIELD, column])
+    rule = RecordKeyRule.of(table.config)
+    key_columns = list(rule.fields) if rule.virtual else [RECORD_KEY_FIELD]
+    rows = rows_of_slices(table, slices, list(dict.fromkeys([*key_columns, column])))
     if rows is None:
         return set()
-    return {(value_text(v), k) for k, v in zip(rows.column(RECORD_KEY_FIELD).to_pylist(), rows.column(column).to_pylist())}
+    try:
+        keys = rule.keys_of(rows, table.base_uri).to_pylist()
+    except RecordKeyError as exc:
+        raise IndexWriteError(str(exc)) from None
+    return {(value_text(v), k) for k, v in zip(keys, rows.column(column).to_pylist())}
 
 
 def records_of(changes: Iterable[tuple[str | None, str, bool]]) -> Iterator[tuple[str, dict[str, Any]]]:

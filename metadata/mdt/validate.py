@@ -8,8 +8,12 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from metadata.errors import MissingFileError
 from metadata.file_naming import BaseFileName, LogFileName, classify
+from metadata.instant import Action
 from metadata.listing import StorageListing
 from metadata.mdt import keys
 from metadata.mdt.bloom_filters import footer_filters, stored_bloom_filters
@@ -37,10 +41,15 @@ class ValidationReport:
     bloom_differences: list[str] = field(default_factory=list)
     stats_files_checked: int = field(default=0, compare=False)
     bloom_files_checked: int = field(default=0, compare=False)
+    notes: list[str] = field(default_factory=list, compare=False)  # what was found right, and said
+    # Completed data instants the metadata table does not hold yet, and the differences they explain (a sync fixes them).
+    behind: list[str] = field(default_factory=list)
+    behind_differences: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not any(v for k, v in vars(self).items() if not k.endswith("_files_checked"))
+        return not any(v for k, v in vars(self).items() if not k.endswith("_files_checked") and k != "notes")
+
 
     def differences(self) -> list[str]:
         lines = [f"partition {p!r} only in the metadata table" for p in self.partitions_only_in_metadata]
@@ -51,8 +60,36 @@ class ValidationReport:
         return lines + self.slice_differences + self.stats_differences + self.bloom_differences
 
     def to_dict(self) -> dict[str, object]:
-        return {"ok": self.ok, "differences": self.differences(), "stats_files_checked": self.stats_files_checked,
-                "bloom_files_checked": self.bloom_files_checked}
+        return {"ok": self.ok, "behind": list(self.behind), "behind_differences": list(self.behind_differences),
+                "differences": self.differences(), "stats_files_checked": self.stats_files_checked,
+                "bloom_files_checked": self.bloom_files_checked, "notes": list(self.notes)}
+
+    def set_aside_behind(self, instants: list[str], written: set[str], groups: set[str], deletes_files: bool) -> None:
+        """Move the differences the unsynced instants explain (files they wrote,
+        slices of file groups they wrote; files they removed, when one of them
+        removes files) to `behind_differences`."""
+        self.behind = instants
+        if not instants:
+            return
+        for partition in list(self.partitions_only_in_storage):
+            self.partitions_only_in_storage.remove(partition)
+            self.behind_differences.append(f"partition {partition!r} only in storage")
+        for partition, names in list(self.files_only_in_storage.items()):
+            explained = [n for n in names if n in written]
+            self.behind_differences += [f"{partition}/{n}: only in storage" for n in explained]
+            rest = [n for n in names if n not in written]
+            if rest:
+                self.files_only_in_storage[partition] = rest
+            else:
+                del self.files_only_in_storage[partition]
+        explained_slices = [d for d in self.slice_differences if any(f"/{group}:" in d for group in groups)]
+        self.behind_differences += explained_slices
+        self.slice_differences = [d for d in self.slice_differences if d not in explained_slices]
+        if deletes_files:
+            for partition, names in self.files_only_in_metadata.items():
+                self.behind_differences += [f"{partition}/{n}: only in the metadata table" for n in names]
+            self.behind_differences += [f"partition {p!r} only in the metadata table" for p in self.partitions_only_in_metadata]
+            self.files_only_in_metadata, self.partitions_only_in_metadata = {}, []
 
 
 def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
@@ -67,6 +104,7 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
     mdt = MetadataTable.open(table)
     storage = StorageListing(table.storage)
     report = ValidationReport()
+    behind = mdt.reader.unsynced_data_instants()
     from_mdt, from_storage = set(mdt.partitions()), set(storage.partitions())
     report.partitions_only_in_metadata = sorted(from_mdt - from_storage)
     report.partitions_only_in_storage = sorted(p for p in from_storage - from_mdt if committed_files(table, storage.files_for([p])[p]))
@@ -107,6 +145,10 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
             report.slice_differences.append(
                 f"latest slice of {key[0]!r}/{key[1]}: metadata table {via_mdt.get(key)} vs storage {via_storage.get(key)}"
             )
+    stats = [stat for i in behind if i.action.writes_data for stat in table.timeline.commit_metadata(i).write_stats()]
+    removes = any(i.action in (Action.CLEAN, Action.ROLLBACK, Action.RESTORE, Action.REPLACE_COMMIT) for i in behind)
+    report.set_aside_behind([i.requested_time for i in behind], {(s.path or "").rsplit("/", 1)[-1] for s in stats},
+                            {s.file_id for s in stats}, removes)
     return report
 
 
@@ -135,7 +177,10 @@ def _check_column_stats(table: HudiTable, mdt: MetadataTable, listed: dict[str, 
                   for p, names in listed.items() for name in names if name.endswith(extension) and not name.startswith(".")}
     for (p, name) in sorted(base_files):
         if (p, name) not in held:
-            report.stats_differences.append(f"{base_files[p, name]}: no column_stats record (indexed: {', '.join(columns)})")
+            if _row_count(table, base_files[p, name]) == 0:  # Hudi writes no column_stats for a file without rows
+                report.notes.append(f"{base_files[p, name]}: no column_stats record, and none is needed: the file holds no rows")
+            else:
+                report.stats_differences.append(f"{base_files[p, name]}: no column_stats record (indexed: {', '.join(columns)})")
     for (p, name) in sorted(held):
         if name not in in_files_partition.get(p, set()):
             report.stats_differences.append(f"{p}/{name}: live column_stats of a file the files partition does not list")
@@ -150,6 +195,15 @@ def _check_column_stats(table: HudiTable, mdt: MetadataTable, listed: dict[str, 
         footer = by_file.get(name, {})
         for column, stats in sorted(held[p, name].items()):
             report.stats_differences.extend(_stat_differences(base_files[p, name], column, stats, footer.get(column)))
+
+
+def _row_count(table: HudiTable, relative: str) -> int | None:
+    """A base file's row count from its footer (None: it does not read)."""
+    try:
+        with table.storage.open_random_access(relative) as handle:
+            return int(pq.ParquetFile(handle).metadata.num_rows)
+    except (OSError, pa.ArrowInvalid):
+        return None
 
 
 def _check_bloom_filters(table: HudiTable, mdt: MetadataTable, listed: dict[str, set[str]], extension: str,

@@ -44,8 +44,8 @@ from metadata.log_format import (
     encode_block,
     encode_delete_records,
 )
-from metadata.mdt.indexes import record_key_text
 from metadata.partition_path import format_partition_path
+from metadata.record_key import RecordKeyError, RecordKeyRule
 from metadata.sample_tables.mdt_files import FilesPartitionWriter
 from metadata.storage import Storage, join
 from metadata.table_config import TableConfig, TableType
@@ -104,6 +104,7 @@ class TableBuilder:
         timestamp_input_format: str = "yyyy-MM-dd'T'HH:mm:ss.SSSZ",
         bloom_filter_entries: int | None = 1000,
         cdc_mode: CdcMode | None = None,
+        populate_meta_fields: bool = True,
     ) -> None:
         """`key_generator` "TIMESTAMP" writes the one partition field (epoch
         milliseconds or `timestamp_type`, or text in `timestamp_input_format`)
@@ -115,11 +116,16 @@ class TableBuilder:
         `cdc_mode` writes change-data logs (hoodie.table.cdc.enabled) in that
         supplemental logging mode beside each base file a write rewrites, as
         Hudi's merge handle does (a new file group's inserts get none: readers
-        infer them)."""
+        infer them).
+        `populate_meta_fields=False` writes a table with virtual keys
+        (hoodie.populate.meta.fields=false): the five meta columns are in every
+        file but null, and readers compute record keys with the key generator."""
         if version not in (6, 8):
             raise ValueError(f"the builder writes table versions 6 and 8, not {version}")
         if metadata_table and version < 8:
             raise ValueError("the builder writes metadata tables for table version 8 only")
+        if not populate_meta_fields and cdc_mode is not None:
+            raise ValueError("change-data logs need the meta fields; Hudi refuses CDC on a table without them")
         if table_type not in tuple(TableType):
             raise ValueError(f"table_type must be COPY_ON_WRITE or MERGE_ON_READ, not {table_type!r}")
         self.storage = Storage.open(base_path, filesystem)
@@ -160,6 +166,7 @@ class TableBuilder:
         self.metadata_table = metadata_table
         self.bloom_filter_entries = bloom_filter_entries
         self.cdc_mode = cdc_mode
+        self.populate_meta_fields = populate_meta_fields
         self._write_properties()
         self._mdt = FilesPartitionWriter(self.storage, name, self.next_instant_time) if metadata_table else None
         self._mdt_partitions: set[str] = set()
@@ -208,7 +215,7 @@ class TableBuilder:
             record_key_fields=self.record_key, partition_fields=self.partition_fields,
             precombine_field=self.precombine_field, hive_style_partitioning=self.hive_style,
             url_encode_partitioning=self.url_encode, metadata_partitions=("files",) if self.metadata_table else (),
-            extra=extra,
+            populate_meta_fields=self.populate_meta_fields, extra=extra,
         )
         self.config.write(self.storage)
 
@@ -219,11 +226,39 @@ class TableBuilder:
             if new_field.name in self.schema.names:
                 raise ValueError(f"column {new_field.name!r} already exists")
         self.schema = pa.schema(list(self.schema) + list(fields))
-        self.full_schema = with_meta_fields(self.schema)
-        self.avro_schema = arrow_to_avro_schema(self.full_schema, f"{self.name}_record", f"hoodie.{self.name}")
+        self._schema_changed()
         for group in self._groups.values():
             for new in fields:
                 group.rows = group.rows.append_column(new, pa.nulls(group.rows.num_rows, new.type))
+
+    def evolve_column(self, name: str, new_type: pa.DataType) -> None:
+        """Change a column's type (Hudi's promotions: int to long, float,
+        double or string; long to double or string; ...): later commits
+        record the new schema and the files they write store the new type;
+        files already written keep the old one."""
+        index = self.schema.get_field_index(name)
+        if index < 0:
+            raise ValueError(f"no column {name!r}")
+        self.schema = self.schema.set(index, pa.field(name, new_type))
+        self._schema_changed()
+        for group in self._groups.values():
+            column = group.rows.column(name)
+            group.rows = group.rows.set_column(group.rows.schema.get_field_index(name), name, column.cast(new_type))
+
+    def drop_columns(self, *names: str) -> None:
+        """Drop columns: later commits neither record nor write them; files
+        already written keep them (readers of the table schema ignore them)."""
+        for name in names:
+            if name not in self.schema.names or name in self.record_key + self.partition_fields:
+                raise ValueError(f"column {name!r} cannot be dropped (absent, a key or a partition field)")
+        self.schema = pa.schema([f for f in self.schema if f.name not in names])
+        self._schema_changed()
+        for group in self._groups.values():
+            group.rows = group.rows.drop_columns(list(names))
+
+    def _schema_changed(self) -> None:
+        self.full_schema = with_meta_fields(self.schema)
+        self.avro_schema = arrow_to_avro_schema(self.full_schema, f"{self.name}_record", f"hoodie.{self.name}")
 
     # Timeline files --------------------------------------------------------------
     def _write_pending(self, ts: str, action: Action, requested: bytes = b"") -> None:
@@ -255,13 +290,18 @@ class TableBuilder:
         return table.select(self.schema.names).cast(self.schema)
 
     def record_keys(self, table: pa.Table) -> list[str]:
-        if len(self.record_key) == 1:
-            values = table.column(self.record_key[0]).to_pylist()
-            if None in values:
-                raise ValueError(f"record key field {self.record_key[0]!r} is null in a row; Hudi refuses such rows")
-            return [str(v) for v in values]
-        columns = [table.column(f).to_pylist() for f in self.record_key]
-        return [record_key_text(self.record_key, tuple(str(v) for v in values)) for values in zip(*columns)]
+        """The rows' record keys as the table's key generator writes them."""
+        for name in self.record_key:
+            if table.column(name).null_count == table.num_rows and table.num_rows:
+                raise ValueError(f"record key field {name!r} is null in a row; Hudi refuses such rows")
+        rule = RecordKeyRule.of(self.config)
+        try:
+            return rule.computed(table, self.name).to_pylist()
+        except RecordKeyError:  # other key types: their text as Python prints it (meta fields carry it)
+            if rule.virtual:
+                raise
+            columns = [table.column(f).to_pylist() for f in self.record_key]
+            return [rule.texts(tuple(str(v) for v in values))[0] for values in zip(*columns)]
 
     def partition_of_rows(self, table: pa.Table) -> list[str]:
         if not self.partition_fields:
@@ -328,9 +368,18 @@ class TableBuilder:
                   b"hoodie_min_record_key": min(keys).encode(), b"hoodie_max_record_key": max(keys).encode()}
         return table.replace_schema_metadata(footer)
 
+    def _stored(self, table: pa.Table) -> pa.Table:
+        """Rows as the files hold them: without meta fields (virtual keys) the
+        meta columns are there, all null."""
+        if self.populate_meta_fields:
+            return table
+        for name in META_FIELDS:
+            table = table.set_column(table.schema.get_field_index(name), name, pa.nulls(table.num_rows, pa.string()))
+        return table
+
     def _write_parquet(self, partition: str, name: str, table: pa.Table) -> int:
         buf = io.BytesIO()
-        pq.write_table(self._with_footer(table), buf, compression="snappy")
+        pq.write_table(self._stored(self._with_footer(table)), buf, compression="snappy")
         data = buf.getvalue()
         self.storage.write_bytes(join(partition, name), data)
         return len(data)
@@ -375,7 +424,8 @@ class TableBuilder:
         self._write_pending(ts, action)
         table = self._as_table(rows)
         buf = io.BytesIO()
-        pq.write_table(self._with_footer(self._with_meta(table, ts, self.record_keys(table), "", "copy.parquet")), buf, compression="snappy")
+        pq.write_table(self._stored(self._with_footer(self._with_meta(table, ts, self.record_keys(table), "", "copy.parquet"))), buf,
+                       compression="snappy")
         data = buf.getvalue()
         for partition, count in files_per_partition.items():
             self._ensure_partition(partition, ts)
@@ -422,7 +472,7 @@ class TableBuilder:
             keep = pc.invert(pc.is_in(group.rows.column("_hoodie_record_key"), pa.array(hit_keys)))
             merged = pa.concat_tables([group.rows.filter(keep), updated])
             if self.is_mor:
-                records = updated.to_pylist()
+                records = self._stored(updated).to_pylist()
                 block = LogBlock(
                     BlockType.AVRO_DATA,
                     {HeaderKey.INSTANT_TIME: ts, HeaderKey.SCHEMA: json.dumps(self.avro_schema)},

@@ -78,6 +78,7 @@ from metadata.mdt.write.hfile_writer import HFileWriter
 from metadata.mdt.write.routed_cells import ColumnStatsCells, RoutedCell, ranges_only, routed
 from metadata.mdt.write.writer_lock import WriterLock
 from metadata.partition_path import from_metadata_partition, to_metadata_partition
+from metadata.record_key import RecordKeyRule
 from metadata.slice_rows import changed_slices
 from metadata.storage import join
 from metadata.stored_table import TableParts
@@ -780,7 +781,8 @@ class MetadataTableWriter:
                         targets.append((join(partition, name), partition, parsed.file_id, ts))
         if change.rekeyed_partitions:
             targets += _key_targets(latest_slices_from_storage(self.data, ts, sorted(change.rekeyed_partitions)))
-        found = keys_of_files(self.storage, targets, blocks_counting(ts if change.keyed else None, _completed(self.data)))
+        found = keys_of_files(self.storage, targets, blocks_counting(ts if change.keyed else None, _completed(self.data)),
+                              RecordKeyRule.of(self.data.config))
         return dict(record_index_entries(found, timeline_is_utc(self.data.config)))
 
     def _log_name(self, mdt: TableParts, partition: MetadataPartition, fg: str, ts: str) -> str:
@@ -1159,7 +1161,8 @@ class _Snapshot:
         if self._keys is None:
             targets = _key_targets(latest_slices_from_storage(self.data, self.built_through)) if self.built_through else []
             self.progress(f"reading the record keys of {len(targets)} files")
-            self._keys = keys_of_files(self.data.storage, targets, blocks_counting(None, _completed(self.data)))
+            self._keys = keys_of_files(self.data.storage, targets, blocks_counting(None, _completed(self.data)),
+                                       RecordKeyRule.of(self.data.config))
         return self._keys
 
     def key_count(self) -> int:
