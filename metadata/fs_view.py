@@ -112,6 +112,9 @@ class FileSystemView:
                 self._replaced |= meta.replaced_file_groups()
             elif instant.action is Action.CLEAN:
                 self._deleted_partitions |= timeline.clean_metadata(instant).deleted_partitions()
+            if self._deleted_partitions and instant.action.writes_data and not timeline.is_empty(instant):
+                # A partition a clean removed whole is back once a later commit writes into it again.
+                self._deleted_partitions -= {s.partition_path for s in timeline.commit_metadata(instant).write_stats()}
         self._groups_cache: dict[str, list[FileGroup]] = {}
         self._latest_slices: dict[str, list[FileSlice]] = {}
         self._newest_bases: dict[str, dict[str, tuple[Instant, str]]] | None = None

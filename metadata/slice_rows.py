@@ -7,7 +7,9 @@ changed)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,12 +22,24 @@ from metadata.storage_options import hudi_rs_options
 from metadata.table import HudiTable
 
 
+@functools.lru_cache(maxsize=8)
+def file_group_reader(base_uri: str, options: tuple[tuple[str, str], ...], latest_instant: str) -> Any:
+    """hudi-rs's file group reader, made from its table so that it reads with
+    the table's latest schema: a column added after a base file was written
+    then comes from the log records that have it (hudi-rs's bare
+    HudiFileGroupReader reads the base file's columns only). Cached per table
+    state (`latest_instant`)."""
+    import hudi
+
+    return hudi.HudiTable(base_uri, dict(options) or None).create_file_group_reader_with_options()
+
+
 def merged_rows(table: HudiTable, piece: FileSlice) -> pa.Table:
     """The merged rows of one file slice."""
     if piece.log_files:
-        import hudi
-
-        reader = hudi.HudiFileGroupReader(table.base_uri, hudi_rs_options(table.base_uri, table.storage.storage_options) or None)
+        latest = table.timeline.latest_completed()
+        reader = file_group_reader(table.base_uri, tuple(sorted(hudi_rs_options(table.base_uri, table.storage.storage_options).items())),
+                                   latest.requested_time if latest else "")
         try:
             rows = pa.Table.from_batches([reader.read_file_slice_from_paths(piece.base_file or "", list(piece.log_files))])
         except Exception as exc:  # hudi-rs raises its own error types; one line naming the slice, not a traceback

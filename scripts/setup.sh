@@ -11,6 +11,19 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".${extras}"
 if [ -n "$extras" ]; then
+    # Apache Hudi itself, the tests' table factory and oracle (tests/hudi_oracle): its Spark bundle from Maven Central
+    # (about 105 MB, into ~/.m2) and PySpark 3.5 in a virtualenv of its own (about 320 MB), apart from the project's PySpark 4.
+    HUDI_VERSION=1.0.2  # as tests/hudi_oracle/__init__.py names it
+    if command -v mvn >/dev/null; then
+        mvn -q dependency:get -Dartifact="org.apache.hudi:hudi-spark3.5-bundle_2.12:${HUDI_VERSION}" -Dtransitive=false >/dev/null \
+            || echo "setup: Maven could not fetch Hudi's Spark bundle; the Hudi conformance tests cannot run" >&2
+    else
+        echo "setup: no mvn; the Hudi conformance tests need Hudi's Spark bundle from Maven Central" >&2
+    fi
+    if [ ! -x .cache/hudi-spark/venv/bin/python ]; then
+        "$PYTHON" -m venv .cache/hudi-spark/venv
+    fi
+    .cache/hudi-spark/venv/bin/python -m pip install --quiet "pyspark==3.5.7"
     # Azurite (Azure Storage's emulator, from the npm registry) for the Azure tests; without npm they are skipped.
     if command -v npm >/dev/null && [ ! -x .cache/azurite/node_modules/.bin/azurite-blob ]; then
         npm install --silent --no-audit --no-fund --prefix .cache/azurite azurite@3 >/dev/null 2>&1 \

@@ -39,6 +39,7 @@ from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
 
 KEY_GENERATORS = ("simple", "complex", "nonpartitioned", "timestamp", "custom")
+VIRTUAL_KEY_GENERATORS = ("simple", "complex", "nonpartitioned")
 EVOLUTIONS = ("none", "add", "int_to_long", "long_to_double", "int_to_string", "drop")
 REGIONS = ("us", "eu", "in")
 DAY_MS = 86_400_000
@@ -61,7 +62,9 @@ class Shape:
 def draw_shape(rng: random.Random) -> Shape:
     meta_fields = rng.random() < 0.6
     table_type = rng.choice(("COPY_ON_WRITE", "MERGE_ON_READ")) if meta_fields else "COPY_ON_WRITE"
-    return Shape(rng.choice((6, 8)), table_type, meta_fields, rng.choice(KEY_GENERATORS), rng.choice(EVOLUTIONS))
+    # Hudi writes tables without meta fields with the simple, complex and non-partitioned key generators only.
+    generators = KEY_GENERATORS if meta_fields else VIRTUAL_KEY_GENERATORS
+    return Shape(rng.choice((6, 8)), table_type, meta_fields, rng.choice(generators), rng.choice(EVOLUTIONS))
 
 
 def _schema(shape: Shape) -> pa.Schema:

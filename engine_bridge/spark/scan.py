@@ -26,6 +26,7 @@ from listers.index_support import CandidatesRunner, KeyLookup
 from metadata import FileSlice, HudiTable
 from metadata.errors import HudiBridgeError, HudiFormatError
 from metadata.partition_path import parse_partition_values
+from metadata.slice_rows import file_group_reader
 from metadata.stats_table import FILE_NAME, VALUE_COUNT, mark_truncated
 from metadata.storage import Storage
 from metadata.storage_options import hudi_rs_options
@@ -77,6 +78,7 @@ class ReadSpec:
     hive_style: bool = False
     url_encoded: bool = False
     storage_options: tuple[tuple[str, str], ...] = ()  # how executors reach an object store
+    latest_instant: str = ""  # the table's state the plan saw (hudi-rs's readers are cached per state)
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,7 @@ def plan_scan(options: ReadOptions, predicate: Expr | None = None, table: HudiTa
         hive_style=config.hive_style_partitioning,
         url_encoded=config.url_encode_partitioning,
         storage_options=options.storage_options,
+        latest_instant=latest.requested_time if (latest := table.timeline.latest_completed()) else "",
     )
     ordered = sorted((SliceToRead.of(s) for s in chosen), key=lambda s: (s.partition, s.base_file or "", s.log_files))
     return ScanPlan(spec, group_slices(ordered, options.split_bytes), tuple(notes))
@@ -240,9 +243,8 @@ def row_groups_to_read(parquet: pq.ParquetFile, condition: Expr | None) -> list[
 
 def _slice_batches(spec: ReadSpec, storage: Storage, s: SliceToRead, predicate: Expr | None) -> Iterator[pa.RecordBatch]:
     if spec.merge_logs and s.log_files:
-        import hudi
-
-        reader = hudi.HudiFileGroupReader(spec.base_uri, hudi_rs_options(spec.base_uri, dict(spec.storage_options)) or None)
+        reader = file_group_reader(spec.base_uri, tuple(sorted(hudi_rs_options(spec.base_uri, dict(spec.storage_options)).items())),
+                                   spec.latest_instant)
         stream = reader.read_file_slice_from_paths_stream(s.base_file or "", list(s.log_files))
         yield from stream
     elif s.base_file:

@@ -1,0 +1,175 @@
+"""Runs under Apache Hudi's own Spark bundle, in a virtualenv of its own
+(PySpark 3.5; see scripts/setup-hudi.sh): writes test tables of the shapes a
+JSON spec names, through Hudi's Spark datasource, and records what Hudi and
+Spark read back from each (the oracle the tests compare with).
+
+Usage: python write_tables.py SPEC.json BUNDLE.jar    (a list of shapes; see tests/hudi_oracle/__init__.py)
+Imports nothing of hudi-bridge: this interpreter has only PySpark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+
+from pyspark.sql import SparkSession
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+KEYGEN = {
+    "simple": ("org.apache.hudi.keygen.SimpleKeyGenerator", "region"),
+    "complex": ("org.apache.hudi.keygen.ComplexKeyGenerator", "region,grp"),
+    "timestamp": ("org.apache.hudi.keygen.TimestampBasedKeyGenerator", "ts"),
+    "custom": ("org.apache.hudi.keygen.CustomKeyGenerator", "region:SIMPLE,ts:TIMESTAMP"),
+    "nonpartitioned": ("org.apache.hudi.keygen.NonpartitionedKeyGenerator", ""),
+}
+DAY_MS = 86_400_000
+BASE_MS = 1_705_000_000_000
+REGIONS = ("us", "eu", "in")
+
+
+def rows(ids, generation, extra):
+    out = []
+    for i in ids:
+        row = {"id": i, "grp": f"g{i % 2}", "region": REGIONS[i % 3], "ts": BASE_MS + (i % 4) * DAY_MS, "name": f"n{i % 5}",
+               "v": (i * 7 + generation * 13) % 100, "seq": generation}
+        if extra:
+            row["extra"] = f"x{generation}"
+        out.append(row)
+    return out
+
+
+def schema(extra, v_long):
+    fields = [StructField("id", IntegerType(), False), StructField("grp", StringType()), StructField("region", StringType()),
+              StructField("ts", LongType()), StructField("name", StringType()),
+              StructField("v", LongType() if v_long else IntegerType()), StructField("seq", LongType())]
+    if extra:
+        fields.append(StructField("extra", StringType()))
+    return StructType(fields)
+
+
+def options(shape):
+    keygen, partition_field = KEYGEN[shape["key_generator"]]
+    opts = {
+        "hoodie.table.name": shape["name"],
+        "hoodie.datasource.write.table.type": shape["table_type"],
+        "hoodie.datasource.write.recordkey.field": "id,grp" if shape["key_generator"] == "complex" else "id",
+        "hoodie.datasource.write.partitionpath.field": partition_field,
+        "hoodie.datasource.write.keygenerator.class": keygen,
+        "hoodie.datasource.write.precombine.field": "seq",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.populate.meta.fields": "true" if shape["meta_fields"] else "false",
+        "hoodie.write.table.version": str(shape["version"]),
+        "hoodie.metadata.enable": "true",
+        "hoodie.metadata.index.column.stats.enable": "true",
+        "hoodie.metadata.record.index.enable": "true" if shape["meta_fields"] else "false",
+        "hoodie.upsert.shuffle.parallelism": "2", "hoodie.insert.shuffle.parallelism": "2",
+        "hoodie.delete.shuffle.parallelism": "2", "hoodie.bulkinsert.shuffle.parallelism": "2",
+        "hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false",
+        "hoodie.compact.inline": "false",
+    }
+    if shape["key_generator"] in ("timestamp", "custom"):
+        opts.update({"hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+                     "hoodie.keygen.timebased.output.dateformat": "yyyyMMdd", "hoodie.keygen.timebased.timezone": "UTC"})
+    return opts
+
+
+def write(spark, shape):
+    """Write the shape's steps; return the live rows as written (the writer's own
+    bookkeeping: an oracle that does not depend on Hudi's reader) and their schema."""
+    path = shape["path"]
+    shutil.rmtree(path, ignore_errors=True)
+    opts = options(shape)
+    extra, v_long = False, False
+    generation = 0
+    live = {}
+    for step in shape["steps"]:
+        generation += 1
+        kind, _, arg = step.partition(":")
+        if kind == "add_column":
+            extra = True
+            continue
+        if kind == "promote":
+            v_long = True
+            continue
+        if kind == "insert":
+            lo, hi = map(int, arg.split("-"))
+            ids, operation = list(range(lo, hi)), "insert"
+        elif kind in ("upsert", "delete"):
+            ids, operation = [int(x) for x in arg.split(",")], kind
+        else:
+            raise ValueError(step)
+        written = rows(ids, generation, extra)
+        frame = spark.createDataFrame(written, schema(extra, v_long))
+        frame.write.format("hudi").options(**opts).option("hoodie.datasource.write.operation", operation).mode("append").save(path)
+        for row in written:
+            if operation == "delete":
+                live.pop(row["id"], None)
+            else:
+                live[row["id"]] = row
+    final = schema(extra, v_long)
+    return [{f.name: row.get(f.name) for f in final.fields} for _, row in sorted(live.items())], final
+
+
+def oracle(spark, shape, expected, final):
+    """The truth: the ids each predicate selects, by Spark's semantics, from the
+    rows as written. Then what Hudi reads back: its snapshot, and its filtered
+    reads without and with its data skipping (reported, not trusted: its
+    partition pruning and skipping have known bugs), or why it cannot read."""
+    path = shape["path"]
+    written = spark.createDataFrame(expected, final)
+    result = {"expected": expected, "truth": {p: sorted(r.id for r in written.where(p).select("id").collect()) for p in shape["predicates"]}}
+    try:
+        snapshot = spark.read.format("hudi").option("hoodie.metadata.enable", "true").load(path)
+        columns = [c for c in snapshot.columns if not c.startswith("_hoodie_")]
+        result["rows"] = sorted((json.loads(r) for r in snapshot.select(*columns).toJSON().collect()), key=lambda r: r["id"])
+        result["types"] = {f.name: f.dataType.simpleString() for f in snapshot.schema.fields if f.name in columns}
+        hudi, skipping = {}, {}
+        for predicate in shape["predicates"]:
+            hudi[predicate] = sorted(r.id for r in snapshot.where(predicate).select("id").collect())
+            skipped = (spark.read.format("hudi").option("hoodie.metadata.enable", "true").option("hoodie.enable.data.skipping", "true")
+                       .load(path))
+            skipping[predicate] = sorted(r.id for r in skipped.where(predicate).select("id").collect())
+        result.update(hudi=hudi, hudi_data_skipping=skipping)
+    except Exception as exc:  # Hudi cannot read what it wrote: reported per shape
+        result["read_error"] = _reason(exc)
+    return result
+
+
+def _reason(exc):
+    """The Java exception and its deepest cause, or Python's message."""
+    java = getattr(exc, "java_exception", None)
+    if java is None:
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    cause = java
+    while cause.getCause() is not None and cause.getCause() != cause:
+        cause = cause.getCause()
+    return f"{java.toString()} (cause: {cause.toString()})"
+
+
+def main():
+    specs = json.load(open(sys.argv[1]))
+    spark = (SparkSession.builder.master("local[2]").appName("hudi-oracle")
+             .config("spark.jars", sys.argv[2])
+             .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+             .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
+             .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    for shape in specs:
+        try:
+            expected, final = write(spark, shape)
+        except Exception as exc:  # the test reports what Hudi refused to write, shape by shape
+            result = {"shape": shape, "write_error": _reason(exc)}
+        else:
+            result = {"shape": shape, **oracle(spark, shape, expected, final)}
+        with open(os.path.join(shape["path"] + ".oracle.json"), "w") as out:
+            json.dump(result, out, indent=1)
+        print(shape["name"], result.get("write_error") or result.get("read_error") or "ok", flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
