@@ -426,7 +426,17 @@ class Storage:
             if isinstance(exc, OSError):
                 raise StorageError(f"{self.display_path(relative)}: cannot write: {exc}") from exc
             raise
+        self._drop_hadoop_checksum(target)
         self._call("write", relative, lambda _: self.filesystem.move(temp, target))
+
+    def _drop_hadoop_checksum(self, target: str) -> None:
+        """Hadoop's local filesystem keeps a checksum beside each file it wrote
+        (`.<name>.crc`) and refuses a file that no longer matches it: a file
+        rewritten here loses its stale checksum first (Hadoop reads a file
+        without one unchecked)."""
+        checksum = posixpath.join(posixpath.dirname(target), f".{posixpath.basename(target)}.crc")
+        if self.filesystem.get_file_info(checksum).type == pafs.FileType.File:
+            self.filesystem.delete_file(checksum)
 
     @contextmanager
     def _object_stream(self, relative: str, target: str) -> Iterator[BinaryIO]:
@@ -445,6 +455,8 @@ class Storage:
 
     def delete_file(self, relative: str) -> None:
         self._call("delete", relative, self.filesystem.delete_file)
+        if not self.is_object_store:
+            self._drop_hadoop_checksum(self.full_path(relative))
 
     def make_dirs(self, relative: str) -> None:
         self._call("create", relative, lambda path: self.filesystem.create_dir(path, recursive=True))

@@ -129,4 +129,6 @@ def test_an_unexpected_error_is_one_line_without_debug(tmp_path, monkeypatch: py
     assert result.exit_code == 2
     assert result.stderr == "error: unexpected KeyError: 'a bug' (run with --debug for the traceback)\n"
     debug = CliRunner().invoke(main, ["--debug", "plan", str(tmp_path), "--where", "a = 1"])
-    assert isinstance(debug.exception, KeyError)
+    assert debug.exit_code == 2  # the same exit code, with the traceback before the line
+    assert "Traceback (most recent call last)" in debug.stderr and 'raise KeyError("a bug")' in debug.stderr
+    assert debug.stderr.splitlines()[-1] == "error: unexpected KeyError: 'a bug'"

@@ -25,9 +25,13 @@ from expressions import evaluate_rows, parse_sql
 from listers import changes, incremental, plan
 from listers.incremental import IncrementalRangeError
 from metadata import HudiTable
+from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.validate import validate_metadata
+from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.slice_rows import conform, merged_rows, table_read_schema
-from tests.hudi_oracle import CACHE, HUDI_VERSION, SHAPES, Shape, missing_setup, tables
+from metadata.storage import Storage
+from metadata.table_config import update_table_config
+from tests.hudi_oracle import CACHE, HUDI_VERSION, SHAPES, Shape, go_on, missing_setup, tables
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 REPORT: dict[str, dict[str, Any]] = {}
@@ -130,3 +134,50 @@ def test_a_shape_hudi_wrote_reads_and_plans_as_hudi_reads_it(written: dict[str, 
     report = validate_metadata(str(path))
     assert report.ok, f"{shape.name}: {report.differences()}"
     _cell(shape, "validate (Hudi's metadata table)", f"agrees; column_stats of {report.stats_files_checked} file(s) equal the footers")
+
+
+# Writes both ways: hudi-bridge builds the metadata table of a table Hudi wrote, Hudi reads through it and writes on top.
+GO_ON = ["cow_v8_simple", "mor_v8_complex_added_column", "cow_v8_simple_virtual_keys", "cow_v6_timestamp", "mor_v6_nonpartitioned"]
+MORE_STEPS = ("upsert:0,5", "insert:20-23", "delete:6")
+
+
+@pytest.fixture(scope="module")
+def hudi_on_ours(written: dict[str, tuple[Path, dict[str, Any]]], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    import shutil
+
+    root = tmp_path_factory.mktemp("ours")
+    todo = []
+    for name in GO_ON:
+        source, oracle = written[name]
+        shape = next(s for s in SHAPES if s.name == name)
+        path = root / name
+        shutil.copytree(source, path)
+        shutil.rmtree(path / ".hoodie" / "metadata")  # Hudi's own metadata table out: ours in its place
+        update_table_config(Storage.open(str(path)), {"hoodie.table.metadata.partitions": None,
+                                                      "hoodie.table.metadata.partitions.inflight": None})
+        partitions = [MdtPartition.FILES, MdtPartition.COLUMN_STATS, MdtPartition.BLOOM_FILTERS]
+        partitions += [MdtPartition.PARTITION_STATS] if shape.version >= 8 and shape.key_generator != "nonpartitioned" else []
+        partitions += [MdtPartition.RECORD_INDEX] if shape.meta_fields else []
+        MetadataTableWriter(str(path)).build(partitions)
+        assert validate_metadata(str(path)).ok
+        todo.append((path, shape, oracle))
+    seen = go_on(todo, MORE_STEPS, root)
+    return {name: (path, oracle, seen[name]) for (path, shape, oracle), name in zip(todo, GO_ON)}
+
+
+@pytest.mark.parametrize("name", GO_ON)
+def test_hudi_reads_and_writes_through_the_metadata_table_we_built(hudi_on_ours: dict[str, Any], name: str) -> None:
+    path, oracle, seen = hudi_on_ours[name]
+    shape = next(s for s in SHAPES if s.name == name)
+    assert "error" not in seen, f"Hudi on our metadata table of {name}: {seen.get('error')}"
+    hudi_right = [p for p in oracle["truth"] if oracle["hudi_data_skipping"][p] == oracle["truth"][p]]  # where Hudi is right at all
+    for predicate in hudi_right:
+        assert seen["hudi_on_ours"][predicate] == oracle["truth"][predicate], f"{name}: Hudi through our metadata table, {predicate}"
+        assert seen["hudi_after_write"][predicate] == seen["truth_after"][predicate], f"{name}: after Hudi wrote on top, {predicate}"
+    _cell(shape, "Hudi reads through our metadata table, then writes on top", f"equal on {len(hudi_right)} predicate(s)")
+    report = validate_metadata(str(path))
+    assert report.ok, f"{name}: after Hudi wrote on top of our metadata table: {report.differences()}"
+    table = HudiTable.open(str(path))
+    for predicate, expected in seen["truth_after"].items():
+        assert _ids(_rows(table, list(plan(str(path), predicate).files)), predicate) == expected, f"{name} after Hudi's write: {predicate}"
+    _cell(shape, "our plans after Hudi wrote on top of our metadata table", "equal")

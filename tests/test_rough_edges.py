@@ -134,3 +134,17 @@ def test_storage_options_reach_every_spark_backed_command(tmp_path: Path, s3_ser
     planned = _cli(*options, "plan", "s3://spark-options/t", "--where", "id >= 2", "--engine", "spark", "--json")
     assert planned.returncode == 0, planned.stderr[-2000:]
     assert len(json.loads(planned.stdout)["files"]) == 2
+
+
+def test_a_rewritten_file_drops_the_checksum_hadoop_kept_beside_it(tmp_path: Path) -> None:
+    """Hadoop's local filesystem refuses a file that no longer matches its `.<name>.crc` (Hudi then cannot load
+    hoodie.properties): found with Hudi reading a table whose metadata table hudi-bridge built."""
+    from metadata.storage import Storage
+    from metadata.table_config import update_table_config
+
+    _table(tmp_path / "t")
+    hoodie = tmp_path / "t" / ".hoodie"
+    (hoodie / ".hoodie.properties.crc").write_bytes(b"crc\x00\x00\x00\x02\x00stale")
+    (hoodie / ".unrelated.crc").write_bytes(b"kept")
+    update_table_config(Storage.open(str(tmp_path / "t")), {"hoodie.table.metadata.partitions": None})
+    assert not (hoodie / ".hoodie.properties.crc").exists() and (hoodie / ".unrelated.crc").exists()

@@ -74,12 +74,13 @@ def debug_requested() -> bool:
     return bool(ctx is not None and ctx.meta.get("hudi_bridge.debug", False))
 
 
-def fail(exc: BaseException) -> None:
-    """Exit with one line naming the problem (after the traceback with
-    --debug; the exit code is the same), secrets masked."""
+def fail(exc: BaseException, line: str | None = None) -> None:
+    """Exit with one line naming the problem (`line`, else the exception's
+    text), after the traceback with --debug (the exit code is the same);
+    secrets masked."""
     if debug_requested():
         click.echo(redact("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))).rstrip(), err=True)
-    click.echo(redact(f"error: {exc}"), err=True)
+    click.echo(redact(f"error: {line if line is not None else exc}"), err=True)
     sys.exit(ERROR_EXIT)
 
 
@@ -115,9 +116,8 @@ def command_output(func: Callable[..., Output]) -> Callable[..., None]:
         except click.ClickException:
             raise  # usage errors: click prints them
         except Exception as exc:  # a bug: still one line, the traceback with --debug
-            if debug_requested():
-                fail(exc)
-            fail(RuntimeError(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)"))
+            hint = "" if debug_requested() else " (run with --debug for the traceback)"
+            fail(exc, f"unexpected {type(exc).__name__}: {exc}{hint}")
             return
         finally:
             root.removeHandler(handler)

@@ -173,6 +173,27 @@ METADATA_RECORD_SCHEMA: dict[str, Any] = {
         },
     ],
 }
+def with_java_strings(node: Any) -> Any:
+    """The schema as Hudi's generated classes declare it: every string (and map
+    key) marked `"avro.java.string": "String"`. Hudi reads metadata records with
+    the writer's schema; without the mark Avro hands it Utf8 where it casts to
+    String (Hudi 1.0 fails: "Utf8 cannot be cast to String")."""
+    if node == "string":
+        return {"type": "string", "avro.java.string": "String"}
+    if isinstance(node, list):
+        return [with_java_strings(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    if node.get("type") == "record":
+        return {**node, "fields": [{**f, "type": with_java_strings(f["type"])} for f in node["fields"]]}
+    if node.get("type") == "map":
+        return {**node, "values": with_java_strings(node["values"]), "avro.java.string": "String"}
+    if node.get("type") == "array":
+        return {**node, "items": with_java_strings(node["items"])}
+    return node
+
+
+METADATA_RECORD_SCHEMA = with_java_strings(METADATA_RECORD_SCHEMA)
 METADATA_RECORD_SCHEMA_JSON = json.dumps(METADATA_RECORD_SCHEMA, separators=(",", ":"))
 
 # Hudi 0.14/1.0 (table v6, v8): logical types live in their own wrappers

@@ -89,14 +89,27 @@ def tables(shapes: list[Shape] = SHAPES) -> dict[str, tuple[Path, dict[str, Any]
     root.mkdir(parents=True, exist_ok=True)
     todo = [s for s in shapes if not (root / f"{s.key}.oracle.json").is_file()]
     if todo:
-        spec = root / "spec.json"
-        spec.write_text(json.dumps([{**asdict(s), "name": s.name, "path": str(root / s.key)} for s in todo]))
-        result = subprocess.run([str(PYTHON), str(WRITER), str(spec), str(BUNDLE)], capture_output=True, text=True, timeout=1800,
-                                env={"PATH": "/usr/bin:/bin", "JAVA_HOME": _java17(), "PYSPARK_PYTHON": str(PYTHON),
-                                     "SPARK_LOCAL_IP": "127.0.0.1", "HOME": str(Path.home())})
-        if result.returncode != 0:
-            raise RuntimeError(f"Hudi's writer failed:\n{result.stderr[-4000:]}")
+        run_writer([{**asdict(s), "path": str(root / s.key)} for s in todo], root / "spec.json")
     return {s.name: (root / s.key, json.loads((root / f"{s.key}.oracle.json").read_text())) for s in shapes}
+
+
+def run_writer(specs: list[dict[str, Any]], spec_path: Path) -> None:
+    """Run write_tables.py on `specs` under Hudi's bundle."""
+    spec_path.write_text(json.dumps(specs))
+    result = subprocess.run([str(PYTHON), str(WRITER), str(spec_path), str(BUNDLE)], capture_output=True, text=True, timeout=1800,
+                            env={"PATH": "/usr/bin:/bin", "JAVA_HOME": _java17(), "PYSPARK_PYTHON": str(PYTHON),
+                                 "SPARK_LOCAL_IP": "127.0.0.1", "HOME": str(Path.home())})
+    if result.returncode != 0:
+        raise RuntimeError(f"Hudi's writer failed:\n{result.stderr[-4000:]}")
+
+
+def go_on(tables_and_shapes: list[tuple[Path, Shape, dict[str, Any]]], more_steps: tuple[str, ...], work: Path) -> dict[str, dict[str, Any]]:
+    """Hudi reads each table (its metadata table built by hudi-bridge) with data
+    skipping on, writes `more_steps` on top, and reads again: shape name -> what it saw."""
+    specs = [{**asdict(shape), "path": str(path), "expected": oracle["expected"], "more_steps": list(more_steps)}
+             for path, shape, oracle in tables_and_shapes]
+    run_writer(specs, work / "go_on.json")
+    return {shape.name: json.loads(Path(f"{path}.go_on.json").read_text()) for path, shape, _ in tables_and_shapes}
 
 
 def _java17() -> str:
