@@ -6,7 +6,8 @@ keys), a key generator (simple, complex, non-partitioned, timestamp-based,
 custom) and a schema change (a column added, a type promoted, int to
 string, a column dropped). A history is inserts, upserts, deletes (COW
 deletes that empty a file leave a 0-row base file, as Hudi's DELETE_PREPPED
-does), a delete_partition and a clean, with the metadata table built after
+does), a delete_partition, a clean, a failed write rolled back and (MOR) a
+compaction, with the metadata table built after
 the first commit (every index the project writes) and synced after each.
 
 `check_shape` runs every capability on the result and compares it with what
@@ -173,6 +174,22 @@ class History:
         self.builder.clean()
         self.steps.append("clean")
 
+    def table_service(self) -> None:
+        """Now and then a write that fails and is rolled back, or (MOR) a compaction. Drawn from the
+        shape and the steps so far, not from the history's generator: fixed seeds keep their histories."""
+        draw = random.Random(f"{self.shape}-{self.steps}").random()
+        if draw < 0.15 and self.live:
+            failed = self.builder.write([self.row(i, len(self.steps)) for i in sorted(self.live)[:2]], complete=False)
+            self.builder.rollback(failed)
+            self.steps.append("failed write, rolled back")
+        elif draw < 0.35 and self.shape.table_type == "MERGE_ON_READ":
+            try:
+                compaction = self.builder.schedule_compaction()
+            except ValueError:  # no file group has log files
+                return
+            self.builder.run_compaction(compaction)
+            self.steps.append("compaction")
+
     def run(self, commits: int = 4) -> None:
         self.insert(9)
         writer = MetadataTableWriter(str(self.path))
@@ -187,6 +204,7 @@ class History:
              "evolve": self.evolve, "delete_partition": self.delete_partition, "clean": self.clean}[step]()
             if step == "evolve" and len(self.steps) > before:
                 self.upsert()  # the evolved type is written by a later commit
+            self.table_service()
             if self.sync_refused is None:
                 try:
                     MetadataTableWriter(str(self.path)).sync()

@@ -134,6 +134,20 @@ def test_storage_options_reach_every_spark_backed_command(tmp_path: Path, s3_ser
     planned = _cli(*options, "plan", "s3://spark-options/t", "--where", "id >= 2", "--engine", "spark", "--json")
     assert planned.returncode == 0, planned.stderr[-2000:]
     assert len(json.loads(planned.stdout)["files"]) == 2
+    built = _cli(*options, "index", "build", "s3://spark-options/t", "--partitions", "record_index", "--engine", "spark", "--json")
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert json.loads(built.stdout)["partitions"] == ["record_index"]
+
+
+def test_spark_output_goes_to_a_log_of_the_run_s_own() -> None:
+    import getpass
+    import tempfile
+
+    from engine_bridge.spark.session import command_log_path
+
+    first = command_log_path()
+    assert first is not None and first.startswith(f"{tempfile.gettempdir()}/hudi-bridge-spark-{getpass.getuser()}-")
+    assert first.endswith(f"-{os.getpid()}.log")
 
 
 def test_a_rewritten_file_drops_the_checksum_hadoop_kept_beside_it(tmp_path: Path) -> None:

@@ -84,3 +84,22 @@ def test_secret_options_and_environment_stay_out_of_every_output(table: str, tmp
     for path in written:
         data = path.read_bytes()
         assert all(s.encode() not in data for s in (SECRET, KEY_ID, TOKEN)), path
+
+
+@pytest.mark.services
+@pytest.mark.slow
+def test_a_spark_backed_command_keeps_secrets_out_of_its_output_and_spark_log(table: str, tmp_path: Path) -> None:
+    import glob
+    import tempfile
+
+    before = set(glob.glob(f"{tempfile.gettempdir()}/hudi-bridge-spark-*.log"))
+    options = ["--storage-option", f"AWS_SECRET_ACCESS_KEY={SECRET}", "--storage-option", f"fs.s3a.access.key={KEY_ID}"]
+    result = _cli(*options, "pull", table, "--to", str(tmp_path / "out"), "--begin", "0", env={"AWS_SESSION_TOKEN": TOKEN})
+    assert result.returncode == 0, result.stderr[-2000:]
+    _no_secret(result.stdout, result.stderr)
+    logs = set(glob.glob(f"{tempfile.gettempdir()}/hudi-bridge-spark-*.log")) - before
+    assert logs  # one log of the run's own
+    written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    for path in [*map(Path, logs), *written]:
+        data = path.read_bytes()
+        assert all(s.encode() not in data for s in (SECRET, KEY_ID, TOKEN)), path
