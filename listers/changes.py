@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from listers.incremental import _as_of_for, range_key
 from metadata import CleanedFilesError, FileSlice, HudiTable, Instant
+from metadata.arrow_memory import empty_table
 from metadata.cdc import CdcMode, read_cdc_records
 from metadata.errors import HudiBridgeError
 from metadata.instant import Action, check_range
@@ -41,7 +42,6 @@ from metadata.slice_rows import changed_slices, conform, merged_rows, rows_of_sl
 from metadata.text_enum import TextEnum
 
 CDC_SCHEMA = pa.schema([("op", pa.string()), ("ts_ms", pa.string()), ("before", pa.string()), ("after", pa.string())])
-PARTITION_PATH = PARTITION_PATH_FIELD
 # Where a record lives, not what it holds: a compaction or clustering changes it alone.
 NOT_COMPARED = frozenset({"_hoodie_file_name"})
 
@@ -97,7 +97,7 @@ def changes(path_or_uri: str | HudiTable, begin: str, end: str | None = None,
     """The change feed of (begin, end] as one Arrow table of CDC_SCHEMA."""
     table = path_or_uri if isinstance(path_or_uri, HudiTable) else HudiTable.open(path_or_uri, storage_options=storage_options)
     batches = [batch for change in plan_changes(table, begin, end) if (batch := commit_changes(table, change)).num_rows]
-    return pa.concat_tables(batches) if batches else CDC_SCHEMA.empty_table()
+    return pa.concat_tables(batches) if batches else empty_table(CDC_SCHEMA)
 
 
 def commit_changes(table: HudiTable, change: CommitChange, use_cdc_logs: bool = True) -> pa.Table:
@@ -220,7 +220,8 @@ def _by_record(table: HudiTable, slices: list[FileSlice], schema: pa.Schema) -> 
             raise ChangeFeedError(str(exc)) from None
         if rule.virtual:
             rows = rows.set_column(rows.schema.get_field_index(RECORD_KEY_FIELD), RECORD_KEY_FIELD, keys)
-            rows = rows.set_column(rows.schema.get_field_index(PARTITION_PATH), PARTITION_PATH, pa.array([piece.partition] * rows.num_rows))
+            rows = rows.set_column(rows.schema.get_field_index(PARTITION_PATH_FIELD), PARTITION_PATH_FIELD,
+                                   pa.array([piece.partition] * rows.num_rows))
         for key, row in zip(keys.to_pylist(), rows.to_pylist()):
             found.setdefault((piece.partition, key), []).append(row)
     return found

@@ -39,3 +39,9 @@ def release_unused() -> None:
     system (after a large read whose tables are gone or about to be)."""
     READ_POOL.release_unused()
     pa.default_memory_pool().release_unused()
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A table with no rows: `schema.empty_table()` imports pandas (a fifth of a
+    second on a cold path that needs none), this does not."""
+    return pa.Table.from_batches([], schema=schema)

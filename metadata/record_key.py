@@ -30,7 +30,6 @@ from metadata.table_config import TableConfig
 
 RECORD_KEY_FIELD = "_hoodie_record_key"
 PARTITION_PATH_FIELD = "_hoodie_partition_path"
-COMMIT_TIME_FIELD = "_hoodie_commit_time"
 NULL_PART = "__null__"
 EMPTY_PART = "__empty__"
 COMPLEX_ENCODING_KEY = "hoodie.table.complex.keygen.encoding"  # FIELD_PREFIXED or VALUE_ONLY

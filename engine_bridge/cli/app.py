@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from typing import Any
@@ -12,9 +13,23 @@ from engine_bridge.cli.output import key_values
 from metadata.storage import DEFAULT_TIMEOUT_SECONDS, set_default_timeout
 from metadata.storage_options import set_default_storage_options
 
+# Command -> the module of engine_bridge.cli that defines it, imported only when the command is named
+# (a cold `table show` does not load Spark's, Hive's or Trino's clients).
+COMMANDS = {"changes": "changes", "demo": "demo", "hive": "hive", "incremental": "plan", "index": "index", "plan": "plan",
+            "pull": "pull", "sync": "sync", "table": "table", "trino": "trino"}
+
 
 class _OneLineErrors(click.Group):
-    """Usage errors as one line naming the command's help, not click's usage block."""
+    """Usage errors as one line naming the command's help, not click's usage
+    block; commands loaded when named."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS and cmd_name not in self.commands:
+            importlib.import_module(f"engine_bridge.cli.{COMMANDS[cmd_name]}")  # its decorators register it on `main`
+        return super().get_command(ctx, cmd_name)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False

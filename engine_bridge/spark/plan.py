@@ -33,6 +33,7 @@ from listers.directory_lister import DirectoryLister
 from listers.index_support import Candidates, CandidatesRunner, PlanContext
 from listers.index_support.column_stats import bucket_candidates
 from metadata import HudiTable
+from metadata.arrow_memory import empty_table
 from metadata.listing import FILE_TABLE_SCHEMA
 from metadata.mdt import keys
 from metadata.mdt.file_groups import MdtPartition
@@ -74,7 +75,7 @@ def _bucket_task(pieces: Iterable[Piece], predicate: BoundPredicate, columns: li
         else:
             for column, records in value.items():
                 stats.setdefault(column, []).append(records)
-    files = pa.concat_tables(listed) if listed else FILE_TABLE_SCHEMA.empty_table()
+    files = pa.concat_tables(listed) if listed else empty_table(FILE_TABLE_SCHEMA)
     if not files.num_rows:
         return Candidates(frozenset(), 0, (), group_files=files)
     return bucket_candidates(files, stats, predicate, columns, types)
@@ -109,7 +110,7 @@ def spark_candidates_runner(spark: Any, parallelism: int | None = None) -> Candi
             tuple(c for c in columns if c in indexed),
             f"evaluated on Spark executors: {len(shards)} column_stats shard(s) ({sum(s.size for s in shards) / 2**20:.1f} MiB) "
             f"and {len(chunks)} listing task(s) into {tasks} bucket(s); the driver got candidate names only",
-            pa.concat_tables(group_files) if group_files else FILE_TABLE_SCHEMA.empty_table())
+            pa.concat_tables(group_files) if group_files else empty_table(FILE_TABLE_SCHEMA))
 
     return run
 

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata.arrow_memory import READ_POOL
+from metadata.arrow_memory import READ_POOL, empty_table
 from metadata.listing import file_table_of
 from metadata.mdt.columnar import Decoded
 from metadata.mdt.records import TYPE_ALL_PARTITIONS, TYPE_FILES
@@ -30,7 +30,7 @@ def live_entries(record_keys: pa.StringArray, decoded: Decoded) -> pa.Table:
     """(key, name, size) of every live file entry of decoded files records,
     record by record in map order."""
     if not decoded.entries.get(_MAP):
-        return ENTRIES_SCHEMA.empty_table()
+        return empty_table(ENTRIES_SCHEMA)
     owners = decoded.owners[_MAP]
     order = np.argsort(owners, kind="stable")  # entries come step by step; records keep their map order
     owners = owners[order]

@@ -9,7 +9,7 @@ import threading
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata.arrow_memory import READ_POOL
+from metadata.arrow_memory import READ_POOL, empty_table
 from metadata.errors import HudiError, MetadataTableAbsent, MetadataTableBehind, MetadataTableUnavailable
 from metadata.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing, names_of
 from metadata.mdt.metadata_table import MetadataTable
@@ -29,7 +29,7 @@ class MetadataListing:
         self.mdt = mdt
         self._names: dict[str, dict[str, int]] = {}
         self._files: dict[str, list[StoredFile]] = {}
-        self._table = FILE_TABLE_SCHEMA.empty_table()  # files of the partitions in _tabled, read columnar
+        self._table = empty_table(FILE_TABLE_SCHEMA)  # files of the partitions in _tabled, read columnar
         self._tabled: set[str] = set()
         self._lock = threading.Lock()
 

@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from metadata.commit_metadata import WriteStat
 from metadata.errors import MissingFileError
 from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.instant import Action
@@ -64,14 +65,16 @@ class ValidationReport:
                 "differences": self.differences(), "stats_files_checked": self.stats_files_checked,
                 "bloom_files_checked": self.bloom_files_checked, "notes": list(self.notes)}
 
-    def set_aside_behind(self, instants: list[str], written: set[str], groups: set[str], deletes_files: bool) -> None:
-        """Move the differences the unsynced instants explain (files they wrote,
-        slices of file groups they wrote; files they removed, when one of them
-        removes files) to `behind_differences`."""
+    def set_aside_behind(self, instants: list[str], stats: list[WriteStat], deletes_files: bool) -> None:
+        """Move the differences the unsynced instants explain (partitions and
+        files they wrote, slices of file groups they wrote; files they removed,
+        when one of them removes files) to `behind_differences`."""
         self.behind = instants
         if not instants:
             return
-        for partition in list(self.partitions_only_in_storage):
+        written = {(s.path or "").rsplit("/", 1)[-1] for s in stats}
+        groups = {s.file_id for s in stats}
+        for partition in [p for p in self.partitions_only_in_storage if p in {s.partition_path for s in stats}]:
             self.partitions_only_in_storage.remove(partition)
             self.behind_differences.append(f"partition {partition!r} only in storage")
         for partition, names in list(self.files_only_in_storage.items()):
@@ -147,8 +150,7 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
             )
     stats = [stat for i in behind if i.action.writes_data for stat in table.timeline.commit_metadata(i).write_stats()]
     removes = any(i.action in (Action.CLEAN, Action.ROLLBACK, Action.RESTORE, Action.REPLACE_COMMIT) for i in behind)
-    report.set_aside_behind([i.requested_time for i in behind], {(s.path or "").rsplit("/", 1)[-1] for s in stats},
-                            {s.file_id for s in stats}, removes)
+    report.set_aside_behind([i.requested_time for i in behind], stats, removes)
     return report
 
 

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from metadata.arrow_memory import empty_table
 from metadata.avro_schema import META_FIELDS, arrow_to_avro_schema, with_meta_fields
 from metadata.bloom_filter import FOOTER_KEY, FOOTER_TYPE_KEY, build_bloom_filter
 from metadata.cdc import CDC_ENABLED_KEY, CDC_MODE_KEY, CdcMode, CdcRecord, encode_cdc_block
@@ -783,4 +784,4 @@ class TableBuilder:
     def current_rows(self) -> pa.Table:
         """All live rows, with meta columns, as a reader should see them."""
         tables = [g.rows for g in self._live_groups()]
-        return pa.concat_tables(tables) if tables else self.full_schema.empty_table()
+        return pa.concat_tables(tables) if tables else empty_table(self.full_schema)

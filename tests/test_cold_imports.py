@@ -1,0 +1,52 @@
+"""Cold commands import only what they use: command modules load when the
+command is named, so `table show` or `plan` does not load Spark's, Hive's
+or Trino's clients (issue 39; pyarrow itself imports pandas, when installed,
+the first time it builds an array from Python values, so only paths that
+build none are free of it)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+
+from engine_bridge.cli.app import COMMANDS, main
+from metadata.sample_tables.builder import TableBuilder
+
+PROBE = """
+import json, sys
+from click.testing import CliRunner
+from engine_bridge.cli import main
+result = CliRunner().invoke(main, json.loads(sys.argv[1]))
+print(json.dumps({"exit": result.exit_code, "modules": sorted({m.split(".")[0] for m in sys.modules}),
+                  "dialects": sorted(m for m in sys.modules if m.startswith("sqlglot.dialects."))}))
+"""
+CLIENTS = {"pyspark", "py4j", "hudi", "trino", "pyhive", "hmsclient", "thrift", "thrift_sasl", "duckdb", "polars", "boto3"}
+
+
+def _loaded(args: list[str]) -> dict[str, object]:
+    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout)
+
+
+def test_every_command_is_where_the_lazy_group_looks_for_it() -> None:
+    for module in set(COMMANDS.values()):
+        importlib.import_module(f"engine_bridge.cli.{module}")
+    assert set(main.commands) == set(COMMANDS)
+
+
+def test_cold_commands_leave_the_engines_clients_out(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    TableBuilder(path, pa.schema([("id", pa.int64()), ("city", pa.string())]), version=8, partition_fields=["city"]).write(
+        [{"id": 1, "city": "sf"}, {"id": 2, "city": "la"}])
+    shown = _loaded(["table", "show", path])
+    assert shown["exit"] == 0
+    assert not CLIENTS & set(shown["modules"]) and "pandas" not in shown["modules"] and "sqlglot" not in shown["modules"]
+    planned = _loaded(["plan", path, "--where", "id = 1"])
+    assert planned["exit"] == 0 and not CLIENTS & set(planned["modules"])
+    assert set(planned["dialects"]) <= {"sqlglot.dialects", "sqlglot.dialects.dialect", "sqlglot.dialects.hive", "sqlglot.dialects.spark",
+                                        "sqlglot.dialects.spark2"}  # the predicate's dialect and what it derives from
