@@ -28,8 +28,7 @@ WIDTH = "100"
 _MASKS = [
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-\d+_\d+-\d+-\d+"), "<file-id_token>"),
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-\d+"), "<file-id>"),
-    (re.compile(r"\d+(\.\d+)? ms\b"), "<t> ms"),
-    (re.compile(r"\bin \d+(\.\d+)? s\b"), "in <t> s"),
+    (re.compile(r"\bin [\d,]+(\.\d+)? m?s\b"), "in <t>"),  # timings, in ms or (on a loaded machine) in s
     (re.compile(r"\d[\d,]* (bytes|storage requests)"), r"<n> \1"),
     (re.compile(r"storage requests: \d+ \([^)]*\)"), "storage requests: <n> (<kinds>)"),
     (re.compile(r"bytes: \d+"), "bytes: <n>"),
@@ -75,14 +74,32 @@ def run(command: str, table: str) -> list[str]:
 
 
 def masked(lines: list[str]) -> list[str]:
-    out = []
+    """Lines with what differs from run to run masked; the entries of a
+    `- key: value` list with its indented lines sorted (slices come in file
+    id order, and file ids are random)."""
+    out: list[str] = []
     for line in lines:
         for pattern, replacement in _MASKS:
             line = pattern.sub(replacement, line)
         out.append(line.rstrip())
     while out and not out[-1]:
         out.pop()
-    return out
+    return _sorted_entries(out)
+
+
+def _sorted_entries(lines: list[str]) -> list[str]:
+    result: list[str] = []
+    entries: list[list[str]] = []
+    for line in lines:
+        if line.startswith("- "):
+            entries.append([line])
+        elif line.startswith("  ") and entries:
+            entries[-1].append(line)
+        else:
+            result += [x for entry in sorted(entries) for x in entry]
+            entries = []
+            result.append(line)
+    return result + [x for entry in sorted(entries) for x in entry]
 
 
 def write(table: str = TABLE) -> None:
