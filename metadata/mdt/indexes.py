@@ -14,7 +14,6 @@ secondary index covers.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator, Mapping
 from datetime import date, datetime
@@ -22,15 +21,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from metadata.errors import HudiFormatError, StoredFileNotFound
+from metadata.errors import HudiFormatError
 from metadata.mdt.columnar import Decoded, Unsupported, decode_spans
 from metadata.mdt.file_groups import SECONDARY_INDEX_PREFIX, MdtPartition, SecondaryIndexPartition, secondary_key_separator
+from metadata.mdt.index_defs import INDEX_DEFS_KEY, index_definitions
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.records import EPOCH_DATE, decode_record, parse_schema_cached
-from metadata.storage import Storage
 
-INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
 MISSING_FILE_INDEX = -1
 _ESCAPED = ("\\", "$", "\0")
 
@@ -204,17 +202,4 @@ def defined_secondary_indexes(definitions: Mapping[str, Mapping[str, Any]]) -> l
             found.append(SecondaryIndexPartition(name, fields[0]))
     return found
 
-
-def index_definitions(storage: Storage, raw_config: Mapping[str, str]) -> dict[str, dict[str, Any]]:
-    """Index definitions (`hoodie.table.index.defs.path`), by index name."""
-    path = raw_config.get(INDEX_DEFS_KEY)
-    if not path:
-        return {}
-    try:
-        data = json.loads(storage.read_bytes(path))
-    except StoredFileNotFound:
-        return {}
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise HudiFormatError(storage.full_path(path), f"index definitions are not JSON ({exc})") from None
-    definitions = data.get("indexDefinitions", {}) if isinstance(data, dict) else {}
-    return definitions if isinstance(definitions, dict) else {}
+__all__ = ["INDEX_DEFS_KEY", "index_definitions"]  # defined in metadata.mdt.index_defs, read here too

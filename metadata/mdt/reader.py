@@ -39,6 +39,7 @@ from metadata.log_format import BlockType, LogBlock, decode_avro_records, decode
 from metadata.mdt.file_groups import SECONDARY_INDEX_PREFIX, MdtPartition, file_group_indexes
 from metadata.mdt.hfile_cells import CellChunk
 from metadata.mdt.hfile_reader import HFileReader
+from metadata.mdt.index_defs import index_definitions, routes_by_secondary_key
 from metadata.mdt.records import MetadataRecord, decode_record, merge_records, record_from_dict
 from metadata.stored_table import StoredTable, TableParts
 
@@ -323,6 +324,10 @@ class MetadataTableReader:
         """The slices that can hold the query's keys (`routed`)."""
         return [file_slice for file_slice, _ in self.routed(mdt_partition, query)]
 
+    @cached_property
+    def _index_definitions(self) -> dict[str, dict[str, object]]:
+        return index_definitions(self.data_table.storage, self.data_table.config.raw)
+
     def routed(self, mdt_partition: str, query: KeyQuery) -> list[tuple[FileSlice, KeyQuery]]:
         """The slices that can hold the query's keys, each with the part of
         the query routed to it. Hudi's writer routes each record of these
@@ -337,8 +342,9 @@ class MetadataTableReader:
         if mdt_partition in _KEY_ROUTED and query.keys is not None:
             routed_by, exact = query.keys, True
             prefix = MdtPartition(mdt_partition).file_group_prefix
-        elif mdt_partition.startswith(SECONDARY_INDEX_PREFIX) and query.prefixes and all(_ends_secondary_key(p) for p in query.prefixes):
-            routed_by, exact = set(query.prefixes), False  # Hudi routes secondary-index records by their "<escaped value>$" prefix
+        elif mdt_partition.startswith(SECONDARY_INDEX_PREFIX) and query.prefixes and all(_ends_secondary_key(p) for p in query.prefixes) \
+                and routes_by_secondary_key(self._index_definitions.get(mdt_partition)):
+            routed_by, exact = set(query.prefixes), False  # Hudi 1.1 routes secondary-index records by their "<escaped value>$" prefix
             prefix = mdt_partition.replace("_", "-") + "-"
         else:
             return [(s, query) for s in slices]
