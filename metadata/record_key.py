@@ -69,6 +69,11 @@ class RecordKeyRule:
                 encodings = (True, False)
         return cls(fields, encodings, not config.populate_meta_fields)
 
+    @property
+    def columns(self) -> list[str]:
+        """The columns `keys_of` reads: the key fields without meta fields, else the meta field."""
+        return list(self.fields) if self.virtual else [RECORD_KEY_FIELD]
+
     def texts(self, values: Sequence[str]) -> list[str]:
         """Every text the key of these field values may be stored as."""
         return list(dict.fromkeys(record_key_text(self.fields, values, prefixed) for prefixed in self.encodings))

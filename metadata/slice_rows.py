@@ -8,13 +8,13 @@ changed)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
+from metadata.avro_schema import avro_to_arrow_schema, with_meta_fields
 from metadata.errors import HudiFormatError
 from metadata.file_group import FileSlice
 from metadata.partition_path import parse_partition_values
@@ -22,13 +22,17 @@ from metadata.storage_options import hudi_rs_options
 from metadata.table import HudiTable
 
 
-@functools.lru_cache(maxsize=8)
-def file_group_reader(base_uri: str, options: tuple[tuple[str, str], ...], latest_instant: str) -> Any:
+def file_group_reader(base_uri: str, storage_options: Mapping[str, str], latest_instant: str) -> Any:
     """hudi-rs's file group reader, made from its table so that it reads with
     the table's latest schema: a column added after a base file was written
     then comes from the log records that have it (hudi-rs's bare
     HudiFileGroupReader reads the base file's columns only). Cached per table
     state (`latest_instant`)."""
+    return _table_reader(base_uri, tuple(sorted(hudi_rs_options(base_uri, storage_options).items())), latest_instant)
+
+
+@functools.lru_cache(maxsize=8)
+def _table_reader(base_uri: str, options: tuple[tuple[str, str], ...], latest_instant: str) -> Any:
     import hudi
 
     return hudi.HudiTable(base_uri, dict(options) or None).create_file_group_reader_with_options()
@@ -38,8 +42,7 @@ def merged_rows(table: HudiTable, piece: FileSlice) -> pa.Table:
     """The merged rows of one file slice."""
     if piece.log_files:
         latest = table.timeline.latest_completed()
-        reader = file_group_reader(table.base_uri, tuple(sorted(hudi_rs_options(table.base_uri, table.storage.storage_options).items())),
-                                   latest.requested_time if latest else "")
+        reader = file_group_reader(table.base_uri, table.storage.storage_options, latest.requested_time if latest else "")
         try:
             rows = pa.Table.from_batches([reader.read_file_slice_from_paths(piece.base_file or "", list(piece.log_files))])
         except Exception as exc:  # hudi-rs raises its own error types; one line naming the slice, not a traceback
@@ -73,9 +76,7 @@ def changed_slices(before: Iterable[FileSlice], after: Iterable[FileSlice]) -> t
 
 def table_read_schema(table: HudiTable) -> pa.Schema:
     """The schema readers give rows in: the table's (latest commit's), meta fields first."""
-    schema = avro_to_arrow_schema(table.avro_schema())
-    meta = [pa.field(name, pa.string()) for name in META_FIELDS if name not in schema.names]
-    return pa.schema(meta + list(schema))
+    return with_meta_fields(avro_to_arrow_schema(table.avro_schema()))
 
 
 def conform(rows: pa.Table, schema: pa.Schema, where: str) -> pa.Table:

@@ -29,7 +29,6 @@ from metadata.partition_path import parse_partition_values
 from metadata.slice_rows import file_group_reader
 from metadata.stats_table import FILE_NAME, VALUE_COUNT, mark_truncated
 from metadata.storage import Storage
-from metadata.storage_options import hudi_rs_options
 
 log = logging.getLogger(__name__)
 BATCH_ROWS = 65_536
@@ -243,8 +242,7 @@ def row_groups_to_read(parquet: pq.ParquetFile, condition: Expr | None) -> list[
 
 def _slice_batches(spec: ReadSpec, storage: Storage, s: SliceToRead, predicate: Expr | None) -> Iterator[pa.RecordBatch]:
     if spec.merge_logs and s.log_files:
-        reader = file_group_reader(spec.base_uri, tuple(sorted(hudi_rs_options(spec.base_uri, dict(spec.storage_options)).items())),
-                                   spec.latest_instant)
+        reader = file_group_reader(spec.base_uri, dict(spec.storage_options), spec.latest_instant)
         stream = reader.read_file_slice_from_paths_stream(s.base_file or "", list(s.log_files))
         yield from stream
     elif s.base_file:

@@ -44,16 +44,12 @@ def _keys(rule: RecordKeyRule, rows: pa.Table, where: str) -> pa.Array:
         raise IndexWriteError(str(exc)) from None
 
 
-def _read_columns(rule: RecordKeyRule) -> list[str]:
-    return list(rule.fields) if rule.virtual else [RECORD_KEY_FIELD]
-
-
 def base_file_keys(storage: Storage, relative: str, rule: RecordKeyRule) -> pa.Array:
     where = storage.display_path(relative)
     try:
         with storage.open_random_access(relative) as handle:
             parquet = pq.ParquetFile(handle)
-            wanted = [c for c in _read_columns(rule) if c in parquet.schema_arrow.names]
+            wanted = [c for c in rule.columns if c in parquet.schema_arrow.names]
             rows = parquet.read(columns=wanted)
     except (OSError, pa.ArrowInvalid) as exc:
         raise HudiFormatError(where, f"record keys do not read ({exc})") from None
@@ -64,7 +60,7 @@ def _block_keys(block: LogBlock, where: str, rule: RecordKeyRule) -> list[str]:
     if block.block_type is BlockType.PARQUET_DATA:
         rows = pq.read_table(io.BytesIO(block.content))
     elif block.block_type is BlockType.AVRO_DATA:
-        wanted = _read_columns(rule)
+        wanted = rule.columns
         rows = pa.Table.from_pylist([{c: r.get(c) for c in wanted} for r in decode_avro_records(block, where)])
         if not rows.num_rows:
             return []

@@ -23,7 +23,7 @@ from metadata.file_group import FileSlice
 from metadata.mdt.file_groups import SecondaryIndexPartition
 from metadata.mdt.indexes import escape_secondary_key, index_text
 from metadata.mdt.record_schema import secondary_index_record
-from metadata.record_key import RECORD_KEY_FIELD, RecordKeyError, RecordKeyRule
+from metadata.record_key import RecordKeyError, RecordKeyRule
 from metadata.slice_rows import rows_of_slices
 from metadata.table import HudiTable
 
@@ -58,8 +58,7 @@ def check_indexable(column: str, dtype: pa.DataType | None) -> None:
 def entries(table: HudiTable, slices: Iterable[FileSlice], column: str) -> set[tuple[str | None, str]]:
     """(value text, record key) of the merged rows of these slices."""
     rule = RecordKeyRule.of(table.config)
-    key_columns = list(rule.fields) if rule.virtual else [RECORD_KEY_FIELD]
-    rows = rows_of_slices(table, slices, list(dict.fromkeys([*key_columns, column])))
+    rows = rows_of_slices(table, slices, list(dict.fromkeys([*rule.columns, column])))
     if rows is None:
         return set()
     try:
