@@ -86,8 +86,8 @@ def hudi_list_status(confs: list[dict[str, str]], work: Path) -> list[Answer]:
         elif line.startswith("!! "):
             answers[-1] = line[3:]
         elif "\t" in line and answers and isinstance(answers[-1], list):
-            path, length = line.rsplit("\t", 1)
-            answers[-1].append((_local(path), int(length)))
+            listed, length = line.rsplit("\t", 1)
+            answers[-1].append((_local(listed), int(length)))
     assert len(answers) == len(confs), result.stdout[-3000:]
     return answers
 
