@@ -24,7 +24,7 @@ from expressions import Dialect, ExpressionError, SqlSyntaxError
 from listers import DirectoryLister, incremental, plan
 from metadata import FileSlice, HudiTable
 from metadata.errors import HudiBridgeError, HudiError
-from metadata.storage import join
+from metadata.storage import hadoop_uri, join
 
 PATH_COLUMN = "$path"
 
@@ -91,7 +91,8 @@ def candidate_query(sql: str, table_path: str, dialect: Dialect | str = Dialect.
             raise RewriteError(f"the WHERE clause cannot be planned: {exc}") from None
         files, row_filter, explanation = list(result.files), None, result.explain()
     bases = [s for s in files if s.base_file]
-    paths = sorted(join(table.base_uri.rstrip("/"), s.base_file) for s in bases if s.base_file)  # absolute: engines match "$path" to it
+    location = hadoop_uri(table.storage)  # engines match "$path" to it: file:/... for a local table, as Hadoop names it
+    paths = sorted(join(location, s.base_file) for s in bases if s.base_file)
     kept_partitions = sorted({s.partition for s in bases})
     conditions: list[Any] = []
     kept = partition_condition(table, kept_partitions, qualifier)

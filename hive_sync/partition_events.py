@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from metadata import HudiTable
 from metadata.instant import Action
 from metadata.partition_path import HIVE_DEFAULT_PARTITION, format_partition_path, parse_partition_values
-from metadata.storage import join
+from metadata.storage import hadoop_uri, join
 from metadata.text_enum import TextEnum
 
 log = logging.getLogger(__name__)
@@ -40,10 +40,7 @@ def table_location(table: HudiTable) -> str:
     """The base path as Hadoop (and so the metastore) writes it: a local
     path becomes absolute `file:/...` (a relative one would mean another
     folder to every other process), other URIs stay as they are."""
-    base = table.base_uri.rstrip("/")
-    if "://" in base and not base.startswith("file://"):
-        return base
-    return "file:" + table.storage.base_path
+    return hadoop_uri(table.storage)
 
 
 def same_location(a: str, b: str) -> bool:

@@ -462,6 +462,15 @@ class Storage:
         self._call("create", relative, lambda path: self.filesystem.create_dir(path, recursive=True))
 
 
+def hadoop_uri(storage: Storage) -> str:
+    """The folder as Hadoop (the metastore, Hive, Presto, Trino's "$path")
+    names it: a local one `file:/absolute/path`, other URIs as they are."""
+    base = storage.uri.rstrip("/")
+    if "://" in base and not base.startswith("file://"):
+        return base
+    return "file:" + storage.base_path.rstrip("/")
+
+
 def hadoop_local_path(path_or_uri: str) -> str:
     """A local path from `file:///x`, or `file:/x` as Hadoop and Spark's
     catalog write it (percent-encoded); other text is returned as it is."""

@@ -24,6 +24,23 @@ if [ -n "$extras" ]; then
         "$PYTHON" -m venv .cache/hudi-spark/venv
     fi
     .cache/hudi-spark/venv/bin/python -m pip install --quiet "pyspark==3.5.7"
+    # Trino (the live Trino tests, tests/trino_services.py): its server from Maven Central (821 MB downloaded into ~/.m2),
+    # unpacked under .cache/trino keeping only the Hive and Hudi plugins (about 410 MB); it runs on the Java 25 JDK.
+    TRINO_VERSION=476  # the newest trino-server Maven Central serves here, as tests/trino_services.py names it
+    if [ ! -d ".cache/trino/trino-server-${TRINO_VERSION}/lib" ]; then
+        if command -v mvn >/dev/null && mvn -q dependency:get -Dartifact="io.trino:trino-server:${TRINO_VERSION}:tar.gz" -Dtransitive=false >/dev/null; then
+            mkdir -p .cache/trino
+            rm -rf ".cache/trino/trino-server-${TRINO_VERSION}.partial"
+            mkdir ".cache/trino/trino-server-${TRINO_VERSION}.partial"
+            tar xzf "$HOME/.m2/repository/io/trino/trino-server/${TRINO_VERSION}/trino-server-${TRINO_VERSION}.tar.gz" \
+                -C ".cache/trino/trino-server-${TRINO_VERSION}.partial" --strip-components=1
+            find ".cache/trino/trino-server-${TRINO_VERSION}.partial/plugin" -mindepth 1 -maxdepth 1 -type d \
+                ! -name hive ! -name hudi -exec rm -rf {} +
+            mv ".cache/trino/trino-server-${TRINO_VERSION}.partial" ".cache/trino/trino-server-${TRINO_VERSION}"
+        else
+            echo "setup: Maven could not fetch io.trino:trino-server:${TRINO_VERSION}; the live Trino tests cannot run" >&2
+        fi
+    fi
     # Azurite (Azure Storage's emulator, from the npm registry) for the Azure tests; without npm they are skipped.
     if command -v npm >/dev/null && [ ! -x .cache/azurite/node_modules/.bin/azurite-blob ]; then
         npm install --silent --no-audit --no-fund --prefix .cache/azurite azurite@3 >/dev/null 2>&1 \

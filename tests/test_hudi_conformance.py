@@ -25,13 +25,9 @@ from expressions import evaluate_rows, parse_sql
 from listers import changes, incremental, plan
 from listers.incremental import IncrementalRangeError
 from metadata import HudiTable
-from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.validate import validate_metadata
-from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.slice_rows import conform, merged_rows, table_read_schema
-from metadata.storage import Storage
-from metadata.table_config import update_table_config
-from tests.hudi_oracle import CACHE, HUDI_VERSION, SHAPES, Shape, go_on, missing_setup, tables
+from tests.hudi_oracle import CACHE, HUDI_VERSION, SHAPES, Shape, go_on, missing_setup, tables, with_our_metadata_table
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 REPORT: dict[str, dict[str, Any]] = {}
@@ -143,22 +139,12 @@ MORE_STEPS = ("upsert:0,5", "insert:20-23", "delete:6")
 
 @pytest.fixture(scope="module")
 def hudi_on_ours(written: dict[str, tuple[Path, dict[str, Any]]], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    import shutil
-
     root = tmp_path_factory.mktemp("ours")
     todo = []
     for name in GO_ON:
         source, oracle = written[name]
         shape = next(s for s in SHAPES if s.name == name)
-        path = root / name
-        shutil.copytree(source, path)
-        shutil.rmtree(path / ".hoodie" / "metadata")  # Hudi's own metadata table out: ours in its place
-        update_table_config(Storage.open(str(path)), {"hoodie.table.metadata.partitions": None,
-                                                      "hoodie.table.metadata.partitions.inflight": None})
-        partitions = [MdtPartition.FILES, MdtPartition.COLUMN_STATS, MdtPartition.BLOOM_FILTERS]
-        partitions += [MdtPartition.PARTITION_STATS] if shape.version >= 8 and shape.key_generator != "nonpartitioned" else []
-        partitions += [MdtPartition.RECORD_INDEX] if shape.meta_fields else []
-        MetadataTableWriter(str(path)).build(partitions)
+        path = with_our_metadata_table(source, shape, root / name)
         assert validate_metadata(str(path)).ok
         todo.append((path, shape, oracle))
     seen = go_on(todo, MORE_STEPS, root)

@@ -1,10 +1,11 @@
 """Candidate files handed to Presto/Trino: the SQL rewrite, and the trino
-client against a real third-party server that speaks Trino's protocol
-(buenavista over DuckDB), started on loopback once per session."""
+client against a third-party server that speaks Trino's protocol
+(buenavista over DuckDB, "$path" as Hadoop names a local file), started on
+loopback once per session. It is quick and runs without Java; the live Trino
+is in tests/test_trino_live.py."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -21,20 +22,13 @@ from engine_bridge.cli import main
 from engine_bridge.trino import RewriteError, candidate_query, run_query
 from hive_sync.embedded import free_port
 from listers import plan
-from metadata.sample_tables.builder import TableBuilder
 from metadata.storage import join
+from tests.trino_services import build_trips
 
 
 @pytest.fixture(scope="session")
 def trips(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A v8 COW table whose updates left older base files beside the latest."""
-    path = str(tmp_path_factory.mktemp("trino") / "trips")
-    builder = TableBuilder(path, pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())]), partition_fields=["p"],
-                           version=8)
-    builder.write([{"id": i, "v": "a", "p": f"p{i % 3}"} for i in range(12)])
-    builder.write([{"id": 1, "v": "b", "p": "p1"}, {"id": 2, "v": "b", "p": "p2"}])
-    builder.write([{"id": 4, "v": "c", "p": "p1"}, {"id": 20, "v": "c", "p": "p4"}])
-    return path
+    return build_trips(tmp_path_factory.mktemp("trino") / "trips")
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +54,7 @@ def trino_server(trips: str) -> Iterator[str]:
 
     files = sorted(str(p) for p in Path(trips).rglob("*.parquet") if ".hoodie" not in p.parts)
     db = duckdb.connect()
-    db.execute(f'CREATE VIEW trips AS SELECT * EXCLUDE (filename), filename AS "$path" FROM read_parquet({files!r}, filename=true)')
+    db.execute(f"""CREATE VIEW trips AS SELECT * EXCLUDE (filename), 'file:' || filename AS "$path" FROM read_parquet({files!r}, filename=true)""")
     app = FastAPI()
     http.quacko(app, DuckDBConnection(db), rewriter)
     port = free_port()
@@ -95,7 +89,7 @@ def test_rewritten_query_returns_the_snapshot_rows(trips: str, trino_server: str
     names, rows = run_query(trino_server, "memory", "main", query.sql)
     assert names == ["id", "v"]
     assert sorted(rows) == _hudi_rs_rows(trips, keep)
-    assert set(query.files) == {join(trips, s.base_file) for s in plan(trips, predicate, dialect="trino").files if s.base_file}
+    assert set(query.files) == {"file:" + join(trips, s.base_file) for s in plan(trips, predicate, dialect="trino").files if s.base_file}
 
 
 def test_the_view_alone_returns_older_file_versions(trips: str, trino_server: str) -> None:
@@ -137,18 +131,3 @@ def test_cli_query_and_rewrite(trips: str, trino_server: str) -> None:
     bad = runner.invoke(main, ["trino", "query", "--server", trino_server, "--catalog", "memory", "--schema", "main",
                                "--table-path", trips, "SELECT nothing FROM trips"])
     assert bad.exit_code == 2
-
-
-LIVE = os.environ.get("HUDI_BRIDGE_TRINO_URL")
-
-
-@pytest.mark.skipif(not LIVE, reason="HUDI_BRIDGE_TRINO_URL is not set (no Trino server to run against)")
-def test_live_trino() -> None:
-    """Against a real Trino: HUDI_BRIDGE_TRINO_{CATALOG,SCHEMA,TABLE,TABLE_PATH} name a Hudi table it reads."""
-    env = {k: os.environ[f"HUDI_BRIDGE_TRINO_{k}"] for k in ("CATALOG", "SCHEMA", "TABLE", "TABLE_PATH")}
-    sql = f"SELECT _hoodie_record_key FROM {env['TABLE']}"
-    query = candidate_query(sql, env["TABLE_PATH"], "trino")
-    assert LIVE is not None
-    _, rows = run_query(LIVE, env["CATALOG"], env["SCHEMA"], query.sql)
-    expected = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(env["TABLE_PATH"]).build().read())
-    assert sorted(r[0] for r in rows) == sorted(expected.column("_hoodie_record_key").to_pylist())

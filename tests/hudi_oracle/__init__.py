@@ -112,6 +112,28 @@ def go_on(tables_and_shapes: list[tuple[Path, Shape, dict[str, Any]]], more_step
     return {shape.name: json.loads(Path(f"{path}.go_on.json").read_text()) for path, shape, _ in tables_and_shapes}
 
 
+def with_our_metadata_table(source: Path, shape: Shape, path: Path) -> Path:
+    """A copy of a table Hudi wrote at `path`, Hudi's metadata table replaced by
+    one hudi-bridge builds (files, column_stats, bloom_filters, partition_stats
+    where Hudi keeps them, the record index with meta fields)."""
+    import shutil
+
+    from metadata.mdt.file_groups import MdtPartition
+    from metadata.mdt.write.writer import MetadataTableWriter
+    from metadata.storage import Storage
+    from metadata.table_config import update_table_config
+
+    shutil.copytree(source, path)
+    shutil.rmtree(path / ".hoodie" / "metadata")
+    update_table_config(Storage.open(str(path)), {"hoodie.table.metadata.partitions": None,
+                                                  "hoodie.table.metadata.partitions.inflight": None})
+    partitions = [MdtPartition.FILES, MdtPartition.COLUMN_STATS, MdtPartition.BLOOM_FILTERS]
+    partitions += [MdtPartition.PARTITION_STATS] if shape.version >= 8 and shape.key_generator != "nonpartitioned" else []
+    partitions += [MdtPartition.RECORD_INDEX] if shape.meta_fields else []
+    MetadataTableWriter(str(path)).build(partitions)
+    return path
+
+
 def _java17() -> str:
     for candidate in sorted(Path("/usr/lib/jvm").glob("java-17-openjdk*")):
         return str(candidate)

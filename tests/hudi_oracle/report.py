@@ -42,6 +42,14 @@ Notes:
   are disabled"), so the shapes here and in `tests/table_shapes.py` do the same.
 - Hudi 1.1.0's bundle (table version 9) is not served by Maven Central here; table version 9 is
   covered by the fixtures and the project's own builder only.
+- Trino 476 (`tests/test_trino_live.py`, slow tier): its Hudi connector reads every shape above,
+  synced by hudi-bridge, with the same rows on Hudi's metadata table and on ours (on COW, the rows
+  written, the INT to BIGINT promotion Hudi cannot read included). It lists storage and reads
+  read-optimized: it neither reads the metadata table nor prunes on column statistics. It cannot
+  read a table version 8 whose `.hoodie/timeline/history` folder is empty, as Hudi 1.0.2 leaves it
+  until it first archives ("Could not load archived commit timeline": its storage layer reports an
+  empty folder as missing; a neighbour of apache/hudi#13994); with the empty folder removed it
+  reads them. The test checks both.
 """
 
 
