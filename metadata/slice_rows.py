@@ -38,8 +38,10 @@ def _table_reader(base_uri: str, options: tuple[tuple[str, str], ...], latest_in
     return hudi.HudiTable(base_uri, dict(options) or None).create_file_group_reader_with_options()
 
 
-def merged_rows(table: HudiTable, piece: FileSlice) -> pa.Table:
-    """The merged rows of one file slice."""
+def merged_rows(table: HudiTable, piece: FileSlice, columns: Sequence[str] | None = None) -> pa.Table:
+    """The merged rows of one file slice; with `columns`, a base file alone is
+    read for those columns only (names as the table spells them; a column the
+    file lacks is left out, for `conform` to add)."""
     if piece.log_files:
         latest = table.timeline.latest_completed()
         reader = file_group_reader(table.base_uri, table.storage.storage_options, latest.requested_time if latest else "")
@@ -51,7 +53,11 @@ def merged_rows(table: HudiTable, piece: FileSlice) -> pa.Table:
             raise HudiFormatError(where, f"hudi-rs cannot merge this file slice with its {len(piece.log_files)} log file(s): {reason}") from None
     elif piece.base_file:
         with table.storage.open_random_access(piece.base_file) as handle:
-            rows = pq.read_table(handle)
+            if columns is None:
+                rows = pq.read_table(handle)
+            else:
+                in_file = {name.lower(): name for name in pq.ParquetFile(handle).schema_arrow.names}
+                rows = pq.read_table(handle, columns=[in_file[c.lower()] for c in columns if c.lower() in in_file])
     else:
         return pa.table({})
     config = table.config
