@@ -18,6 +18,7 @@ from expressions.binding import bind
 from expressions.bound import BoundPredicate
 from expressions.eval_rows import RowEvaluator
 from expressions.tree import AlwaysTrue, And, Comparison, Expr, In, Literal, Op, Or, Ref, and_, or_, visit
+from metadata import arrow_values
 from metadata.partition_path import parse_partition_values
 
 log = logging.getLogger(__name__)
@@ -31,14 +32,14 @@ def partition_values_table(
     parsed = [parse_partition_values(p, fields, hive_style, url_encoded, segments_of) for p in partitions]
     columns = {}
     for name in fields:
-        raw = pa.array([values[name] for values in parsed], pa.string())
+        raw = arrow_values.strings([values[name] for values in parsed])
         target = types.get(name, pa.string())
         try:
             columns[name] = raw.cast(target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             log.debug("partition field %s kept as text: values do not cast to %s (%s)", name, target, exc)
             columns[name] = raw
-    return pa.table(columns) if columns else pa.table({"_": pa.array([None] * len(partitions), pa.null())})
+    return pa.table(columns) if columns else pa.table({"_": pa.nulls(len(partitions), pa.null())})
 
 
 def prune_partitions(
@@ -62,7 +63,7 @@ def prune_partitions(
         if table is None:
             return list(partitions)
     bound = expr.on(table.schema) if isinstance(expr, BoundPredicate) else bind(expr, table.schema, strict=False)
-    keep = pc.fill_null(visit(bound, RowEvaluator(table, unknown_as_true=True)), False)
+    keep = pc.fill_null(visit(bound, RowEvaluator(table, unknown_as_true=True)), arrow_values.FALSE)
     return [p for p, k in zip(partitions, keep.to_pylist()) if k]
 
 

@@ -18,6 +18,7 @@ from expressions.dialect import Dialect, NanSemantics, nan_semantics
 from expressions.errors import ExpressionError
 from expressions.functions import apply_all, result_type
 from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, Ref, StartsWith, Unknown, Visitor, visit
+from metadata import arrow_values
 
 _COMPARE = {Op.EQ: pc.equal, Op.NE: pc.not_equal, Op.LT: pc.less, Op.LE: pc.less_equal, Op.GT: pc.greater, Op.GE: pc.greater_equal}
 
@@ -32,7 +33,7 @@ def column_of(table: pa.Table, ref: Ref) -> pa.ChunkedArray:
         return column
     source = column.type
     values = [apply_all(ref.functions, v, source) for v in column.to_pylist()]
-    return pa.chunked_array([pa.array(values, type=result_type(ref.functions, source))])
+    return pa.chunked_array([arrow_values.array(values, result_type(ref.functions, source))])
 
 
 def is_nan_literal(value: Any) -> bool:
@@ -49,7 +50,7 @@ class RowEvaluator(Visitor[pa.ChunkedArray]):
         self.length = table.num_rows
 
     def _constant(self, value: bool) -> pa.ChunkedArray:
-        return pa.chunked_array([pa.array([value] * self.length, pa.bool_())])
+        return pa.chunked_array([arrow_values.booleans(value, self.length)])
 
     def always_true(self) -> pa.ChunkedArray:
         return self._constant(True)
@@ -66,9 +67,9 @@ class RowEvaluator(Visitor[pa.ChunkedArray]):
     def comparison(self, node: Comparison) -> pa.ChunkedArray:
         column = column_of(self.table, node.ref)
         value = node.literal.value
-        scalar = pa.scalar(value, type=column.type)
+        scalar = arrow_values.scalar(value, column.type)
         if node.op is Op.NULL_SAFE_EQ:
-            return pc.fill_null(self._compare(Op.EQ, column, scalar, value, node.origin), False)
+            return pc.fill_null(self._compare(Op.EQ, column, scalar, value, node.origin), arrow_values.FALSE)
         return self._compare(node.op, column, scalar, value, node.origin)
 
     def _compare(self, op: Op, column: pa.ChunkedArray, scalar: pa.Scalar, value: Any, origin: Dialect | None) -> pa.ChunkedArray:
@@ -94,18 +95,18 @@ class RowEvaluator(Visitor[pa.ChunkedArray]):
         column = column_of(self.table, node.ref)
         values = [lit.value for lit in node.literals if not lit.is_null]
         list_has_null = len(values) != len(node.literals)
-        matched = pc.is_in(column, value_set=pa.array(values, type=column.type), skip_nulls=True)
+        matched = pc.is_in(column, value_set=arrow_values.array(values, column.type), skip_nulls=True)
         if pa.types.is_floating(column.type):
             if nan_semantics(node.origin) is NanSemantics.IEEE:
                 matched = pc.and_(matched, pc.invert(pc.is_nan(column)))  # IEEE: NaN equals nothing
             elif any(is_nan_literal(v) for v in values):
                 matched = pc.or_(matched, pc.is_nan(column))
         # SQL: a match is TRUE; no match is NULL if the list holds NULL, else FALSE.
-        no_match = pa.scalar(None, pa.bool_()) if list_has_null else pa.scalar(False)
-        result = pc.if_else(matched, True, no_match)
+        no_match = arrow_values.NULL_BOOL if list_has_null else arrow_values.FALSE
+        result = pc.if_else(matched, arrow_values.TRUE, no_match)
         if node.negated:
             result = pc.invert(result)
-        return pc.if_else(pc.is_null(column), pa.scalar(None, pa.bool_()), result)
+        return pc.if_else(pc.is_null(column), arrow_values.NULL_BOOL, result)
 
     def is_null(self, node: IsNull) -> pa.ChunkedArray:
         return pc.is_null(column_of(self.table, node.ref))
@@ -114,7 +115,7 @@ class RowEvaluator(Visitor[pa.ChunkedArray]):
         return pc.is_valid(column_of(self.table, node.ref))
 
     def starts_with(self, node: StartsWith) -> pa.ChunkedArray:
-        result = pc.starts_with(column_of(self.table, node.ref), node.prefix)
+        result = pc.starts_with(column_of(self.table, node.ref), pattern=node.prefix)
         return pc.invert(result) if node.negated else result
 
     def unknown(self, node: Unknown) -> pa.ChunkedArray:
@@ -127,4 +128,4 @@ def evaluate_rows(expr: Expr, table: pa.Table, case_sensitive: bool = False) -> 
     """Which rows the predicate selects (NULL counts as not selected)."""
     bound = bind(expr, table.schema, case_sensitive=case_sensitive, strict=True)
     result = visit(bound, RowEvaluator(table))
-    return pc.fill_null(result, False).combine_chunks()
+    return pc.fill_null(result, arrow_values.FALSE).combine_chunks()

@@ -26,6 +26,8 @@ from expressions.eval_rows import is_nan_literal
 from expressions.functions import Function, RoundingCast, all_total, all_total_within_image, image_all, image_all_arrays, result_type
 from expressions.functions.text import after_prefix
 from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, Ref, StartsWith, Unknown, Visitor, visit
+from metadata import arrow_values
+from metadata.arrow_values import to_numpy
 from metadata.stats_table import (
     FILE_NAME,
     VALUE_COUNT,
@@ -75,8 +77,8 @@ class _Column:
         is monotone there, no bounds elsewhere (the file stays)."""
         source = self.type
         target = result_type(functions, source)
-        usable = pc.fill_null(pc.and_(self.has_bounds, pa.scalar(not self.maybe_truncated)), False)
-        nothing = pa.scalar(None, source)
+        usable = pc.fill_null(pc.and_(self.has_bounds, arrow_values.scalar(not self.maybe_truncated, pa.bool_())), arrow_values.FALSE)
+        nothing = arrow_values.scalar(None, source)
         vectorised = image_all_arrays(functions, pc.if_else(usable, self.min, nothing).combine_chunks(),
                                       pc.if_else(usable, self.max, nothing).combine_chunks(), source)
         if vectorised is not None:
@@ -89,7 +91,7 @@ class _Column:
         if all_total_within_image(functions, source) and self.nulls is not None:
             # f may be NULL where it has no image (an overflow): those files' null counts are unknown
             known = pc.or_(pc.and_(pc.is_valid(low_array), pc.is_valid(high_array)), self.all_null)
-            return _Column(low_array, high_array, pc.if_else(known, self.nulls, pa.scalar(None, self.nulls.type)), self.count)
+            return _Column(low_array, high_array, pc.if_else(known, self.nulls, arrow_values.scalar(None, self.nulls.type)), self.count)
         return _Column(low_array, high_array, None, None, all_null=self.all_null)
 
     def _images_file_by_file(self, functions: tuple[Function, ...], usable: pa.ChunkedArray,
@@ -97,7 +99,7 @@ class _Column:
         """f's image per file, computed once per distinct (min, max) pair:
         files often share bounds (days, categories)."""
         source = self.type
-        files = pa.table({"low": self.min, "high": self.max, "file": pa.array(np.arange(len(self.min), dtype=np.int64))}).filter(usable)
+        files = pa.table({"low": self.min, "high": self.max, "file": arrow_values.from_numpy(np.arange(len(self.min), dtype=np.int64))}).filter(usable)
         try:
             pairs = files.group_by(["low", "high"], use_threads=False).aggregate([])
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # key types the hash join has no kernel for
@@ -106,13 +108,13 @@ class _Column:
         bounds = pairs if shared and pairs is not None else files
         images = [_image(functions, low, high, source) for low, high in zip(bounds.column("low").to_pylist(), bounds.column("high").to_pylist())]
         if shared:
-            placed = files.join(bounds.append_column("pair", pa.array(np.arange(bounds.num_rows, dtype=np.int64))),
+            placed = files.join(bounds.append_column("pair", arrow_values.from_numpy(np.arange(bounds.num_rows, dtype=np.int64))),
                                 ["low", "high"], use_threads=False).select(["file", "pair"])
             images = [images[n] for n in placed.column("pair").to_pylist()]
         else:
             placed = files.select(["file"])
-        lows = pa.array([None if b is None else b[0] for b in images], type=target)
-        highs = pa.array([None if b is None else b[1] for b in images], type=target)
+        lows = arrow_values.array([None if b is None else b[0] for b in images], target)
+        highs = arrow_values.array([None if b is None else b[1] for b in images], target)
         where = placed.column("file").combine_chunks()
         return _scatter(lows, where, len(self.min)), _scatter(highs, where, len(self.min))
 
@@ -121,24 +123,24 @@ class _Column:
         has_bounds = pc.and_(pc.is_valid(self.min), pc.is_valid(self.max))
         if self.is_float:  # NaN bounds say nothing
             has_bounds = pc.and_(has_bounds, pc.invert(pc.or_(pc.is_nan(self.min), pc.is_nan(self.max))))
-        return pc.fill_null(has_bounds, False)
+        return pc.fill_null(has_bounds, arrow_values.FALSE)
 
     @cached_property
     def all_null(self) -> pa.ChunkedArray:
         if self.nulls is None or self.count is None:
-            return pa.chunked_array([pa.array([False] * len(self.min))])
-        return pc.fill_null(pc.and_(pc.equal(self.nulls, self.count), pc.invert(self.has_bounds)), False)
+            return pa.chunked_array([arrow_values.booleans(False, len(self.min))])
+        return pc.fill_null(pc.and_(pc.equal(self.nulls, self.count), pc.invert(self.has_bounds)), arrow_values.FALSE)
 
     @cached_property
     def non_null(self) -> pa.ChunkedArray:
         if self.nulls is None or self.count is None:
-            return pa.chunked_array([pa.array([True] * len(self.min))])
-        return pc.fill_null(pc.greater(pc.subtract(self.count, self.nulls), 0), True)
+            return pa.chunked_array([arrow_values.booleans(True, len(self.min))])
+        return pc.fill_null(pc.greater(pc.subtract(self.count, self.nulls), arrow_values.ZERO), arrow_values.TRUE)
 
     @cached_property
     def extended_max(self) -> pa.ChunkedArray:
         """max followed by the largest character: above every string that starts with max."""
-        return pc.binary_join_element_wise(self.max, MAX_CHAR, "")
+        return pc.binary_join_element_wise(self.max, arrow_values.scalar(MAX_CHAR, self.max.type), arrow_values.EMPTY_STRING)
 
 
 class StatsEvaluator(Visitor[pa.ChunkedArray]):
@@ -156,7 +158,7 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
         return self._columns[ref]
 
     def _all(self, value: bool) -> pa.ChunkedArray:
-        return pa.chunked_array([pa.array([value] * self.length, pa.bool_())])
+        return pa.chunked_array([arrow_values.array([value] * self.length, pa.bool_())])
 
     def always_true(self) -> pa.ChunkedArray:
         return self._all(True)
@@ -177,7 +179,7 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
     def _finish(self, column: _Column, decided: Any, needs_values: bool = True) -> pa.ChunkedArray:
         """Keep where undecided; a column with only NULLs holds no match for
         predicates that need a value."""
-        may = pc.fill_null(pc.if_else(column.has_bounds, decided, True), True)
+        may = pc.fill_null(pc.if_else(column.has_bounds, decided, arrow_values.TRUE), arrow_values.TRUE)
         if needs_values:
             may = pc.and_(may, pc.invert(column.all_null))
         return may
@@ -199,7 +201,7 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
         return self._safe(name, lambda: self._compare(node, column, value))
 
     def _compare(self, node: Comparison, column: _Column, value: Any) -> pa.ChunkedArray:
-        scalar = pa.scalar(value, type=column.type)
+        scalar = arrow_values.scalar(value, column.type)
         op = Op.EQ if node.op is Op.NULL_SAFE_EQ else node.op
         lo, hi = column.min, column.max
         if op is Op.EQ:
@@ -251,13 +253,13 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
         if len(values) <= SHORT_IN_LIST:
             decided = None
             for v in values:
-                scalar = pa.scalar(v, type=column.type)
+                scalar = arrow_values.scalar(v, column.type)
                 hit = pc.and_(pc.less_equal(column.min, scalar), self._max_at_least(column, v, scalar, strict=False))
                 decided = hit if decided is None else pc.or_(decided, hit)
             return self._finish(column, decided)
         # Long lists: the list's range must overlap [min, max], and a file
         # holding a single value must hold one of the list's.
-        value_array = pa.array(values, type=column.type)
+        value_array = arrow_values.array(values, column.type)
         low, high = pc.min_max(value_array).values()
         overlaps = pc.and_(pc.less_equal(column.min, high), self._max_at_least(column, low.as_py(), low, strict=False))
         if column.is_string and column.maybe_truncated:  # min == max need not be the only value
@@ -270,7 +272,7 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
     def _not_in(self, column: _Column, values: list[Any]) -> pa.ChunkedArray:
         if column.is_float or (column.is_string and column.maybe_truncated):  # NaN rows; truncated string bounds
             return pc.invert(column.all_null)
-        value_array = pa.array(values, type=column.type)
+        value_array = arrow_values.array(values, column.type)
         only_listed = pc.and_(pc.equal(column.min, column.max), pc.is_in(column.min, value_set=value_array))
         return self._finish(column, pc.invert(only_listed))
 
@@ -278,7 +280,7 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
         column = self._column(node.ref)
         if column.nulls is None:
             return self._all(True)
-        return pc.fill_null(pc.greater(column.nulls, 0), True)
+        return pc.fill_null(pc.greater(column.nulls, arrow_values.ZERO), arrow_values.TRUE)
 
     def is_not_null(self, node: IsNotNull) -> pa.ChunkedArray:
         return self._column(node.ref).non_null
@@ -296,19 +298,19 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
             # Every value between two strings with the prefix has it too.
             both = pc.and_(pc.starts_with(column.min, prefix), pc.starts_with(column.max, prefix))
             return self._finish(column, pc.invert(both))
-        scalar = pa.scalar(prefix, pa.string())
+        scalar = arrow_values.scalar(prefix, pa.string())
         decided = self._max_at_least(column, prefix, scalar, strict=False)
         upper = after_prefix(prefix)
         if upper is not None:
-            decided = pc.and_(decided, pc.less(column.min, pa.scalar(upper, pa.string())))
+            decided = pc.and_(decided, pc.less(column.min, arrow_values.scalar(upper, pa.string())))
         return self._finish(column, decided)
 
 
 def _scatter(values: pa.Array, positions: pa.Array, length: int) -> pa.ChunkedArray:
     """An array of `length` nulls with values[i] at positions[i]."""
     order = np.full(length, -1, dtype=np.int64)
-    order[positions.to_numpy()] = np.arange(len(positions), dtype=np.int64)
-    taken = values.take(pa.array(order, mask=order < 0))
+    order[to_numpy(positions)] = np.arange(len(positions), dtype=np.int64)
+    taken = values.take(arrow_values.from_numpy(order, valid=~(order < 0)))
     return pa.chunked_array([taken])
 
 
@@ -324,9 +326,9 @@ def may_match(expr: Expr | BoundPredicate, stats: pa.Table) -> pa.BooleanArray:
     not bound again, only narrowed to the columns with statistics."""
     check_stats_table(stats)
     bound = expr.on(stats_columns(stats)) if isinstance(expr, BoundPredicate) else bind(expr, stats_columns(stats), strict=False)
-    result = pc.fill_null(visit(bound, StatsEvaluator(stats)), True)
+    result = pc.fill_null(visit(bound, StatsEvaluator(stats)), arrow_values.TRUE)
     if VALUE_COUNT in stats.column_names:  # an empty file holds no matching row
-        result = pc.and_(result, pc.fill_null(pc.not_equal(stats.column(VALUE_COUNT), 0), True))
+        result = pc.and_(result, pc.fill_null(pc.not_equal(stats.column(VALUE_COUNT), arrow_values.ZERO), arrow_values.TRUE))
     return result.combine_chunks()
 
 

@@ -49,6 +49,7 @@ from expressions.tree import (
     and_,
     or_,
 )
+from metadata import arrow_values
 from metadata.mdt.expression_index import EXPRESSION_INDEX_PREFIX, ExpressionIndexPartition, ExpressionIndexType
 
 
@@ -112,7 +113,7 @@ class SparkIndexExpressions:
         if not functions:
             return values
         source = values.type
-        return pa.array([None if v is None else apply_all(functions, v, source) for v in values.to_pylist()], dtype)
+        return arrow_values.array([None if v is None else apply_all(functions, v, source) for v in values.to_pylist()], dtype)
 
 
 def implied_on_index(predicate: BoundPredicate, indexed: Ref, source: pa.DataType, virtual: str) -> BoundPredicate | None:

@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 
 from listers.incremental import _as_of_for, range_key
-from metadata import CleanedFilesError, FileSlice, HudiTable, Instant
+from metadata import CleanedFilesError, FileSlice, HudiTable, Instant, arrow_values
 from metadata.arrow_memory import empty_table
 from metadata.cdc import CdcMode, read_cdc_records
 from metadata.errors import HudiBridgeError
@@ -121,8 +121,8 @@ def commit_changes(table: HudiTable, change: CommitChange, use_cdc_logs: bool = 
         befores.append(None if old is None else _json(old))
         afters.append(None if new is None else _json(new))
     ts = change.instant.requested_time
-    return pa.table({"op": pa.array([op.value for op in ops], pa.string()), "ts_ms": pa.array([ts] * len(ops), pa.string()),
-                     "before": pa.array(befores, pa.string()), "after": pa.array(afters, pa.string())}, schema=CDC_SCHEMA)
+    return pa.table({"op": arrow_values.array([op.value for op in ops], pa.string()), "ts_ms": arrow_values.array([ts] * len(ops), pa.string()),
+                     "before": arrow_values.array(befores, pa.string()), "after": arrow_values.array(afters, pa.string())}, schema=CDC_SCHEMA)
 
 
 Row = dict[str, Any]
@@ -221,7 +221,7 @@ def _by_record(table: HudiTable, slices: list[FileSlice], schema: pa.Schema) -> 
         if rule.virtual:
             rows = rows.set_column(rows.schema.get_field_index(RECORD_KEY_FIELD), RECORD_KEY_FIELD, keys)
             rows = rows.set_column(rows.schema.get_field_index(PARTITION_PATH_FIELD), PARTITION_PATH_FIELD,
-                                   pa.array([piece.partition] * rows.num_rows))
+                                   arrow_values.strings([piece.partition] * rows.num_rows))
         for key, row in zip(keys.to_pylist(), rows.to_pylist()):
             found.setdefault((piece.partition, key), []).append(row)
     return found

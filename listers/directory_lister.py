@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from metadata import FileSlice, HudiTable
+from metadata.arrow_values import to_numpy
 from metadata.listing import ListingSource
 from metadata.mdt.stats_cache import PersistentStatsCache, state_of
 from metadata.stats_table import stats_rows_of
@@ -97,7 +98,7 @@ class DirectoryLister:
         if cache is not None and None not in states:  # both whole tables of known states: the match is kept too
             digest = PersistentStatsCache.digest(["stats rows", *(s or "" for s in states)])
             kept = cache.get_or_build(digest, lambda: pa.table({"row": stats_rows_of(files, stats)}), "match")
-            rows = kept.column("row").to_numpy()
+            rows = to_numpy(kept.column("row"))
         else:
             rows = stats_rows_of(files, stats)
         with self._lock:

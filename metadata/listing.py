@@ -12,8 +12,10 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
+import numpy as np
 import pyarrow as pa
 
+from metadata import arrow_values
 from metadata.file_naming import PARTITION_METADATA_PREFIX
 from metadata.storage import Storage, StoredFile, join
 from metadata.text_enum import TextEnum
@@ -144,9 +146,10 @@ FILE_TABLE_SCHEMA = pa.schema([("partition", pa.string()), ("fileName", pa.strin
 def file_table_of(names: Mapping[str, Mapping[str, int]], schema: pa.Schema = FILE_TABLE_SCHEMA) -> pa.Table:
     """A table (partition or record key, file name, size; FILE_TABLE_SCHEMA
     unless told) of file names and sizes per partition."""
-    return pa.table([pa.array([p for p, files in names.items() for _ in files], pa.string()),
-                     pa.array([n for files in names.values() for n in files], pa.string()),
-                     pa.array([s for files in names.values() for s in files.values()], pa.int64())], schema=schema)
+    return pa.table([arrow_values.strings([p for p, files in names.items() for _ in files]),
+                     arrow_values.strings([n for files in names.values() for n in files]),
+                     arrow_values.from_numpy(np.fromiter((s for files in names.values() for s in files.values()), np.int64))],
+                    schema=schema)
 
 
 def names_of(table: pa.Table, partitions: list[str]) -> dict[str, dict[str, int]]:

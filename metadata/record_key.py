@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata import arrow_values
 from metadata.errors import HudiBridgeError
 from metadata.key_generator import KeyGeneratorType
 from metadata.table_config import TableConfig
@@ -98,10 +99,10 @@ class RecordKeyRule:
         for i, (name, texts) in enumerate(zip(self.fields, parts)):
             if i:
                 pieces.append(",")
-            empty = pc.equal(pc.fill_null(texts, ""), "")
+            empty = pc.equal(pc.fill_null(texts, arrow_values.EMPTY_STRING), arrow_values.EMPTY_STRING)
             shown = pc.if_else(pc.is_null(texts), NULL_PART, pc.if_else(empty, EMPTY_PART, texts))
             pieces += [f"{name}:", shown]
-        return pc.binary_join_element_wise(*pieces, "")
+        return pc.binary_join_element_wise(*pieces, arrow_values.EMPTY_STRING)
 
     @staticmethod
     def _field_texts(rows: pa.Table, name: str, where: str) -> pa.Array:

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from metadata import arrow_values
 from metadata.avro_schema import avro_to_arrow_schema, with_meta_fields
 from metadata.errors import HudiFormatError
 from metadata.file_group import FileSlice
@@ -53,11 +54,12 @@ def merged_rows(table: HudiTable, piece: FileSlice, columns: Sequence[str] | Non
             raise HudiFormatError(where, f"hudi-rs cannot merge this file slice with its {len(piece.log_files)} log file(s): {reason}") from None
     elif piece.base_file:
         with table.storage.open_random_access(piece.base_file) as handle:
+            file = pq.ParquetFile(handle)  # not pq.read_table: it imports pyarrow.dataset, and that pandas
             if columns is None:
-                rows = pq.read_table(handle)
+                rows = file.read()
             else:
-                in_file = {name.lower(): name for name in pq.ParquetFile(handle).schema_arrow.names}
-                rows = pq.read_table(handle, columns=[in_file[c.lower()] for c in columns if c.lower() in in_file])
+                in_file = {name.lower(): name for name in file.schema_arrow.names}
+                rows = file.read(columns=[in_file[c.lower()] for c in columns if c.lower() in in_file])
     else:
         return pa.table({})
     config = table.config
@@ -66,7 +68,7 @@ def merged_rows(table: HudiTable, piece: FileSlice, columns: Sequence[str] | Non
     present = {name.lower() for name in rows.column_names}
     for field, value in values.items():
         if field.lower() not in present:
-            rows = rows.append_column(field, pa.array([value] * rows.num_rows, pa.string()))
+            rows = rows.append_column(field, arrow_values.array([value] * rows.num_rows, pa.string()))
     return rows
 
 

@@ -26,7 +26,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL
+from metadata.arrow_values import to_numpy
 from metadata.errors import InvalidStatsTable
 
 log = logging.getLogger(__name__)
@@ -92,15 +94,15 @@ def build_stats_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str],
     """A stats table from rows keyed by the field names above; bounds are
     typed by `types` (a value that does not fit becomes null: no statistics)."""
     arrays = {
-        PARTITION: pa.array([r[PARTITION] for r in rows], pa.string()),
-        FILE_NAME: pa.array([r[FILE_NAME] for r in rows], pa.string()),
-        VALUE_COUNT: pa.array([r.get(VALUE_COUNT) for r in rows], pa.int64()),
+        PARTITION: arrow_values.array([r[PARTITION] for r in rows], pa.string()),
+        FILE_NAME: arrow_values.array([r[FILE_NAME] for r in rows], pa.string()),
+        VALUE_COUNT: arrow_values.array([r.get(VALUE_COUNT) for r in rows], pa.int64()),
     }
     for column in columns:
         dtype = types.get(column)
         for name in (min_field(column), max_field(column)):
             arrays[name] = typed_array([r.get(name) for r in rows], dtype, column)
-        arrays[null_count_field(column)] = pa.array([r.get(null_count_field(column)) for r in rows], pa.int64())
+        arrays[null_count_field(column)] = arrow_values.array([r.get(null_count_field(column)) for r in rows], pa.int64())
     return pa.table(arrays)
 
 
@@ -110,17 +112,17 @@ def typed_array(values: list[Any], dtype: pa.DataType | None, column: str) -> pa
     if dtype is None:
         return pa.array(values)
     try:
-        return pa.array(values, type=dtype)
+        return arrow_values.array(values, dtype)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
         fitted = []
         for value in values:
             try:
-                pa.array([value], type=dtype)
+                arrow_values.array([value], dtype)
                 fitted.append(value)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
                 log.debug("column %s: stats value %r does not fit %s; treated as missing", column, value, dtype)
                 fitted.append(None)
-        return pa.array(fitted, type=dtype)
+        return arrow_values.array(fitted, dtype)
 
 
 def stats_rows_of(files: pa.Table, stats: pa.Table) -> npt.NDArray[np.int64]:
@@ -135,9 +137,9 @@ def stats_rows_of(files: pa.Table, stats: pa.Table) -> npt.NDArray[np.int64]:
     names, partitions = files.column(FILE_NAME), files.column(PARTITION)
     found = pc.index_in(names, value_set=stats.column(FILE_NAME), memory_pool=READ_POOL)
     same = pc.equal(partitions, pc.take(stats.column(PARTITION), found, memory_pool=READ_POOL))
-    if not pc.all(pc.fill_null(same, True)).as_py():
+    if not pc.all(pc.fill_null(same, arrow_values.TRUE)).as_py():
         found = pc.index_in(_file_identities(files), value_set=_file_identities(stats), memory_pool=READ_POOL)
-    return np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return np.asarray(to_numpy(found, null=-1), dtype=np.int64)
 
 
 def _file_identities(table: pa.Table) -> pa.Array:

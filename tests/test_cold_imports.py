@@ -1,8 +1,8 @@
 """Cold commands import only what they use: command modules load when the
 command is named, so `table show` or `plan` does not load Spark's, Hive's
-or Trino's clients (issue 39; pyarrow itself imports pandas, when installed,
-the first time it builds an array from Python values, so only paths that
-build none are free of it)."""
+or Trino's clients. And no cold path imports pandas: pyarrow imports it,
+when installed, the first time it converts a Python or numpy value, so the
+cold paths build their arrays through `metadata.arrow_values` (issue 39)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,35 @@ def test_cold_commands_leave_the_engines_clients_out(tmp_path: Path) -> None:
     assert shown["exit"] == 0
     assert not CLIENTS & set(shown["modules"]) and "pandas" not in shown["modules"] and "sqlglot" not in shown["modules"]
     planned = _loaded(["plan", path, "--where", "id = 1"])
-    assert planned["exit"] == 0 and not CLIENTS & set(planned["modules"])
+    assert planned["exit"] == 0 and not CLIENTS & set(planned["modules"]) and "pandas" not in planned["modules"]
     assert set(planned["dialects"]) <= {"sqlglot.dialects", "sqlglot.dialects.dialect", "sqlglot.dialects.hive", "sqlglot.dialects.spark",
                                         "sqlglot.dialects.spark2"}  # the predicate's dialect and what it derives from
+
+
+LIBRARY_PROBE = """
+import json, sys
+from listers import DirectoryLister, plan, scan
+path = sys.argv[1]
+with DirectoryLister.open(path) as lister:
+    listed = len(lister.list_files("city=sf"))
+kept = {p: len(plan(path, p).files) for p in ["city = 'sf'", "id BETWEEN 2 AND 3 AND score > 1.5", "id IN (1, 4) OR city <> 'la'",
+                                              "upper(city) = 'SF'", "id % 2 = 1"]}
+rows = scan(path, where="id >= 2 AND city IN ('sf', 'la')", columns=["id", "score"]).to_table().num_rows
+print(json.dumps({"listed": listed, "kept": kept, "rows": rows, "modules": sorted({m.split(".")[0] for m in sys.modules})}))
+"""
+
+
+def test_the_lister_plans_and_scans_leave_pandas_out(tmp_path: Path) -> None:
+    """With pandas installed (the test extra installs it), a lister, plans through partition values, column_stats,
+    IN lists and functions, and a scan never import it."""
+    import pandas  # noqa: F401  (installed: the probe's process could import it)
+
+    path = str(tmp_path / "t")
+    builder = TableBuilder(path, pa.schema([("id", pa.int64()), ("score", pa.float64()), ("city", pa.string())]), version=8,
+                           partition_fields=["city"])
+    builder.write([{"id": i, "score": i * 1.5, "city": ("sf", "la", "ny")[i % 3]} for i in range(6)])
+    builder.write([{"id": i, "score": i * 2.0, "city": ("sf", "la", "ny")[i % 3]} for i in range(6, 9)])
+    out = subprocess.run([sys.executable, "-c", LIBRARY_PROBE, path], capture_output=True, text=True, timeout=120, check=True)
+    found = json.loads(out.stdout)
+    assert found["listed"] == 2 and found["rows"] == 4 and found["kept"]["city = 'sf'"] == 2
+    assert "pandas" not in found["modules"], found["modules"]

@@ -75,23 +75,26 @@ def _builder_table(path: Path, version: int, table_type: str) -> TableBuilder:
     return builder
 
 
-def _written_in_range(path: str, instants: list[str]) -> set[str]:
+def _written_in_range(path: str, instants: list[str], folders: list[str]) -> set[str]:
     """Per file group, the newest base file one of `instants` wrote (from
-    commit metadata), unless a replacecommit has since replaced the group."""
+    commit metadata) and storage still holds, unless a replacecommit of the
+    range replaced the group (one replaced later still holds what the range
+    wrote: Hudi's input format lists it, tests/test_hive_input_format.py)."""
     table = HudiTable.open(path, use_metadata=False)
-    replaced = {g for i in table.timeline.commits() for g in table.timeline.commit_metadata(i).replaced_file_groups()}
+    replaced = {g for i in table.timeline.commits() if i.requested_time in instants
+                for g in table.timeline.commit_metadata(i).replaced_file_groups()}
     newest: dict[tuple[str, str], tuple[str, str]] = {}
     for instant in table.timeline.commits():
         if instant.requested_time not in instants:
             continue
         for stat in table.timeline.commit_metadata(instant).write_stats():
-            if stat.path and stat.path.endswith(".parquet"):
+            if stat.path and stat.path.endswith(".parquet") and os.path.join(path, stat.partition_path).rstrip("/") in folders:
                 key = (stat.partition_path, stat.file_id)
                 if key in replaced:
                     continue
                 if key not in newest or newest[key][0] < instant.requested_time:
                     newest[key] = (instant.requested_time, stat.path)
-    return {os.path.join(path, p) for _, p in newest.values()}
+    return {os.path.join(path, p) for _, p in newest.values() if os.path.exists(os.path.join(path, p))}
 
 
 @pytest.mark.parametrize("version,table_type", [(6, "COPY_ON_WRITE"), (8, "COPY_ON_WRITE"), (6, "MERGE_ON_READ"), (8, "MERGE_ON_READ")])
@@ -123,7 +126,7 @@ def _check_incremental(path: str, name: str) -> None:
             conf = _conf(partitions, **{f"hoodie.{name}.consume.mode": "INCREMENTAL", f"hoodie.{name}.consume.start.timestamp": start,
                                         f"hoodie.{name}.consume.max.commits": str(max_commits)})
             result = list_status(conf, filesystem=pafs.PyFileSystem(handler))
-            assert {f.path for f in result.files} == _written_in_range(path, in_range), (start, max_commits)
+            assert {f.path for f in result.files} == _written_in_range(path, in_range, partitions), (start, max_commits)
             assert result.tables[0].instants == tuple(in_range)
             written = {p for c in in_range for p in table.timeline.commit_metadata(table.timeline.require(c)).partition_to_write_stats}
             data_listed = {os.path.relpath(d, path) for d in handler.listed if "/.hoodie" not in d and d != path}

@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 
 from expressions import evaluate_rows, parse_sql
-from listers import changes, incremental, plan
+from listers import ChangeFeedError, changes, incremental, plan
 from listers.incremental import IncrementalRangeError
 from metadata import HudiTable
+from metadata.errors import HudiError
 from metadata.mdt.validate import validate_metadata
 from metadata.slice_rows import conform, merged_rows, table_read_schema
 from tests.hudi_oracle import CACHE, HUDI_VERSION, SHAPES, Shape, go_on, missing_setup, tables, with_our_metadata_table
@@ -107,17 +108,19 @@ def test_a_shape_hudi_wrote_reads_and_plans_as_hudi_reads_it(written: dict[str, 
               else f"equal; Hudi's own read differs: {hudi_said[0]} (skipping off), {hudi_said[1]} (on), truth {expected}")
 
     live = sorted(r["id"] for r in oracle["expected"])
-    feed = changes(str(path), "0")
-    state: dict[tuple[str, str], int] = {}
+    start, state = _replay_start(table, shape, oracle)
+    feed = changes(table, start)
     for op, before, after in zip(feed.column("op").to_pylist(), feed.column("before").to_pylist(), feed.column("after").to_pylist()):
-        image = json.loads(after or before)
-        key = (image["_hoodie_partition_path"], image["_hoodie_record_key"])
+        image = json.loads(after or before)  # with DATA_BEFORE_AFTER, images are the logged data columns (no meta fields), as Hudi's
         if op == "d":
-            state.pop(key)
+            state.remove(image["id"])
         else:
-            state[key] = image["id"]
-    assert sorted(state.values()) == live, f"{shape.name}: the change feed replays to {sorted(state.values())}"
+            state.add(image["id"])
+    assert sorted(state) == live, f"{shape.name}: the change feed after {start} replays to {sorted(state)}"
     _cell(shape, "changes", "equal")
+
+    _same_time_travel(table, shape, oracle)
+    _same_incremental_and_cdc(table, shape, oracle)
 
     if shape.meta_fields:
         assert {s.file_id for s in incremental(str(path), "0").files} <= {s.file_id for s in table.file_slices()}
@@ -130,6 +133,80 @@ def test_a_shape_hudi_wrote_reads_and_plans_as_hudi_reads_it(written: dict[str, 
     report = validate_metadata(str(path))
     assert report.ok, f"{shape.name}: {report.differences()}"
     _cell(shape, "validate (Hudi's metadata table)", f"agrees; column_stats of {report.stats_files_checked} file(s) equal the footers")
+
+
+def _replay_start(table: HudiTable, shape: Shape, oracle: dict[str, Any]) -> tuple[str, set[int]]:
+    """Where the change feed replays from, and the ids live there: from the start ("0", nothing live), or,
+    where a clean removed files the feed from the start needs (it refuses, naming the clean), from the first
+    commit it can start after, with the ids Hudi's time travel gives as of that commit."""
+    try:
+        changes(table, "0")
+        return "0", set()
+    except ChangeFeedError as exc:
+        assert "a clean removed" in str(exc), str(exc)
+    for commit in table.timeline.commits():
+        begin = commit.completion_time if table.timeline.uses_completion_time else commit.requested_time
+        travelled = oracle.get("time_travel", {}).get(commit.requested_time)
+        if travelled is None:
+            continue
+        try:
+            changes(table, begin)
+        except ChangeFeedError:
+            continue
+        _cell(shape, "changes from 0", "refused in one line: a clean removed files the feed needs (as Hudi's CDC would)")
+        return begin, set(travelled)
+    raise AssertionError(f"{shape.name}: no commit the change feed can start after")
+
+
+def _same_time_travel(table: HudiTable, shape: Shape, oracle: dict[str, Any]) -> None:
+    """As of each completed commit, our snapshot holds the ids live then (the writer's bookkeeping), which Hudi's
+    time travel returns too. Where Hudi refuses (a clean ran after that time: "Cleaner cleaned up the timestamp of
+    interest"), ours refuses only when a file that view needs is gone, naming it and the clean, and otherwise
+    answers from files that are all there; either way never other rows."""
+    answered, refused, ours_answered = 0, 0, 0
+    for instant in table.timeline.commits():
+        requested = instant.requested_time
+        truth = oracle["live_by_commit"].get(requested)
+        if truth is None:
+            continue
+        hudi = oracle.get("time_travel", {}).get(requested)
+        if hudi is not None:
+            assert hudi == truth, f"{shape.name}: Hudi as of {requested}"
+            ours = sorted(r["id"] for r in _rows(table, table.file_slices(as_of=requested)))
+            assert ours == truth, f"{shape.name}: as of {requested}"
+            answered += 1
+            continue
+        assert "Cleaner cleaned up" in oracle.get("time_travel_errors", {}).get(requested, ""), requested
+        refused += 1
+        try:
+            slices = table.file_slices(as_of=requested)
+        except HudiError as exc:
+            assert "clean" in str(exc), str(exc)
+            continue
+        assert sorted(r["id"] for r in _rows(table, slices)) == truth, f"{shape.name}: as of {requested} (Hudi refuses)"
+        ours_answered += 1
+    _cell(shape, "time travel", f"equal as of {answered} commit(s)"
+          + (f"; {refused} before a clean, refused by Hudi; ours answered {ours_answered} of them (their files are all there, "
+             "the rows equal what was live), refused the rest naming the file cleaned" if refused else ""))
+
+
+def _same_incremental_and_cdc(table: HudiTable, shape: Shape, oracle: dict[str, Any]) -> None:
+    """After the first commit: our incremental pull keeps the ids Hudi's incremental query returns, and our
+    change feed has the (op, id) changes Hudi's CDC query returns."""
+    begin = oracle["begin"]
+    if "incremental" in oracle:
+        if shape.meta_fields:
+            pulled = incremental(table, begin)
+            rows = _rows(table, list(pulled.files))
+            ours = _ids(rows, pulled.row_filter) if rows else []
+            assert ours == oracle["incremental"], f"{shape.name}: incremental after {begin}"
+            _cell(shape, "incremental rows", "equal")
+    if "cdc" in oracle:
+        feed = changes(table, begin)
+        ours_cdc = sorted((op, json.loads(a or b)["id"]) for op, b, a in
+                          zip(feed.column("op").to_pylist(), feed.column("before").to_pylist(), feed.column("after").to_pylist()))
+        assert ours_cdc == sorted((op, i) for op, i, _, _ in oracle["cdc"]), f"{shape.name}: CDC after {begin}"
+        _cell(shape, "CDC", f"equal ({shape.cdc_mode})")
 
 
 # Writes both ways: hudi-bridge builds the metadata table of a table Hudi wrote, Hudi reads through it and writes on top.
@@ -167,3 +244,54 @@ def test_hudi_reads_and_writes_through_the_metadata_table_we_built(hudi_on_ours:
     for predicate, expected in seen["truth_after"].items():
         assert _ids(_rows(table, list(plan(str(path), predicate).files)), predicate) == expected, f"{name} after Hudi's write: {predicate}"
     _cell(shape, "our plans after Hudi wrote on top of our metadata table", "equal")
+
+
+SYNCED = ["cow_v8_simple", "mor_v8_complex_added_column", "cow_v6_timestamp", "mor_v6_nonpartitioned", "cow_v8_history"]
+
+
+def test_hudis_spark_sql_reads_the_tables_hudi_bridge_synced(written: dict[str, tuple[Path, dict[str, Any]]], metastore: Any,
+                                                              tmp_path: Path) -> None:
+    """Tables hudi-bridge syncs into a Hive metastore, read by Hudi's Spark SQL through Spark's Hive catalog on
+    that metastore: a COW table and a MOR table's `_rt` give the rows written; a MOR table's `_ro` gives the rows
+    of its base files, as hudi-bridge's read-optimized scan reads them."""
+    from hive_sync import SyncOptions, sync
+    from hive_sync.hms import HmsClient
+    from listers import scan
+    from tests.hudi_oracle import read_synced
+
+    expected: dict[str, list[int]] = {}
+    for name in SYNCED:
+        path, oracle = written[name]
+        table = HudiTable.open(str(path))
+        with HmsClient(metastore.uri) as client:
+            assert sync(table, client, SyncOptions(database="synced")).applied
+        live = sorted(r["id"] for r in oracle["expected"])
+        if table.config.is_mor:
+            expected[f"synced.{name}_rt"] = live
+            expected[f"synced.{name}_ro"] = sorted(scan(table, columns=["id"], query_type="read_optimized").to_table().column("id").to_pylist())
+        else:
+            expected[f"synced.{name}"] = live
+    read = read_synced(metastore.uri, sorted(expected), tmp_path)
+    assert read == expected
+    for name in SYNCED:
+        _cell(next(s for s in SHAPES if s.name == name), "Hive sync read by Hudi's Spark SQL", "equal")
+
+
+def test_our_rebuild_lists_the_files_hudis_metadata_table_lists_cdc_logs_included(
+        written: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path) -> None:
+    """On the CDC shapes, the files partition hudi-bridge builds names the same files, with the same sizes, as
+    the one Hudi wrote: its change-data logs (`.cdc`) included, as Hudi lists them."""
+    from metadata import MetadataTable
+    from tests.hudi_oracle import with_our_metadata_table
+
+    for shape in [s for s in SHAPES if s.cdc_mode]:
+        source, _ = written[shape.name]
+        ours = with_our_metadata_table(source, shape, tmp_path / shape.name)
+        theirs_table, ours_table = HudiTable.open(str(source)), HudiTable.open(str(ours))
+        partitions = theirs_table.partitions()
+        hudi_files = MetadataTable.open(theirs_table).files_for(partitions)
+        our_files = MetadataTable.open(ours_table).files_for(partitions)
+        assert hudi_files == our_files, shape.name
+        if shape.table_type == "COPY_ON_WRITE":  # on MOR, Hudi writes the changes into the log files, no .cdc beside them
+            assert any(name.endswith(".cdc") for p in partitions for name in our_files[p]), shape.name
+        _cell(shape, "our files partition", "equal to Hudi's (CDC logs included)")

@@ -175,15 +175,23 @@ def written_partitions(table: HudiTable, instants: list[Instant]) -> list[str]:
     return sorted(written)
 
 
-def newest_base_files_in_range(view: FileSystemView, partitions: list[str], instants: set[str]) -> list[FileSlice]:
-    found = []
-    for partition in partitions:
-        for group in view.file_groups(partition):
-            for s in reversed(group.slices()):
-                if s.base_file and s.base_instant in instants:
-                    found.append(s)
-                    break
-    return found
+def newest_base_files_in_range(table: HudiTable, partitions: list[str], instants: list[Instant]) -> list[FileSlice]:
+    """Hudi's `getLatestBaseFilesInRange` on a view whose timeline is the range: per file group the
+    range's commits wrote, the newest base file they wrote that storage still holds; a group another
+    commit of the range replaced (clustering, insert overwrite) is left out, one replaced later is not
+    (what the range wrote is still what it wrote)."""
+    wanted, extension = set(partitions), table.config.base_file_format.extension
+    newest: dict[tuple[str, str], tuple[str, str]] = {}
+    replaced: set[tuple[str, str]] = set()
+    for instant in sorted(instants, key=lambda i: i.requested_time):
+        meta = table.timeline.commit_metadata(instant)
+        for stat in meta.write_stats():
+            if stat.partition_path in wanted and stat.path and stat.path.endswith(extension):
+                newest[(stat.partition_path, stat.file_id)] = (instant.requested_time, stat.path)
+        replaced |= {(p, file_id) for p, ids in meta.partition_to_replace_file_ids.items() for file_id in ids}
+    present = {p: {f.name for f in files} for p, files in table.listing.files_for(sorted(wanted)).items()}
+    return [FileSlice(partition, file_id, written, path) for (partition, file_id), (written, path) in sorted(newest.items())
+            if (partition, file_id) not in replaced and path.rsplit("/", 1)[-1] in present.get(partition, set())]
 
 
 def _prune(table: HudiTable, as_of: str | None, expr: Expr, candidates: list[FileSlice], notes: list[str]) -> list[FileSlice]:
@@ -218,8 +226,7 @@ def _list_table(base: str, relative: list[str], conf: Mapping[str, str], expr: E
     if incremental:
         instants = _incremental_instants(table, key, conf, notes)
         partitions = [p for p in written_partitions(table, instants) if whole_table or p in relative]
-        view = table.view()
-        candidates = newest_base_files_in_range(view, partitions, {i.requested_time for i in instants})
+        candidates = newest_base_files_in_range(table, partitions, instants)
         mode, instant_times = "incremental", tuple(i.requested_time for i in instants)
     else:
         as_of = conf.get(COMMIT.format(table=key), "").strip() or None

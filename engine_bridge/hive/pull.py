@@ -137,7 +137,7 @@ def plan_pull(extract_sql: str, table: HudiTable, source_db: str, source_table: 
         placeholder.replace(exp.Literal.string(begin))
     instants = consumed_instants(table, begin, max_commits)
     partitions = written_partitions(table, instants)
-    files = newest_base_files_in_range(table.view(), partitions, {i.requested_time for i in instants})
+    files = newest_base_files_in_range(table, partitions, instants)
     names = sorted(s.base_file_name for s in files if s.base_file_name)
     for select, alias in selects:
         conditions: list[Any] = []

@@ -21,6 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from expressions.functions.base import Function
+from metadata import arrow_values
+from metadata.arrow_values import from_numpy, scalar, to_numpy
 
 Number = int | float | Decimal
 _INT32 = (-(2**31), 2**31 - 1)
@@ -65,9 +67,9 @@ Bounds = tuple[pa.Array, pa.Array]
 
 def _values(array: pa.Array, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
     """(values with nulls as 0, validity) of a bounds array."""
-    valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    filled = pc.fill_null(array, pa.scalar(0, array.type)) if array.null_count else array
-    return np.asarray(filled.to_numpy(zero_copy_only=False)).astype(dtype), valid
+    valid = to_numpy(array.is_valid())
+    filled = pc.fill_null(array, scalar(0, array.type)) if array.null_count else array
+    return np.asarray(to_numpy(filled)).astype(dtype), valid
 
 
 def _int_images(low: pa.Array, high: pa.Array, source: pa.DataType, constant: Number, factor: int, offset: int) -> Bounds | None:
@@ -88,8 +90,8 @@ def _int_images(low: pa.Array, high: pa.Array, source: pa.DataType, constant: Nu
     elif not first <= offset <= last:
         ok &= False
     lows, highs = np.where(ok, lows, 0), np.where(ok, highs, 0)
-    return (pa.array(lows * factor + offset, pa.int64(), mask=~ok),
-            pa.array(highs * factor + offset, pa.int64(), mask=~ok))
+    return (from_numpy((lows * factor + offset).astype(np.int64), valid=ok),
+            from_numpy((highs * factor + offset).astype(np.int64), valid=ok))
 
 
 def _at_least(values: np.ndarray, limit: int) -> np.ndarray:
@@ -114,7 +116,7 @@ def _float_images(low: pa.Array, high: pa.Array, operation: Any, decreasing: boo
     with np.errstate(all="ignore"):
         new_low = np.nextafter(operation(lows), -np.inf)
         new_high = np.nextafter(operation(highs), np.inf)
-    return pa.array(new_low, pa.float64(), mask=~ok), pa.array(new_high, pa.float64(), mask=~ok)
+    return from_numpy(np.asarray(new_low, np.float64), valid=ok), from_numpy(np.asarray(new_high, np.float64), valid=ok)
 
 
 def _numeric_result(source: pa.DataType, constant: Number) -> pa.DataType | None:
@@ -168,8 +170,8 @@ class Add(Function):
             if shifted is None:
                 return None
             in_range = [pc.and_(pc.greater_equal(b, _DATE_DAYS[0]), pc.less_equal(b, _DATE_DAYS[1])) for b in shifted]
-            ok = pc.fill_null(pc.and_(*in_range), False)
-            low_days, high_days = (pc.if_else(ok, b, pa.scalar(None, pa.int64())).cast(pa.int32()).cast(pa.date32()) for b in shifted)
+            ok = pc.fill_null(pc.and_(*in_range), arrow_values.FALSE)
+            low_days, high_days = (pc.if_else(ok, b, arrow_values.scalar(None, pa.int64())).cast(pa.int32()).cast(pa.date32()) for b in shifted)
             return low_days, high_days
         if pa.types.is_integer(source) and _is_int_constant(self.constant):
             return _int_images(low, high, source, self.constant, 1, int(self.constant))

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from expressions import BoundPredicate
 from listers.directory_lister import DirectoryLister
 from listers.index_support.keys import pinned_record_keys
-from metadata import FileSlice, HudiTable, MetadataTable, MetadataTableUnavailable
+from metadata import FileSlice, HudiTable, MetadataTable, MetadataTableUnavailable, arrow_values
 from metadata.record_key import RecordKeyRule
 from metadata.stats_table import PARTITION
 
@@ -58,7 +58,7 @@ class FileListing:
         """Files listed in the partitions of these groups (all, for None)."""
         if groups is None:
             return self.table.num_rows
-        partitions = pa.array(sorted(p for p, ids in groups.items() if ids), pa.string())
+        partitions = arrow_values.array(sorted(p for p, ids in groups.items() if ids), pa.string())
         return pc.sum(pc.is_in(self.table.column(PARTITION), partitions)).as_py() or 0
 
 

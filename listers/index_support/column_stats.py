@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 from expressions import BoundPredicate, may_match
 from listers.directory_lister import DirectoryLister
 from listers.index_support.base import FileIndexSupport, FileListing, Groups, PlanContext, within
-from metadata import FileSlice, MetadataTableUnavailable
+from metadata import FileSlice, MetadataTableUnavailable, arrow_values
+from metadata.arrow_values import to_numpy
 from metadata.errors import HudiFormatError
 from metadata.file_naming import file_id_of
 from metadata.mdt.file_groups import MdtPartition
@@ -55,8 +56,8 @@ class _Verdict:
         names_of = [([s.base_file_name] if s.base_file_name else []) + s.log_file_names for s in slices]
         if self.candidates is not None:  # every file of a built slice is listed
             return [any((s.partition, n) in self.candidates for n in names) for s, names in zip(slices, names_of)]
-        wanted = pa.table({PARTITION: pa.array([s.partition for s, names in zip(slices, names_of) for _ in names], pa.string()),
-                           FILE_NAME: pa.array([n for names in names_of for n in names], pa.string())})
+        wanted = pa.table({PARTITION: arrow_values.array([s.partition for s, names in zip(slices, names_of) for _ in names], pa.string()),
+                           FILE_NAME: arrow_values.array([n for names in names_of for n in names], pa.string())})
         may = self.rows_may_match(stats_rows_of(wanted, self.stats))
         bounds = np.cumsum([0] + [len(names) for names in names_of])
         return [bool(may[a:b].any()) or a == b for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
@@ -64,7 +65,7 @@ class _Verdict:
 
 def verdict_of(stats: pa.Table, predicate: BoundPredicate, columns: list[str]) -> _Verdict:
     """The predicate evaluated on a stats table; `indexed`: the columns with any statistics."""
-    keep = np.asarray(may_match(predicate, stats).to_numpy(zero_copy_only=False), dtype=bool)
+    keep = to_numpy(may_match(predicate, stats))
     indexed = [c for c in columns if stats.num_rows and stats.column(min_field(c)).null_count < stats.num_rows]
     return _Verdict(stats, keep, indexed)
 
@@ -109,7 +110,7 @@ def bucket_candidates(files: pa.Table, pieces: dict[str, list[pa.Table]], predic
     partitions, names = files.column(PARTITION).to_pylist(), files.column(FILE_NAME).to_pylist()
     candidates = frozenset((p, n) for p, n, m in zip(partitions, names, may.tolist()) if m)
     groups = {(p, file_id_of(n)) for p, n in candidates}
-    in_group = pa.array([(p, file_id_of(n)) in groups for p, n in zip(partitions, names)], pa.bool_())
+    in_group = arrow_values.array([(p, file_id_of(n)) in groups for p, n in zip(partitions, names)], pa.bool_())
     return Candidates(candidates, files.num_rows, tuple(verdict.indexed), group_files=files.filter(in_group))
 
 
@@ -173,12 +174,12 @@ class ColumnStats(FileIndexSupport):
             return self._run_elsewhere(ctx, partitions, groups)
         files = listing.table
         if groups is not None:
-            files = files.filter(pc.is_in(files.column(PARTITION), pa.array(partitions, pa.string())))
+            files = files.filter(pc.is_in(files.column(PARTITION), arrow_values.array(partitions, pa.string())))
         self.read, self.verdict = True, self._read(ctx, partitions)
         if self.verdict is None:
             return None
         self.listed = files.num_rows
-        candidates = files.filter(self.verdict.files_may_match(files, ctx.lister))
+        candidates = files.filter(arrow_values.from_numpy(self.verdict.files_may_match(files, ctx.lister)))
         self.verdict.candidates = set(zip(candidates.column(PARTITION).to_pylist(), candidates.column(FILE_NAME).to_pylist()))
         return groups_of(self.verdict.candidates, partitions, groups)
 

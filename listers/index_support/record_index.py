@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from listers.index_support.base import FileIndexSupport, FileListing, Groups, PlanContext, within
 from listers.index_support.keys import index_texts
-from metadata import FileSlice, MetadataTable
+from metadata import FileSlice, MetadataTable, arrow_values
 from metadata.file_naming import LogFileName, file_id_of
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.indexes import (
@@ -94,10 +94,10 @@ class _KeyIndex(FileIndexSupport):
         names = files.column(FILE_NAME)
         instants = pc.extract_regex(names.combine_chunks() if isinstance(names, pa.ChunkedArray) else names, _FILE_INSTANT)
         log_instant, base_instant = instants.field("log"), instants.field("base")
-        instant = pc.if_else(pc.not_equal(log_instant, ""), log_instant, base_instant)
-        synced = pc.fill_null(pc.is_in(instant, pa.array(sorted(self._covered(ctx)), pa.string())), False)
+        instant = pc.if_else(pc.not_equal(log_instant, arrow_values.EMPTY_STRING), log_instant, base_instant)
+        synced = pc.fill_null(pc.is_in(instant, arrow_values.array(sorted(self._covered(ctx)), pa.string())), arrow_values.FALSE)
         if ctx.table.config.timeline_layout_version < 2:  # v6 log names carry the base instant, not the writer's
-            synced = pc.and_(synced, pc.equal(log_instant, ""))
+            synced = pc.and_(synced, pc.equal(log_instant, arrow_values.EMPTY_STRING))
         unsynced = files.filter(pc.invert(synced))
         for partition, name in zip(unsynced.column(PARTITION).to_pylist(), unsynced.column(FILE_NAME).to_pylist()):
             found.setdefault(partition, set()).add(file_id_of(name))

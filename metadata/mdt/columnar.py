@@ -29,6 +29,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL
 from metadata.mdt.hfile_cells import PADDING, as_utf8, spans_to_binary
 
@@ -87,7 +88,7 @@ class Decoded:
             return values
         where = np.full(size, -1, dtype=np.int64)
         where[present] = np.arange(len(present))
-        return pc.take(values, pa.array(where, mask=where < 0), memory_pool=READ_POOL)
+        return pc.take(values, arrow_values.from_numpy(where, valid=~(where < 0)), memory_pool=READ_POOL)
 
     def strings(self, path: str) -> list[str | None]:
         return self.string_array(path).to_pylist()

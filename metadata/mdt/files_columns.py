@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL, empty_table
 from metadata.listing import file_table_of
 from metadata.mdt.columnar import Decoded
@@ -45,10 +46,10 @@ def live_entries(record_keys: pa.StringArray, decoded: Decoded) -> pa.Table:
     if size_path in decoded.present:
         sizes[decoded.present[size_path]] = decoded.ints[size_path]
     live = ~deleted[order] & np.isin(types[owners], [TYPE_ALL_PARTITIONS, TYPE_FILES])
-    take = pa.array(order[live])
-    return pa.table({KEY: pc.take(record_keys, pa.array(owners[live]), memory_pool=READ_POOL),
+    take = arrow_values.from_numpy(order[live])
+    return pa.table({KEY: pc.take(record_keys, arrow_values.from_numpy(owners[live]), memory_pool=READ_POOL),
                      NAME: pc.take(decoded.string_array(f"{_MAP}.key"), take, memory_pool=READ_POOL),
-                     SIZE: pa.array(sizes[order[live]])}, schema=ENTRIES_SCHEMA)
+                     SIZE: arrow_values.from_numpy(sizes[order[live]])}, schema=ENTRIES_SCHEMA)
 
 
 def entries_of_sizes(sizes: Mapping[str, Mapping[str, int]]) -> pa.Table:
@@ -68,7 +69,7 @@ def first_path_like(names: pa.Array | pa.ChunkedArray) -> str | None:
     if b"/" not in text and b"\\" not in text and (np.diff(offsets) > 2).all():
         return None  # no separator anywhere and no name short enough to be "." or ".."
     bad = pc.or_(pc.or_(pc.match_substring(names, "/"), pc.match_substring(names, "\\")),
-                 pc.is_in(names, value_set=pa.array([".", ".."], pa.string())))
+                 pc.is_in(names, value_set=arrow_values.array([".", ".."], pa.string())))
     if not pc.any(bad).as_py():
         return None
     return str(names.filter(bad)[0].as_py())

@@ -24,7 +24,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL
+from metadata.arrow_values import from_numpy
 from metadata.errors import HudiFormatError
 
 IntArray = npt.NDArray[np.int64]
@@ -128,7 +130,7 @@ def spans_to_binary(data: npt.NDArray[np.uint8], starts: IntArray, lengths: IntA
     one array over `data`, whose even elements are taken (in the given order)."""
     count = len(starts)
     if count == 0:
-        return pa.array([], pa.binary())
+        return arrow_values.array([], pa.binary())
     ends = starts + lengths
     if (starts < 0).any() or (lengths < 0).any() or int(ends.max()) > len(data):
         raise ValueError("byte spans run past their buffer")
@@ -145,7 +147,7 @@ def spans_to_binary(data: npt.NDArray[np.uint8], starts: IntArray, lengths: IntA
     interleaved = pa.Array.from_buffers(kind, 2 * count - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     wanted = np.empty(count, dtype=np.int64)
     wanted[order] = 2 * np.arange(count, dtype=np.int64)  # span i sits at element 2 * (its place in buffer order)
-    taken = pc.take(interleaved, pa.array(wanted), memory_pool=READ_POOL)
+    taken = pc.take(interleaved, from_numpy(wanted), memory_pool=READ_POOL)
     return taken if small else taken.cast(pa.binary(), memory_pool=READ_POOL)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from metadata import arrow_values
 from metadata.errors import HudiFormatError
 from metadata.mdt.columnar import Decoded, Unsupported, decode_spans
 from metadata.mdt.file_groups import SECONDARY_INDEX_PREFIX, MdtPartition, SecondaryIndexPartition, secondary_key_separator
@@ -141,7 +142,7 @@ def _locations_of(keys: list[str], decoded: Decoded) -> dict[str, tuple[str, str
 def _column(decoded: Decoded, path: str) -> list[int | None]:
     if path not in decoded.ints:
         return [None] * decoded.count
-    return decoded.scatter(path, pa.array(decoded.ints[path], pa.int64())).to_pylist()
+    return decoded.scatter(path, arrow_values.array(decoded.ints[path], pa.int64())).to_pylist()
 
 
 def record_keys_with_values(mdt: MetadataTable, index: SecondaryIndexPartition, values: list[str]) -> set[str]:

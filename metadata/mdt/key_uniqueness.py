@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from metadata import arrow_values
 from metadata.file_group import FileSlice
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.metadata_table import MetadataTable
@@ -96,7 +97,7 @@ def _prove(mdt: MetadataTable, latest_slices: Callable[[], list[FileSlice]]) -> 
 
 def _to_row(answer: KeyUniqueness) -> pa.Table:
     return pa.table({"shown": [answer.shown], "reason": [answer.reason],
-                     "live_records": pa.array([answer.live_records], pa.int64()), "index_keys": pa.array([answer.index_keys], pa.int64())})
+                     "live_records": arrow_values.array([answer.live_records], pa.int64()), "index_keys": arrow_values.array([answer.index_keys], pa.int64())})
 
 
 def _from_row(table: pa.Table) -> KeyUniqueness:

@@ -9,6 +9,7 @@ import threading
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL, empty_table
 from metadata.errors import HudiError, MetadataTableAbsent, MetadataTableBehind, MetadataTableUnavailable
 from metadata.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing, names_of
@@ -88,7 +89,7 @@ class MetadataListing:
 
 def _rows_of(table: pa.Table, partitions: list[str]) -> pa.Table:
     """A file table's rows of some partitions (a part: it no longer says its state)."""
-    return with_state(table.filter(pc.is_in(table.column(0), value_set=pa.array(sorted(set(partitions)), pa.string()))), None)
+    return with_state(table.filter(pc.is_in(table.column(0), value_set=arrow_values.array(sorted(set(partitions)), pa.string()))), None)
 
 
 def choose_listing(table: StoredTable, use_metadata: bool | None, strict: bool = False) -> FileListing:

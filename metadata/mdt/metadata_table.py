@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL, release_unused
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.errors import HudiError, HudiFormatError, MetadataTableAbsent, MetadataTableUnavailable
@@ -161,8 +162,8 @@ class MetadataTable:
         if bad is not None:
             key = entries.filter(pc.equal(entries.column(NAME), bad)).column(KEY)[0].as_py()
             raise HudiFormatError(self._files_where(key), f"file name {bad!r} is a path, not a name in the partition")
-        partition = pc.take(pa.array(list(wanted.values()), pa.string()),
-                            pc.index_in(entries.column(KEY), value_set=pa.array(list(wanted), pa.string()), memory_pool=READ_POOL),
+        partition = pc.take(arrow_values.array(list(wanted.values()), pa.string()),
+                            pc.index_in(entries.column(KEY), value_set=arrow_values.array(list(wanted), pa.string()), memory_pool=READ_POOL),
                             memory_pool=READ_POOL)
         return pa.table([partition, entries.column(NAME), entries.column(SIZE)], schema=FILE_TABLE_SCHEMA)
 
@@ -220,7 +221,7 @@ class MetadataTable:
         table = self.stats_cache.get_or_build((mdt_partition, tuple(columns)), persisted)
         if partitions is None or set(partitions).issuperset(self.partitions()):
             return table  # the cached object itself: what a plan matched its listing to is reused
-        return with_state(table.filter(pc.is_in(table.column(PARTITION), value_set=pa.array(partitions, pa.string()))), None)
+        return with_state(table.filter(pc.is_in(table.column(PARTITION), value_set=arrow_values.array(partitions, pa.string()))), None)
 
     def _state_digest(self, mdt_partition: str, columns: list[str], types: dict[str, pa.DataType] | None = None) -> str:
         """What a transposed stats table was read from: the files of the stats

@@ -19,9 +19,10 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata import arrow_values
+from metadata.arrow_values import to_numpy
 from metadata.errors import (
     HudiError,
     HudiFormatError,
@@ -71,8 +72,8 @@ class RawCells:
         """The selected cells, in key order, a few MiB of blocks at a time
         (only of the blocks starting in `offsets`, when given: a shard)."""
         rows = None if self.query.keys is None else sorted(k.encode("utf-8") for k in self.query.keys)
-        exact = None if rows is None else pa.array(rows, pa.binary())
-        dropped = pa.array(sorted(k.encode("utf-8") for k in self.dropped), pa.binary()) if self.dropped else None
+        exact = None if rows is None else arrow_values.binaries(rows)
+        dropped = arrow_values.binaries(sorted(k.encode("utf-8") for k in self.dropped)) if self.dropped else None
         # exact keys are filtered below: the blocks that can hold them are read whole
         scanned = self.reader.scan_chunks(self.query.scan_prefixes(), offsets=offsets) if rows is None else self.reader.scan_rows(rows)
         for chunk in scanned:
@@ -80,9 +81,9 @@ class RawCells:
                 held = chunk.rows()
                 keep = np.ones(len(chunk), dtype=bool)
                 if exact is not None:
-                    keep &= pc.is_in(held, value_set=exact).to_numpy(zero_copy_only=False)
+                    keep &= to_numpy(pc.is_in(held, value_set=exact))
                 if dropped is not None:
-                    keep &= ~pc.is_in(held, value_set=dropped).to_numpy(zero_copy_only=False)
+                    keep &= ~to_numpy(pc.is_in(held, value_set=dropped))
                 chunk = chunk.take(np.flatnonzero(keep))
             if len(chunk):
                 yield chunk

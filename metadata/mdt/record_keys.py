@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from metadata import arrow_values
 from metadata.errors import HudiFormatError, IndexWriteError
 from metadata.log_format import BlockType, LogBlock, decode_avro_records, read_log_blocks
 from metadata.record_key import RECORD_KEY_FIELD, RecordKeyError, RecordKeyRule
@@ -75,7 +76,7 @@ def log_file_keys(storage: Storage, relative: str, block_counts: Callable[[LogBl
     for block in read_log_blocks(storage.read_bytes(relative), where).blocks:
         if block_counts(block):
             keys.extend(_block_keys(block, where, rule))
-    return pa.array(keys, pa.string())
+    return arrow_values.array(keys, pa.string())
 
 
 def file_keys(storage: Storage, relative: str, block_counts: Callable[[LogBlock], bool], rule: RecordKeyRule) -> pa.Array:

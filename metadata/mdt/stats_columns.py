@@ -23,7 +23,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL
+from metadata.arrow_values import scalar, to_numpy
 from metadata.fingerprints import all_distinct, fixed_width
 from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded
@@ -59,9 +61,9 @@ class _PythonPiece:
     deleted: list[bool] = field(default_factory=list)
 
     def table(self, dtype: pa.DataType | None, column: str) -> pa.Table:
-        return pa.table({"identity": pa.array(self.identities, pa.string()), "file": pa.array(self.files, pa.string()),
-                         "value_count": pa.array(self.value_counts, pa.int64()), "null_count": pa.array(self.null_counts, pa.int64()),
-                         "deleted": pa.array(self.deleted, pa.bool_()),
+        return pa.table({"identity": arrow_values.array(self.identities, pa.string()), "file": arrow_values.array(self.files, pa.string()),
+                         "value_count": arrow_values.array(self.value_counts, pa.int64()), "null_count": arrow_values.array(self.null_counts, pa.int64()),
+                         "deleted": arrow_values.array(self.deleted, pa.bool_()),
                          "min": typed_array(self.mins, dtype, column), "max": typed_array(self.maxs, dtype, column)})
 
 
@@ -93,18 +95,18 @@ class FlatStats:
         if deleted_path not in decoded.present:
             return
         rows = decoded.present[deleted_path]
-        column_names = pc.fill_null(decoded.string_array(f"{STATS}.columnName|string"), "").take(pa.array(rows))
-        files = pc.fill_null(decoded.string_array(f"{STATS}.fileName|string"), "")
+        column_names = pc.fill_null(decoded.string_array(f"{STATS}.columnName|string"), arrow_values.EMPTY_STRING).take(arrow_values.from_numpy(rows))
+        files = pc.fill_null(decoded.string_array(f"{STATS}.fileName|string"), arrow_values.EMPTY_STRING)
         value_counts = _ints(decoded, f"{STATS}.valueCount|long")
         null_counts = _ints(decoded, f"{STATS}.nullCount|long")
-        deleted = decoded.scatter(deleted_path, pa.array(decoded.bools[deleted_path]))
+        deleted = decoded.scatter(deleted_path, arrow_values.from_numpy(decoded.bools[deleted_path]))
         bounds = _Bounds(decoded)
         for column in pc.unique(column_names).to_pylist():
-            chosen = rows[np.flatnonzero(pc.equal(column_names, column).to_numpy(zero_copy_only=False))]
+            chosen = rows[np.flatnonzero(to_numpy(pc.equal(column_names, scalar(column, column_names.type))))]
             every = len(chosen) == decoded.count  # one column, all with stats: nothing to pick
 
             def pick(values: pa.Array, chosen: npt.NDArray[np.int64] = chosen, every: bool = every) -> pa.Array:
-                return values if every else pc.take(values, pa.array(chosen), memory_pool=READ_POOL)
+                return values if every else pc.take(values, arrow_values.from_numpy(chosen), memory_pool=READ_POOL)
 
             dtype = self.types.get(column)
             mins, maxs = bounds.typed("minValue", chosen, dtype, column), bounds.typed("maxValue", chosen, dtype, column)
@@ -135,7 +137,7 @@ class FlatStats:
 def _ints(decoded: Decoded, path: str) -> pa.Array:
     if path not in decoded.present:
         return pa.nulls(decoded.count, pa.int64())
-    return decoded.scatter(path, pa.array(decoded.ints[path], pa.int64()))
+    return decoded.scatter(path, arrow_values.array(decoded.ints[path], pa.int64()))
 
 
 class _Bounds:
@@ -171,7 +173,7 @@ class _Bounds:
         values = self._leaf_array(leaf, wrapper)
         try:
             spread = self.decoded.scatter(leaf, values)
-            chosen_values = spread if len(chosen) == self.decoded.count else pc.take(spread, pa.array(chosen), memory_pool=READ_POOL)
+            chosen_values = spread if len(chosen) == self.decoded.count else pc.take(spread, arrow_values.from_numpy(chosen), memory_pool=READ_POOL)
             return chosen_values.cast(dtype, safe=True, memory_pool=READ_POOL)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None  # a value that does not fit: the reference rules null it alone
@@ -184,7 +186,7 @@ class _Bounds:
             return as_utf8(values) if wrapper == "StringWrapper" else values
         for table in (decoded.ints, decoded.floats, decoded.bools):
             if leaf in table:
-                return pa.array(table[leaf])
+                return arrow_values.from_numpy(table[leaf])
         raise KeyError(leaf)
 
     def python(self, which: str, chosen: npt.NDArray[np.int64]) -> list[Any]:
@@ -235,7 +237,7 @@ def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_
         ids = first
     else:
         every = pa.concat_arrays([ident.combine_chunks(memory_pool=READ_POOL) for ident in identity.values()], memory_pool=READ_POOL)
-        codes = pc.dictionary_encode(every).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = to_numpy(pc.dictionary_encode(every).indices).astype(np.int64)
         rows = int(codes.max()) + 1 if len(codes) else 0
         spread, offset = {}, 0
         representative = np.empty(rows, dtype=np.int64)
@@ -247,10 +249,10 @@ def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_
                 return None
             source = np.full(rows, -1, dtype=np.int64)
             source[at] = np.arange(len(at))
-            spread[c] = pa.array(source, mask=source < 0)
-        ids = pc.take(every, pa.array(representative), memory_pool=READ_POOL)
+            spread[c] = arrow_values.from_numpy(source, valid=~(source < 0))
+        ids = pc.take(every, arrow_values.from_numpy(representative), memory_pool=READ_POOL)
     where = _partition_rows(ids, known_partitions)
-    partition = pc.take(pa.array(known_partitions, pa.string()), where, memory_pool=READ_POOL)
+    partition = pc.take(arrow_values.array(known_partitions, pa.string()), where, memory_pool=READ_POOL)
     known = pc.is_valid(where)
     arrays: dict[str, Any] = {}
     lives, counts, files = [], [], []
@@ -260,7 +262,7 @@ def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_
             arrays[null_count_field(c)] = pa.nulls(rows, pa.int64())
             continue
         t = tables[c] if spread[c] is None else pc.take(tables[c], spread[c], memory_pool=READ_POOL)
-        live = pc.and_(known, pc.invert(pc.fill_null(t.column("deleted"), True)))
+        live = pc.and_(known, pc.invert(pc.fill_null(t.column("deleted"), arrow_values.TRUE)))
         lives.append(live)
         for field_name, column in ((min_field(c), "min"), (max_field(c), "max"), (null_count_field(c), "null_count")):
             arrays[field_name] = _where(live, t.column(column))
@@ -283,23 +285,23 @@ def _partition_rows(ids: pa.StringArray, known_partitions: list[str]) -> pa.Arra
     """Per identity, the index of its partition among the known ones (null:
     not a live partition). Identities come in key order, so runs share a
     partition id: of one width, only each run's first is looked up."""
-    partition_ids = pa.array([keys.partition_index_id(p) for p in known_partitions], pa.string())
+    partition_ids = arrow_values.array([keys.partition_index_id(p) for p in known_partitions], pa.string())
     matrix = fixed_width(ids)
     if matrix is None or matrix.shape[1] < keys.ID_LENGTH:
         return pc.index_in(pc.utf8_slice_codeunits(ids, 0, keys.ID_LENGTH), value_set=partition_ids)
     heads = matrix[:, : keys.ID_LENGTH]
     starts = np.flatnonzero(np.concatenate([[True], (heads[1:] != heads[:-1]).any(axis=1)])) if len(heads) else np.zeros(0, np.int64)
-    run_ids = pa.array([bytes(row).decode("ascii", "replace") for row in heads[starts]], pa.string())
+    run_ids = arrow_values.array([bytes(row).decode("ascii", "replace") for row in heads[starts]], pa.string())
     found = pc.index_in(run_ids, value_set=partition_ids)
     lengths = np.diff(np.append(starts, len(heads)))
-    return pc.take(found, pa.array(np.repeat(np.arange(len(starts)), lengths)), memory_pool=READ_POOL)
+    return pc.take(found, arrow_values.from_numpy(np.repeat(np.arange(len(starts)), lengths)), memory_pool=READ_POOL)
 
 
 def _where(mask: pa.Array, values: pa.Array) -> pa.Array:
     """Values where mask holds, null elsewhere."""
     if pc.all(mask).as_py():
         return values
-    return pc.if_else(mask, values, pa.scalar(None, values.type), memory_pool=READ_POOL)
+    return pc.if_else(mask, values, arrow_values.scalar(None, values.type), memory_pool=READ_POOL)
 
 
 def in_file_order(table: pa.Table) -> pa.Table:

@@ -21,6 +21,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata import arrow_values
 from metadata.file_naming import file_id_of
 from metadata.mdt import keys
 from metadata.mdt.metadata_table import MetadataTable, fill_flat_stats
@@ -89,15 +90,15 @@ def stats_buckets(tables: dict[str, pa.Table], buckets: int, partition_ids: froz
     characters are the partition id; the file name gives the group); with
     `partition_ids`, only the records of those partitions."""
     out: dict[int, dict[str, pa.Table]] = {}
-    wanted = None if partition_ids is None else pa.array(sorted(partition_ids), pa.string())
+    wanted = None if partition_ids is None else arrow_values.array(sorted(partition_ids), pa.string())
     for column, table in tables.items():
         ids = pc.utf8_slice_codeunits(table.column("identity"), 0, keys.ID_LENGTH)
         if wanted is not None:
             kept = pc.is_in(ids, value_set=wanted)
             table, ids = table.filter(kept), ids.filter(kept)
-        at = group_buckets(ids.combine_chunks(), pc.fill_null(table.column("file"), "").combine_chunks(), buckets)
+        at = group_buckets(ids.combine_chunks(), pc.fill_null(table.column("file"), arrow_values.EMPTY_STRING).combine_chunks(), buckets)
         for bucket in np.unique(at).tolist():
-            out.setdefault(bucket, {})[column] = table.filter(pa.array(at == bucket))
+            out.setdefault(bucket, {})[column] = table.filter(arrow_values.from_numpy(at == bucket))
     return out
 
 
@@ -105,6 +106,6 @@ def listing_buckets(files: pa.Table, buckets: int, partition_column: str, name_c
     """Listing rows (partition, file name, size) cut by bucket."""
     partitions = files.column(partition_column).to_pylist()
     id_of = {p: keys.partition_index_id(p) for p in set(partitions)}
-    ids = pa.array([id_of[p] for p in partitions], pa.string())
+    ids = arrow_values.array([id_of[p] for p in partitions], pa.string())
     at = group_buckets(ids, files.column(name_column).combine_chunks(), buckets)
-    return {bucket: files.filter(pa.array(at == bucket)) for bucket in np.unique(at).tolist()}
+    return {bucket: files.filter(arrow_values.from_numpy(at == bucket)) for bucket in np.unique(at).tolist()}

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from metadata.commit_metadata import WriteStat
 from metadata.errors import MissingFileError
-from metadata.file_naming import BaseFileName, LogFileName, classify
+from metadata.file_naming import BaseFileName, LogFileName, classify, is_log_file_name
 from metadata.instant import Action
 from metadata.listing import StorageListing
 from metadata.mdt import keys
@@ -253,10 +253,13 @@ def _as_utc(value: datetime) -> datetime:
 
 
 def committed_files(table: StoredTable, files: list[StoredFile], extension: str = ".parquet") -> list[StoredFile]:
-    """Base and log files whose writing instant completed (what the MDT lists)."""
+    """Base, log and change-data log files whose writing instant completed
+    (what the MDT lists: Hudi lists a commit's CDC logs there too)."""
     kept = []
     for f in files:
         parsed = classify(f.name, extension, f.relative_path)
+        if parsed is None and is_log_file_name(f.name) and not f.name.endswith(".crc"):
+            parsed = LogFileName.parse(f.name, f.relative_path)  # a change-data log: no slice reads it, the MDT lists it
         if isinstance(parsed, (BaseFileName, LogFileName)) and table.timeline.is_completed(parsed.instant_time):
             kept.append(f)
         elif isinstance(parsed, LogFileName) and f.name in table.timeline.written_file_names():

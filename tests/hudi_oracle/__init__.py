@@ -26,6 +26,7 @@ BUNDLE = Path.home() / ".m2" / "repository" / "org" / "apache" / "hudi" / "hudi-
 PYTHON = CACHE / "hudi-spark" / "venv" / "bin" / "python"
 WRITER = Path(__file__).resolve().parent / "write_tables.py"
 
+ORACLE_VERSION = 5  # bump when write_tables.py records more, so cached tables are written again
 PREDICATES = ["id = 1", "id IN (2, 5)", "v >= 50", "v < 20 OR id = 6", "region = 'us'", "name = 'n3' AND v > 10",
               "ts >= 1705172800000", "grp = 'g1' AND id = 5"]
 
@@ -39,13 +40,15 @@ class Shape:
     meta_fields: bool
     steps: tuple[str, ...]
     predicates: tuple[str, ...] = field(default_factory=lambda: tuple(PREDICATES))
+    cdc_mode: str = ""  # hoodie.table.cdc.supplemental.logging.mode, CDC on when set
     # Where Apache Hudi 1.0.2 itself fails on this shape: the text its error holds (the test checks it still does).
     hudi_write_fails: str = ""
     hudi_read_fails: str = ""
 
     @property
     def key(self) -> str:
-        spec = json.dumps({k: v for k, v in asdict(self).items() if not k.startswith("hudi_")}, sort_keys=True)
+        spec = json.dumps({**{k: v for k, v in asdict(self).items() if not k.startswith("hudi_")}, "oracle": ORACLE_VERSION},
+                          sort_keys=True)
         return f"{self.name}-{hashlib.sha256(spec.encode()).hexdigest()[:10]}"
 
 
@@ -71,6 +74,22 @@ SHAPES = [
           (*PREDICATES, "extra IS NULL")),
     Shape("cow_v8_simple_promoted", "COPY_ON_WRITE", 8, "simple", True, _steps("promote")),
     Shape("mor_v8_simple_promoted", "MERGE_ON_READ", 8, "simple", True, _steps("promote"), hudi_write_fails="AvroTypeException"),
+    # Histories with Hudi's table services and replace commits.
+    Shape("cow_v8_history", "COPY_ON_WRITE", 8, "simple", True,
+          ("insert:0-9", "upsert:1,2,7", "cluster", "upsert:4,8", "clean", "upsert:0,5", "insert_overwrite:21,24",
+           "delete_partition:eu", "delete:3")),
+    Shape("mor_v8_history", "MERGE_ON_READ", 8, "simple", True,
+          ("insert:0-9", "upsert:1,2,7", "upsert:6", "rollback", "compact", "upsert:4,8", "savepoint", "upsert:0,5",
+           "restore", "delete:3")),
+    Shape("cow_v6_history", "COPY_ON_WRITE", 6, "simple", True,
+          ("insert:0-9", "upsert:1,2,7", "cluster", "upsert:4,8", "clean", "insert_overwrite:21,24", "delete:3")),
+    # CDC in its three supplemental logging modes.
+    Shape("cow_v8_cdc_op_key_only", "COPY_ON_WRITE", 8, "simple", True, _steps(), cdc_mode="OP_KEY_ONLY"),
+    Shape("mor_v8_cdc_data_before", "MERGE_ON_READ", 8, "simple", True, _steps(), cdc_mode="DATA_BEFORE"),
+    Shape("cow_v8_cdc_data_before_after", "COPY_ON_WRITE", 8, "complex", True, _steps(), cdc_mode="DATA_BEFORE_AFTER"),
+    # Secondary and expression indexes written by Hudi.
+    Shape("cow_v8_secondary_and_expression_index", "COPY_ON_WRITE", 8, "simple", True,
+          ("insert:0-9", "secondary_index:name", "expression_index:ts", "upsert:1,2,7", "upsert:4,8", "delete:3")),
 ]
 
 
@@ -97,6 +116,7 @@ def run_writer(specs: list[dict[str, Any]], spec_path: Path) -> None:
     """Run write_tables.py on `specs` under Hudi's bundle."""
     spec_path.write_text(json.dumps(specs))
     result = subprocess.run([str(PYTHON), str(WRITER), str(spec_path), str(BUNDLE)], capture_output=True, text=True, timeout=1800,
+                            cwd=spec_path.parent,
                             env={"PATH": "/usr/bin:/bin", "JAVA_HOME": _java17(), "PYSPARK_PYTHON": str(PYTHON),
                                  "SPARK_LOCAL_IP": "127.0.0.1", "HOME": str(Path.home())})
     if result.returncode != 0:
@@ -110,6 +130,13 @@ def go_on(tables_and_shapes: list[tuple[Path, Shape, dict[str, Any]]], more_step
              for path, shape, oracle in tables_and_shapes]
     run_writer(specs, work / "go_on.json")
     return {shape.name: json.loads(Path(f"{path}.go_on.json").read_text()) for path, shape, _ in tables_and_shapes}
+
+
+def read_synced(metastore_uri: str, names: list[str], work: Path) -> dict[str, list[int] | str]:
+    """Hudi's Spark SQL (its catalog on the metastore) reads each `db.table`: its ids, or why it cannot."""
+    out = work / "read_synced.json"
+    run_writer([{"metastore": metastore_uri, "tables": names, "out": str(out)}], work / "read_synced_spec.json")
+    return dict(json.loads(out.read_text()))
 
 
 def with_our_metadata_table(source: Path, shape: Shape, path: Path) -> Path:

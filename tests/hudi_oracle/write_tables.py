@@ -69,10 +69,39 @@ def options(shape):
         "hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false",
         "hoodie.compact.inline": "false",
     }
+    if shape.get("cdc_mode"):
+        opts.update({"hoodie.table.cdc.enabled": "true", "hoodie.table.cdc.supplemental.logging.mode": shape["cdc_mode"]})
     if shape["key_generator"] in ("timestamp", "custom"):
         opts.update({"hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
                      "hoodie.keygen.timebased.output.dateformat": "yyyyMMdd", "hoodie.keygen.timebased.timezone": "UTC"})
     return opts
+
+
+# Table services run inline on the write after the step that names them.
+SERVICES = {
+    "cluster": {"hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "1"},
+    "compact": {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "1"},
+    "clean": {"hoodie.clean.automatic": "true", "hoodie.clean.async": "false", "hoodie.cleaner.commits.retained": "1"},
+}
+
+
+def partition_of(row, shape):
+    """The partition a row lands in, as far as insert_overwrite needs it (the partition fields' values)."""
+    fields = KEYGEN[shape["key_generator"]][1]
+    return tuple(row[f.split(":")[0]] for f in fields.split(",") if f)
+
+
+def completed_commits(path):
+    """(requested, completed) times of the completed write instants, in completion order (timeline v2 or v1)."""
+    found = []
+    timeline = os.path.join(path, ".hoodie", "timeline")
+    folder = timeline if os.path.isdir(timeline) else os.path.join(path, ".hoodie")
+    for name in os.listdir(folder):
+        stem, _, action = name.partition(".")
+        if action in ("commit", "deltacommit", "replacecommit"):
+            requested, _, completed = stem.partition("_")
+            found.append((requested, completed or requested))
+    return sorted(found, key=lambda t: t[1])
 
 
 def write(spark, shape, live=None, steps=None):
@@ -87,6 +116,7 @@ def write(spark, shape, live=None, steps=None):
     if steps is None:
         shutil.rmtree(path, ignore_errors=True)
         extra, v_long, generation, live = False, False, 0, {}
+    services, history, saved = {}, [dict(live)], None
     for step in steps if steps is not None else shape["steps"]:
         generation += 1
         kind, _, arg = step.partition(":")
@@ -96,21 +126,61 @@ def write(spark, shape, live=None, steps=None):
         if kind == "promote":
             v_long = True
             continue
+        if kind in SERVICES:
+            services.update(SERVICES[kind])
+            continue
+        if kind in ("savepoint", "restore", "rollback", "secondary_index", "expression_index"):
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {shape['name']} USING hudi LOCATION '{path}'")
+            latest = completed_commits(path)[-1][0]
+            if kind == "savepoint":
+                spark.sql(f"CALL create_savepoint(table => '{shape['name']}', commit_time => '{latest}')")
+                saved = (latest, dict(live))
+            elif kind == "restore":
+                spark.sql(f"CALL rollback_to_savepoint(table => '{shape['name']}', instant_time => '{saved[0]}')")
+                live = dict(saved[1])
+            elif kind == "rollback":
+                spark.sql(f"CALL rollback_to_instant(table => '{shape['name']}', instant_time => '{latest}')")
+                history.pop()
+                live = dict(history[-1])
+            elif kind == "secondary_index":
+                spark.sql(f"CREATE INDEX idx_{arg} ON {shape['name']} ({arg})")
+            else:
+                spark.sql(f"CREATE INDEX idx_expr_{arg} ON {shape['name']} USING column_stats({arg}) "
+                          "OPTIONS(expr='from_unixtime', format='yyyy-MM-dd')")
+            continue
+        extra_opts = {}
         if kind == "insert":
             lo, hi = map(int, arg.split("-"))
             ids, operation = list(range(lo, hi)), "insert"
-        elif kind in ("upsert", "delete"):
+        elif kind in ("upsert", "delete", "insert_overwrite"):
             ids, operation = [int(x) for x in arg.split(",")], kind
+        elif kind == "delete_partition":
+            field = KEYGEN[shape["key_generator"]][1]
+            ids, operation = [], kind
+            extra_opts["hoodie.datasource.write.partitions.to.delete"] = f"{field}={arg}"
         else:
             raise ValueError(step)
         written = rows(ids, generation, extra)
         frame = spark.createDataFrame(written, schema(extra, v_long))
-        frame.write.format("hudi").options(**opts).option("hoodie.datasource.write.operation", operation).mode("append").save(path)
+        if operation == "delete_partition":
+            frame = spark.createDataFrame([], schema(extra, v_long))
+        (frame.write.format("hudi").options(**opts).options(**services).options(**extra_opts)
+         .option("hoodie.datasource.write.operation", operation).mode("append").save(path))
+        services = {}
+        by_commit = shape.setdefault("_live_by_commit", {})
+        if operation == "insert_overwrite":
+            replaced = {partition_of(row, shape) for row in written}
+            live = {i: r for i, r in live.items() if partition_of(r, shape) not in replaced}
+        if operation == "delete_partition":
+            live = {i: r for i, r in live.items() if r[KEYGEN[shape["key_generator"]][1]] != arg}
         for row in written:
             if operation == "delete":
                 live.pop(row["id"], None)
             else:
                 live[row["id"]] = row
+        history.append(dict(live))
+        for requested, _ in completed_commits(path):  # this write's commit and the services it ran inline
+            by_commit.setdefault(requested, sorted(live))
     final = schema(extra, v_long)
     return [{f.name: row.get(f.name) for f in final.fields} for _, row in sorted(live.items())], final
 
@@ -122,7 +192,8 @@ def oracle(spark, shape, expected, final):
     partition pruning and skipping have known bugs), or why it cannot read."""
     path = shape["path"]
     written = spark.createDataFrame(expected, final)
-    result = {"expected": expected, "truth": {p: sorted(r.id for r in written.where(p).select("id").collect()) for p in shape["predicates"]}}
+    result = {"expected": expected, "truth": {p: sorted(r.id for r in written.where(p).select("id").collect()) for p in shape["predicates"]},
+              "live_by_commit": shape.get("_live_by_commit", {})}
     try:
         snapshot = spark.read.format("hudi").option("hoodie.metadata.enable", "true").load(path)
         columns = [c for c in snapshot.columns if not c.startswith("_hoodie_")]
@@ -137,7 +208,59 @@ def oracle(spark, shape, expected, final):
         result.update(hudi=hudi, hudi_data_skipping=skipping)
     except Exception as exc:  # Hudi cannot read what it wrote: reported per shape
         result["read_error"] = _reason(exc)
+    result.update(queries(spark, shape))
     return result
+
+
+def queries(spark, shape):
+    """Hudi's time travel (as of each completed commit), incremental (after the first commit) and CDC
+    (after the first commit, where CDC is on) queries: what each returns, or why it cannot."""
+    path, found = shape["path"], {}
+    commits = completed_commits(path)
+    found["commits"] = commits
+    # After the first commit. hudi-bridge's begin is exclusive on every table version; Hudi 1.x reads a table version 8's
+    # begin as a completion time, inclusive ("data written with completion_time >= START_COMMIT"), and a version 6's as an
+    # instant time, exclusive. Completion times count milliseconds, so "after T" is "from T + 1 ms" there.
+    found["begin"] = commits[0][1] if shape["version"] >= 8 else commits[0][0]
+    first = str(int(found["begin"]) + 1) if shape["version"] >= 8 else found["begin"]
+    found["hudi_begin"] = first
+
+    def attempt(name, read):
+        try:
+            found[name] = read()
+        except Exception as exc:
+            found[name + "_error"] = _reason(exc)
+
+    def as_of(requested):
+        table = spark.read.format("hudi").option("as.of.instant", requested).load(path)
+        return sorted(r.id for r in table.select("id").collect())
+
+    for requested, _ in commits:  # one by one: Hudi refuses those whose files a clean removed
+        try:
+            found.setdefault("time_travel", {})[requested] = as_of(requested)
+        except Exception as exc:
+            found.setdefault("time_travel_errors", {})[requested] = _reason(exc)
+
+    def incremental():
+        table = (spark.read.format("hudi").option("hoodie.datasource.query.type", "incremental")
+                 .option("hoodie.datasource.read.begin.instanttime", first).load(path))
+        return sorted(r.id for r in table.select("id").collect())
+
+    attempt("incremental", incremental)
+    if shape.get("cdc_mode"):
+        def cdc():
+            table = (spark.read.format("hudi").option("hoodie.datasource.query.type", "incremental")
+                     .option("hoodie.datasource.query.incremental.format", "cdc")
+                     .option("hoodie.datasource.read.begin.instanttime", first).load(path))
+            out = []
+            for row in table.select("op", "before", "after").collect():
+                image = json.loads(row.after or row.before) if (row.after or row.before) else {}
+                out.append([row.op, image.get("id"), json.loads(row.before) if row.before else None,
+                            json.loads(row.after) if row.after else None])
+            return sorted(out, key=lambda r: (r[1] if r[1] is not None else -1, r[0]))
+
+        attempt("cdc", cdc)
+    return found
 
 
 def _reason(exc):
@@ -172,9 +295,24 @@ def go_on(spark, shape):
     return result
 
 
+def read_synced(spark, spec):
+    """Hudi's Spark SQL reading tables hudi-bridge registered in a Hive metastore: the ids of each."""
+    found = {}
+    for name in spec["tables"]:
+        try:
+            found[name] = sorted(r.id for r in spark.sql(f"SELECT id FROM {name}").collect())
+        except Exception as exc:
+            found[name] = _reason(exc)
+    return found
+
+
 def main():
     specs = json.load(open(sys.argv[1]))
-    spark = (SparkSession.builder.master("local[2]").appName("hudi-oracle")
+    metastore = specs[0].get("metastore") if specs and isinstance(specs[0], dict) else None
+    builder = SparkSession.builder
+    if metastore:  # reading tables a Hive metastore holds: Spark's Hive catalog on it
+        builder = builder.config("spark.hadoop.hive.metastore.uris", metastore).config("spark.sql.catalogImplementation", "hive")
+    spark = (builder.master("local[2]").appName("hudi-oracle")
              .config("spark.jars", sys.argv[2])
              .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
              .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
@@ -182,6 +320,11 @@ def main():
              .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    if metastore:
+        with open(specs[0]["out"], "w") as out:
+            json.dump(read_synced(spark, specs[0]), out, indent=1)
+        spark.stop()
+        return
     for shape in specs:
         if shape.get("more_steps"):
             try:

@@ -1099,6 +1099,8 @@ class _Change:
             added: dict[str, dict[str, int]] = {}
             for stat in timeline.commit_metadata(instant).write_stats():
                 added.setdefault(stat.partition_path, {})[stat.file_name] = stat.file_size_in_bytes or 0
+                for path, size in stat.cdc_stats:  # change-data logs: Hudi's files partition lists them too
+                    added[stat.partition_path][path.rpartition("/")[2]] = size
             return cls(added, {}, set(), keyed=not instant.is_compaction)
         if instant.action is Action.CLEAN:
             clean = timeline.clean_metadata(instant)
