@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +31,7 @@ from listers.incremental import incremental
 from listers.planner import plan
 from metadata import FileSlice, HudiTable
 from metadata.errors import HudiBridgeError
+from metadata.read_ahead import read_ahead
 from metadata.slice_rows import conform, merged_rows, table_read_schema
 from metadata.text_enum import TextEnum
 
@@ -63,17 +63,7 @@ class Scan:
         if not self.slices:
             return
         with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="hudi-bridge-scan") as pool:
-            pending: deque[Future[pa.Table]] = deque()
-            queued = iter(self.slices)
-            for piece in queued:
-                pending.append(pool.submit(self._read, piece))
-                if len(pending) >= self.threads * 2:
-                    break
-            while pending:
-                rows = pending.popleft().result()
-                following = next(queued, None)
-                if following is not None:
-                    pending.append(pool.submit(self._read, following))
+            for rows in read_ahead(pool, self.slices, self._read, self.threads * 2):
                 yield from rows.to_batches()
 
     def to_reader(self) -> pa.RecordBatchReader:

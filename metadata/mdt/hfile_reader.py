@@ -13,9 +13,9 @@ import struct
 import threading
 import zlib
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +44,7 @@ from metadata.mdt.hfile_format import (
     decode_writable_vint,
     row_of_key,
 )
+from metadata.read_ahead import read_ahead
 from metadata.storage import Storage
 
 ReadAt = Callable[[int, int], bytes]
@@ -542,23 +543,9 @@ class HFileReader:
             for offset in offsets:
                 yield self._block(offset, (DATA_MAGIC,))[1]
             return
-        pool = _decompress_pool()
-        groups = iter([offsets[i : i + INFLATE_GROUP] for i in range(0, len(offsets), INFLATE_GROUP)])
-        ahead: deque[Future[list[bytes]]] = deque()
-        try:
-            for group in groups:
-                ahead.append(pool.submit(self._payloads, group))
-                if len(ahead) >= INFLATE_AHEAD:
-                    break
-            while ahead:
-                payloads = ahead.popleft().result()
-                following = next(groups, None)
-                if following is not None:
-                    ahead.append(pool.submit(self._payloads, following))
-                yield from payloads
-        finally:
-            for future in ahead:
-                future.cancel()
+        groups = [offsets[i : i + INFLATE_GROUP] for i in range(0, len(offsets), INFLATE_GROUP)]
+        for payloads in read_ahead(_decompress_pool(), groups, self._payloads, INFLATE_AHEAD):
+            yield from payloads
 
     def _payloads(self, offsets: list[int]) -> list[bytes]:
         return [self._block(offset, (DATA_MAGIC,))[1] for offset in offsets]
