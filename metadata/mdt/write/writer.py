@@ -13,11 +13,9 @@ what it wrote and redoes it.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,14 +23,13 @@ import numpy as np
 import pyarrow as pa
 
 from metadata.avro_schema import avro_to_arrow_schema, with_meta_fields
-from metadata.commit_metadata import WriteStat
 from metadata.errors import CleanedFilesError, HudiError, IndexWriteError
 from metadata.file_group import FileSlice
 from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.instant import BEFORE_ALL_INSTANTS, Action, Instant, instant_epoch_millis
 from metadata.instant_content import encode_avro_instant
 from metadata.listing import StorageListing
-from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records, read_log_blocks
+from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records
 from metadata.mdt.bloom_filters import bloom_filter_records, removed_base_file_bloom_records
 from metadata.mdt.expression_index import (
     ExpressionIndexPartition,
@@ -76,7 +73,7 @@ from metadata.mdt.validate import committed_files
 from metadata.mdt.write.cell_spill import DEFAULT_BUDGET_BYTES, CellSpill
 from metadata.mdt.write.hfile_writer import HFileWriter
 from metadata.mdt.write.routed_cells import ColumnStatsCells, RoutedCell, ranges_only, routed
-from metadata.mdt.write.writer_lock import WriterLock
+from metadata.mdt.write.transaction import Fault, MetadataTransaction
 from metadata.partition_path import from_metadata_partition, to_metadata_partition
 from metadata.record_key import RecordKeyRule
 from metadata.slice_rows import changed_slices
@@ -86,15 +83,11 @@ from metadata.table import HudiTable
 from metadata.table_config import (
     METADATA_PARTITIONS_INFLIGHT_KEY,
     METADATA_PARTITIONS_KEY,
-    PROPERTIES_BACKUP_PATH,
-    PROPERTIES_PATH,
     BaseFileFormat,
     TableConfig,
     TableType,
-    parse_java_properties,
-    update_table_config,
 )
-from metadata.timeline_models import COMPACTION_PLAN, commit_metadata_schema
+from metadata.timeline_models import COMPACTION_PLAN
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +111,6 @@ class IndexReport:
         return dict(self.__dict__)
 
 
-Fault = Callable[[str], None]
 
 
 class MetadataTableWriter:
@@ -130,22 +122,24 @@ class MetadataTableWriter:
         spilling sorted runs to temporary files; `batch_files`: files whose
         statistics are computed (and held) at once (None: the engine's choice); `index_expressions`
         evaluates expression indexes (without it they are not maintained)."""
-        self.data = TableParts.load(path, storage_options=storage_options)
-        self.storage = self.data.storage
-        self.mdt_storage = self.storage.child(METADATA_FOLDER)
-        self.version = self.data.config.version
+        data = TableParts.load(path, storage_options=storage_options)
+        self.version = data.config.version
         self.schema_json = record_schema_json(self.version)
+        self.tx = MetadataTransaction(data, self.schema_json, fault)
+        self.storage = self.tx.storage
+        self.mdt_storage = self.tx.mdt_storage
+        self.fault = self.tx.fault
         self.engine = engine or LocalStatsEngine()
-        self.fault = fault or (lambda step: None)
         self.compact_after = compact_after
         self.progress = progress or (lambda message: None)
         self.memory_budget = memory_budget
         self.batch_files = batch_files
         self.index_expressions = index_expressions
-        self._token = 0
-        self._last_time = ""
-        self._requested: list[str] = []  # MDT instants this operation started (undone if it fails)
-        self._initialising: list[tuple[str, MetadataPartition]] = []  # (instant, partition) of new partitions
+
+    @property
+    def data(self) -> TableParts:
+        """The data table as the transaction last loaded it."""
+        return self.tx.data
 
     # Public operations ---------------------------------------------------------------
     def build(self, partitions: Sequence[MetadataPartition] = BUILD_ORDER, columns: Sequence[str] | None = None,
@@ -165,7 +159,7 @@ class MetadataTableWriter:
         if MdtPartition.RECORD_INDEX in asked and is_partitioned_record_index(index_definitions(self.storage, self.data.config.raw)):
             raise IndexWriteError(f"{self.storage.uri}: the table defines a partitioned record index (Hudi 1.1), whose file groups "
                                   "are per data partition; hudi-bridge writes the global one. Build it with Apache Hudi")
-        with self._writing():
+        with self.tx.writing():
             built = set(self.data.config.metadata_partitions)
             if MdtPartition.FILES.value not in built:
                 self._reset_metadata_folder()
@@ -186,7 +180,7 @@ class MetadataTableWriter:
                 return report
             if todo:
                 self._define([p for p in todo if isinstance(p, (SecondaryIndexPartition, ExpressionIndexPartition))])
-                self._set_config({METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(sorted({*self._inflight(), *(p.value for p in todo)}))})
+                self.tx.set_config({METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(sorted({*self._inflight(), *(p.value for p in todo)}))})
             snapshot = _Snapshot.take(self.data, self.engine, columns, self.batch_files, self.progress,
                                       rollups_wanted=MdtPartition.PARTITION_STATS in {*todo, *redo})
             snapshot.expressions = self.index_expressions
@@ -198,7 +192,7 @@ class MetadataTableWriter:
             if todo:
                 listed = sorted({*self.data.config.metadata_partitions, *(p.value for p in todo)})
                 self.fault("before config update")
-                self._set_config({METADATA_PARTITIONS_KEY: ",".join(listed),
+                self.tx.set_config({METADATA_PARTITIONS_KEY: ",".join(listed),
                                   METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(sorted(set(self._inflight()) - {p.value for p in todo})) or None})
                 self.fault("after config update")
         report.seconds = time.monotonic() - started
@@ -207,7 +201,7 @@ class MetadataTableWriter:
     def sync(self) -> IndexReport:
         started = time.monotonic()
         report = IndexReport("sync")
-        with self._writing():
+        with self.tx.writing():
             if MdtPartition.FILES.value not in self.data.config.metadata_partitions:
                 raise IndexWriteError(f"{self.storage.uri}: no metadata table to sync; run `hudi-bridge index build` first")
             self._sync_locked(report)
@@ -217,7 +211,7 @@ class MetadataTableWriter:
     def compact(self, force: bool = False) -> IndexReport:
         started = time.monotonic()
         report = IndexReport("compact")
-        with self._writing():
+        with self.tx.writing():
             self._compact_locked(report, force=force)
         report.seconds = time.monotonic() - started
         return report
@@ -227,94 +221,17 @@ class MetadataTableWriter:
         table lists (Hudi's secondary or expression indexes)."""
         started = time.monotonic()
         report = IndexReport("drop")
-        with self._writing():
+        with self.tx.writing():
             self._drop(list(partitions), report)
         report.seconds = time.monotonic() - started
         return report
-
-    @contextmanager
-    def _writing(self) -> Iterator[None]:
-        """The writer lock and a fresh look at the table; when the operation
-        fails, what it left pending is undone (its files and instants, a
-        metadata folder it created, hoodie.properties as it was), so a failed
-        write leaves the table as it found it. What it completed stays: each
-        completed instant is a consistent state. A killed process cannot undo:
-        the next run rolls its pending instants back."""
-        with WriterLock(self.storage):
-            self._reload()
-            properties = self.storage.read_bytes(PROPERTIES_PATH)
-            had_metadata = self.storage.exists(METADATA_FOLDER)
-            definitions = self.storage.read_bytes(INDEX_DEFS_PATH) if self.storage.exists(INDEX_DEFS_PATH) else None
-            self._requested = []
-            self._initialising = []
-            try:
-                yield
-            except BaseException:
-                try:
-                    self._undo(properties, had_metadata, definitions)
-                except Exception as undo_error:  # the failure itself is what the caller hears about
-                    log.warning("%s: could not undo the failed write (%s); the next index build or sync rolls it back",
-                                self.storage.uri, undo_error)
-                raise
-
-    def _undo(self, properties: bytes, had_metadata: bool, definitions: bytes | None) -> None:
-        if not had_metadata:
-            if self.storage.exists(METADATA_FOLDER):
-                self.storage.filesystem.delete_dir(self.storage.full_path(METADATA_FOLDER))
-        elif self._requested:
-            listed = parse_java_properties(properties.decode("utf-8")).get(METADATA_PARTITIONS_KEY, "").split(",")
-            mdt = self._mdt()
-            initialised = {ts for ts, partition in self._initialising if partition.value not in listed}
-            for ts in self._requested:
-                # a new partition's instants count only once hoodie.properties lists it: completed or not, they go
-                if ts in initialised or not mdt.timeline.is_completed(ts):
-                    self._remove_instant(mdt, ts)
-            for name in {*(p.value for p in MdtPartition), *(p.value for _, p in self._initialising)}:  # a folder this run created and left empty
-                if self.mdt_storage.exists(name):
-                    files, folders = self.mdt_storage.list_dir(name)
-                    if not folders and [f.name for f in files] == [".hoodie_partition_metadata"] and name not in listed:
-                        self.storage.filesystem.delete_dir(self.mdt_storage.full_path(name))
-        if self.storage.read_bytes(PROPERTIES_PATH) != properties:
-            self.storage.write_bytes(PROPERTIES_PATH, properties)
-        if definitions is not None and self.storage.read_bytes(INDEX_DEFS_PATH) != definitions:
-            self.storage.write_bytes(INDEX_DEFS_PATH, definitions)
-        elif definitions is None and self.storage.exists(INDEX_DEFS_PATH):
-            self.storage.delete_file(INDEX_DEFS_PATH)
-        if self.storage.exists(PROPERTIES_BACKUP_PATH):
-            self.storage.delete_file(PROPERTIES_BACKUP_PATH)
 
     # State -------------------------------------------------------------------------------
     def _file_ranges(self, files: Sequence[tuple[str, str | None]], columns: Sequence[str], schema: pa.Schema) -> list[ColumnRange]:
         return engine_ranges(self.engine, self.storage.uri, files, columns, schema, _completed(self.data), self.storage.storage_options)
 
-    def _reload(self) -> None:
-        self.data = TableParts.load_storage(self.storage)
-
     def _inflight(self) -> list[str]:
         return [p for p in self.data.config.raw.get(METADATA_PARTITIONS_INFLIGHT_KEY, "").split(",") if p]
-
-    def _set_config(self, changes: dict[str, str | None]) -> None:
-        update_table_config(self.storage, changes)
-        self._reload()
-
-    def _mdt(self) -> TableParts:
-        return TableParts.load_storage(self.mdt_storage)
-
-    def _new_time(self) -> str:
-        """One millisecond after the latest time either timeline knows.
-
-        Not the wall clock: a metadata compaction must sort before the next
-        data instant, whose time comes from the data writer's clock."""
-        mdt = self._mdt().timeline.instants if self.mdt_storage.exists(".hoodie/hoodie.properties") else []
-        known = [self._last_time, *(t[:17] for i in [*self.data.timeline.instants, *mdt]
-                                    for t in (i.requested_time, i.completion_time or "") if t[:17].isdigit())]
-        latest = max(known)
-        self._last_time = str(int(latest or "0") + 1).zfill(17)
-        return self._last_time
-
-    def _write_token(self) -> str:
-        self._token += 1
-        return f"0-{self._token}-{self._token}"
 
     # The metadata table itself ----------------------------------------------------------
     def _reset_metadata_folder(self) -> None:
@@ -344,7 +261,7 @@ class MetadataTableWriter:
             # A partition made again after a drop: its old commits name files it no
             # longer has, so its first instant must be newer than theirs (as
             # Hudi's async indexer's is), or a view would look for those files.
-            return self._new_time()
+            return self.tx.new_time()
         if self.version >= 8:
             n = 0
             while f"{n:017d}" in used:
@@ -365,15 +282,15 @@ class MetadataTableWriter:
                    if instant.action in (Action.DELTA_COMMIT, Action.COMMIT) for stat in timeline.commit_metadata(instant).write_stats())
 
     def _initialise(self, partition: MetadataPartition, snapshot: _Snapshot, report: IndexReport) -> None:
-        mdt = self._mdt()
+        mdt = self.tx.mdt()
         ts = self._initialisation_time(mdt, partition)
-        self._initialising.append((ts, partition))
+        self.tx.initialising.append((ts, partition))
         self.progress(f"building {partition.value} at metadata instant {ts}")
         groups = self._file_group_count(partition)
         if partition is MdtPartition.RECORD_INDEX and not self._existing_groups(partition):
             groups = record_index_file_groups(snapshot.key_count())
         written: list[tuple[str, str, int]] = []
-        self._write_pending(mdt, ts, Action.DELTA_COMMIT)
+        self.tx.write_pending(mdt, ts, Action.DELTA_COMMIT)
         self.fault(f"{partition.value}: after requested")
         self.mdt_storage.write_bytes(join(partition.value, ".hoodie_partition_metadata"),
                                      f"#partition metadata\ncommitTime={ts}\npartitionDepth=1\n".encode())
@@ -385,14 +302,14 @@ class MetadataTableWriter:
             self.mdt_storage.write_bytes(join(partition.value, empty_log), data)
             written.append((fg, join(partition.value, empty_log), len(data)))
             if spill.count:
-                base = join(partition.value, f"{fg}_{self._write_token()}_{ts}.hfile")
+                base = join(partition.value, f"{fg}_{self.tx.write_token()}_{ts}.hfile")
                 written.append((fg, base, self._write_hfile(base, spill)))
                 report.records_written += spill.count
             self.fault(f"{partition.value}: after file group {index}")
         extra = {BUILT_THROUGH: snapshot.built_through, PENDING_AT_BUILD: ",".join(snapshot.pending)}
         if partition in (MdtPartition.COLUMN_STATS, MdtPartition.PARTITION_STATS):
             extra[INDEXED_COLUMNS] = ",".join(snapshot.columns)
-        self._complete(mdt, ts, Action.DELTA_COMMIT, written, "BULK_INSERT", extra)
+        self.tx.complete(mdt, ts, Action.DELTA_COMMIT, written, "BULK_INSERT", extra)
         report.files_indexed = max(report.files_indexed, snapshot.file_count)
 
     def _file_group_count(self, partition: MetadataPartition) -> int:
@@ -418,75 +335,6 @@ class MetadataTableWriter:
         return {b"schema": self.schema_json.encode()}
 
     # Timeline files of the MDT ---------------------------------------------------------
-    def _write_pending(self, mdt: TableParts, ts: str, action: Action, requested: bytes = b"") -> None:
-        self._requested.append(ts)
-        path = mdt.config.timeline_path
-        self.mdt_storage.write_bytes(join(path, f"{ts}.{action}.requested"), requested)
-        inflight = f"{ts}.inflight" if action is Action.COMMIT else f"{ts}.{action}.inflight"
-        self.mdt_storage.write_bytes(join(path, inflight), b"")
-
-    def _complete(self, mdt: TableParts, ts: str, action: Action, written: list[tuple[str, str, int]],
-                  operation: str, extra: dict[str, str] | None = None, compacted: bool = False) -> None:
-        stats: dict[str, list[dict[str, Any]]] = {}
-        for fg, path, size in written:
-            folder = path.split("/", 1)[0]  # the MDT partition the file is in
-            stats.setdefault(folder, []).append(WriteStat(
-                file_id=fg, path=path, prev_commit="null", num_writes=1, partition_path=folder,
-                file_size_in_bytes=size, total_write_bytes=size).to_dict())
-        record: dict[str, Any] = {
-            "partitionToWriteStats": stats,
-            "compacted": compacted,
-            "extraMetadata": {"schema": self.schema_json, **(extra or {})},
-            "operationType": operation,
-        }
-        self.fault(f"{ts}: before completion")
-        if self.version >= 8:
-            record["version"] = 1
-            name = f"{ts}_{self._new_time()}.{action}"
-            content = encode_avro_instant(commit_metadata_schema(False), record)
-        else:
-            name = f"{ts}.{action}"
-            content = json.dumps(record, indent=2).encode()
-        self.mdt_storage.write_bytes(join(mdt.config.timeline_path, name), content)
-        self.fault(f"{ts}: after completion")
-
-    def _roll_back_failed(self, mdt: TableParts, report: IndexReport) -> TableParts:
-        """Delete what MDT instants that never completed wrote, then the instants."""
-        pending = [i for i in mdt.timeline.instants if not i.is_completed]
-        if not pending:
-            return mdt
-        for instant in pending:
-            self._remove_instant(mdt, instant.requested_time)
-            report.notes.append(f"metadata instant {instant.requested_time} had not completed; what it wrote was removed and is redone")
-        return self._mdt()
-
-    def _remove_instant(self, mdt: TableParts, ts: str) -> None:
-        """The files a pending MDT instant wrote (in any partition folder:
-        secondary indexes too), then its timeline files."""
-        _, folders = self.mdt_storage.list_dir("")
-        for folder in sorted(name for name in folders if not name.startswith(".")):
-            files, _ = self.mdt_storage.list_dir(folder)
-            for f in files:
-                parsed = classify(f.name, ".hfile", f.relative_path)
-                if isinstance(parsed, (BaseFileName, LogFileName)) and (
-                    parsed.instant_time == ts or isinstance(parsed, LogFileName) and self._written_only_by(f.relative_path, ts)
-                ):
-                    self.mdt_storage.delete_file(f.relative_path)
-        for name in [n for n in self._timeline_names(mdt) if n.startswith((ts + ".", ts + "_"))]:  # v8+: <ts>_<completion>.<action>
-            self.mdt_storage.delete_file(join(mdt.config.timeline_path, name))
-
-    def _written_only_by(self, relative: str, ts: str) -> bool:
-        """v6 log names carry their slice's base instant, not the writer: a log
-        whose blocks all belong to `ts` is one this writer started for it."""
-        if self.version >= 8:
-            return False
-        blocks = read_log_blocks(self.mdt_storage.read_bytes(relative), self.mdt_storage.display_path(relative)).blocks
-        return bool(blocks) and all(b.instant_time == ts for b in blocks)
-
-    def _timeline_names(self, mdt: TableParts) -> list[str]:
-        files, _ = self.mdt_storage.list_dir(mdt.config.timeline_path)
-        return [f.name for f in files]
-
     # Sync ------------------------------------------------------------------------------------
     def _synced(self, mdt: TableParts) -> Callable[[Instant], bool]:
         """Whether a completed data instant is already in the metadata table:
@@ -498,8 +346,8 @@ class MetadataTableWriter:
     def _sync_locked(self, report: IndexReport) -> None:
         order = (lambda i: (i.completion_time or i.requested_time)) if self.data.timeline.uses_completion_time else (lambda i: i.requested_time)
         built = self._built()
-        self._refuse_to_leave_indexes_behind(self._mdt(), built)
-        mdt = self._roll_back_failed(self._mdt(), report)
+        self._refuse_to_leave_indexes_behind(self.tx.mdt(), built)
+        mdt = self.tx.roll_back_failed(self.tx.mdt(), report.notes)
         is_synced = self._synced(mdt)
         todo = sorted((i for i in self.data.timeline.completed() if not is_synced(i)), key=order)
         schema = table_schema(self.data)
@@ -512,7 +360,7 @@ class MetadataTableWriter:
                 continue
             self._apply(mdt, instant.requested_time, change, built, columns, schema, report)
             report.instants.append(instant.requested_time)
-            mdt = self._mdt()
+            mdt = self.tx.mdt()
         if todo:
             self._compact_locked(report, force=False)
 
@@ -611,7 +459,7 @@ class MetadataTableWriter:
             self.storage.write_bytes(INDEX_DEFS_PATH, written)
             definitions = index_definitions(self.storage, {INDEX_DEFS_KEY: INDEX_DEFS_PATH})
         if self.data.config.raw.get(INDEX_DEFS_KEY) != INDEX_DEFS_PATH:
-            self._set_config({INDEX_DEFS_KEY: INDEX_DEFS_PATH})
+            self.tx.set_config({INDEX_DEFS_KEY: INDEX_DEFS_PATH})
 
     def _indexed_columns(self, mdt: TableParts, schema: pa.Schema) -> list[str]:
         for instant in reversed(mdt.timeline.completed()):
@@ -677,7 +525,7 @@ class MetadataTableWriter:
             touched = sorted((set(change.added) | set(change.deleted)) - change.dropped_partitions)
             records[MdtPartition.PARTITION_STATS].update(
                 self._partition_stats(ts, touched, columns, schema, new_ranges))
-        self._write_pending(mdt, ts, Action.DELTA_COMMIT)
+        self.tx.write_pending(mdt, ts, Action.DELTA_COMMIT)
         self.fault(f"{ts}: after requested")
         written: list[tuple[str, str, int]] = []
         for target, by_key in records.items():
@@ -698,7 +546,7 @@ class MetadataTableWriter:
                 written.append((fg, join(target.value, name), len(data)))
                 report.records_written += len(group_cells)
                 self.fault(f"{ts}: after log {target.value}/{index}")
-        self._complete(mdt, ts, Action.DELTA_COMMIT, written, "UPSERT_PREPPED")
+        self.tx.complete(mdt, ts, Action.DELTA_COMMIT, written, "UPSERT_PREPPED")
         if not written:
             log.debug("instant %s changed nothing the metadata table holds", ts)
 
@@ -789,7 +637,7 @@ class MetadataTableWriter:
         """v8+: one log file per writing instant. v6: a new log version in the
         latest slice (appending to a file would leave half a block on a crash)."""
         if self.version >= 8:
-            return f".{fg}_{ts}.log.1_{self._write_token()}"
+            return f".{fg}_{ts}.log.1_{self.tx.write_token()}"
         files, _ = self.mdt_storage.list_dir(partition.value)
         base_instant, version = "", 0
         for f in files:
@@ -802,7 +650,7 @@ class MetadataTableWriter:
                 if parsed.instant_time > base_instant:
                     base_instant, version = parsed.instant_time, 0
                 version = max(version, parsed.version)
-        return f".{fg}_{base_instant or ts}.log.{version + 1}_{self._write_token()}"
+        return f".{fg}_{base_instant or ts}.log.{version + 1}_{self.tx.write_token()}"
 
     def _reader_partitions(self) -> list[str]:
         reader = MetadataTableReader(self.data)
@@ -870,7 +718,7 @@ class MetadataTableWriter:
 
     # Compaction and rebuilds: new base files swapped in by one commit -----------------------------
     def _compact_locked(self, report: IndexReport, force: bool) -> None:
-        mdt = self._roll_back_failed(self._mdt(), report)
+        mdt = self.tx.roll_back_failed(self.tx.mdt(), report.notes)
         pending = [i for i in self.data.timeline.pending() if not i.is_compaction]
         built = self._built()
         due = []
@@ -896,14 +744,14 @@ class MetadataTableWriter:
             cells = ((key, encode_record(_raw(record), self.schema_json)) for key, record in merged[partition].items() if not _is_dropped(record))
             self._write_bases(partition, ts, groups, routed(partition, groups, cells), written, "compaction")
             report.compacted.append(partition.value)
-        self._complete(mdt, ts, Action.COMMIT, written, "COMPACT", compacted=True)
+        self.tx.complete(mdt, ts, Action.COMMIT, written, "COMPACT", compacted=True)
 
     def _rebuild(self, partitions: list[MetadataPartition], snapshot: _Snapshot, report: IndexReport) -> None:
         """Every file group of each partition gets a new base file from the
         snapshot; the completed compaction commit swaps them all in at once
         (Hudi's readers take compaction instants as valid). Until then readers
         see the old slices; a crash leaves a pending instant the next run rolls back."""
-        mdt = self._mdt()
+        mdt = self.tx.mdt()
         reader = MetadataTableReader(self.data)
         try:
             ts, slices_of = self._request_compaction(mdt, reader, partitions)
@@ -917,20 +765,20 @@ class MetadataTableWriter:
                                                         written, "rebuild")
             report.partitions.append(partition.value)
         extra = {INDEXED_COLUMNS: ",".join(snapshot.columns)} if {MdtPartition.COLUMN_STATS, MdtPartition.PARTITION_STATS} & set(partitions) else {}
-        self._complete(mdt, ts, Action.COMMIT, written, "COMPACT", extra, compacted=True)
+        self.tx.complete(mdt, ts, Action.COMMIT, written, "COMPACT", extra, compacted=True)
         report.files_indexed = max(report.files_indexed, snapshot.file_count)
         report.notes.append(f"rebuilt beside the old file slices and swapped in by metadata instant {ts}: {', '.join(p.value for p in partitions)}")
 
     def _request_compaction(self, mdt: TableParts, reader: MetadataTableReader,
                             partitions: Sequence[MetadataPartition]) -> tuple[str, dict[MetadataPartition, list[FileSlice]]]:
         """A new compaction instant (requested and inflight) over the partitions' current slices."""
-        ts = self._new_time() if self.version >= 8 else (reader.latest_instant + "001")
+        ts = self.tx.new_time() if self.version >= 8 else (reader.latest_instant + "001")
         slices_of = {p: reader.file_slices(p.value) for p in partitions}
         operations: list[dict[str, Any]] = [{"baseInstantTime": s.base_instant, "deltaFilePaths": [f.rsplit("/", 1)[-1] for f in s.log_files],
                                              "dataFilePath": s.base_file_name, "fileId": s.file_id, "partitionPath": p.value, "metrics": {}}
                                             for p in partitions for s in slices_of[p]]
         plan = encode_avro_instant(COMPACTION_PLAN, {"operations": operations, "extraMetadata": None, "version": 2})
-        self._requested.append(ts)
+        self.tx.requested.append(ts)
         self.mdt_storage.write_bytes(join(mdt.config.timeline_path, f"{ts}.compaction.requested"), plan)
         self.mdt_storage.write_bytes(join(mdt.config.timeline_path, f"{ts}.compaction.inflight"), b"")
         self.fault("compaction: after requested")
@@ -943,7 +791,7 @@ class MetadataTableWriter:
         spills = self._spill(groups, cells)
         for index, spill in spills.items():
             fg = file_group_id(partition, index)
-            name = join(partition.value, f"{fg}_{self._write_token()}_{ts}.hfile")
+            name = join(partition.value, f"{fg}_{self.tx.write_token()}_{ts}.hfile")
             written.append((fg, name, self._write_hfile(name, spill)))
             self.fault(f"{step}: after {partition.value}/{index}")
         return sum(spill.count for spill in spills.values())
@@ -978,7 +826,7 @@ class MetadataTableWriter:
         if MdtPartition.FILES.value in names:
             names = set(self.data.config.metadata_partitions) | names  # nothing is read without `files`
         remaining = [p for p in self.data.config.metadata_partitions if p not in names]
-        self._set_config({METADATA_PARTITIONS_KEY: ",".join(remaining) or None,
+        self.tx.set_config({METADATA_PARTITIONS_KEY: ",".join(remaining) or None,
                           METADATA_PARTITIONS_INFLIGHT_KEY: ",".join(p for p in self._inflight() if p not in names) or None})
         self.fault("drop: after config update")
         if MdtPartition.FILES.value in names:
