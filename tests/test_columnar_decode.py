@@ -19,7 +19,8 @@ from metadata.mdt.columnar import GROUP_RECORDS, LOCKSTEP_ENTRIES, Unsupported, 
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.files_columns import entries_of_sizes, live_entries
 from metadata.mdt.keys import ID_LENGTH, column_stats_key
-from metadata.mdt.record_schema import encode_record, files_record, range_record, record_schema_json
+from metadata.mdt.record_encoding import encode_record
+from metadata.mdt.record_schema import files_record, range_record, record_schema_json
 from metadata.mdt.records import decode_record, live_files, live_sizes, parse_schema_cached
 from metadata.mdt.stats_columns import FlatStats, in_file_order, pivot
 from metadata.stats_table import max_field, min_field

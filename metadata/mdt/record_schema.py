@@ -9,7 +9,6 @@ Hudi's optional fields is enough.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import uuid
@@ -18,7 +17,6 @@ from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Any
 
-import fastavro
 import pyarrow as pa
 
 from metadata.mdt.file_stats import ColumnRange
@@ -40,7 +38,6 @@ from metadata.mdt.records import (
     VALUE_TYPE_TIME_MILLIS,
     VALUE_TYPE_TIMESTAMP_MICROS,
     VALUE_TYPE_TIMESTAMP_MILLIS,
-    parse_schema_cached,
 )
 
 NS = "org.apache.hudi.avro.model"
@@ -407,11 +404,3 @@ def column_stats_record(key: str, file_name: str, column: str, min_value: Any, m
     dtype = stat_type_of(min_value, max_value)
     stats = ColumnRange(file_name, column, dtype, min_value, max_value, null_count, value_count, total_size, total_size)
     return range_record(key, stats, 9)
-
-
-def encode_record(record: dict[str, Any], schema_json: str = METADATA_RECORD_SCHEMA_JSON, blank_key: bool = True) -> bytes:
-    """Avro binary of a record; HFile values carry `key` as "" (the row holds it)."""
-    data = dict(record, key="") if blank_key else record
-    out = io.BytesIO()
-    fastavro.schemaless_writer(out, parse_schema_cached(schema_json), data)
-    return out.getvalue()

@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 from metadata.instant_content import encode_avro_instant
 from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block
-from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, encode_record, files_record
+from metadata.mdt.record_encoding import encode_record
+from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, files_record
 from metadata.mdt.records import ALL_PARTITIONS_KEY
 from metadata.mdt.write.hfile_writer import write_hfile
 from metadata.partition_path import to_metadata_partition

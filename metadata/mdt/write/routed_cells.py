@@ -15,7 +15,8 @@ from itertools import islice
 from metadata.mdt.file_groups import MetadataPartition, file_group_indexes
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.keys import column_stats_key
-from metadata.mdt.record_schema import encode_record, range_record
+from metadata.mdt.record_encoding import encode_record
+from metadata.mdt.record_schema import range_record
 
 RoutedCell = tuple[int, bytes, bytes]  # (file group index, key, Avro value)
 CHUNK = 20_000  # keys hashed together

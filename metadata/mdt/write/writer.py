@@ -57,15 +57,9 @@ from metadata.mdt.file_stats import ColumnRange, blocks_counting, columns_to_ind
 from metadata.mdt.indexes import INDEX_DEFS_KEY, defined_secondary_indexes, index_definitions, is_partitioned_record_index
 from metadata.mdt.keys import column_stats_key, partition_stats_key
 from metadata.mdt.reader import BUILT_THROUGH, METADATA_FOLDER, PENDING_AT_BUILD, KeyQuery, MetadataTableReader, build_coverage
+from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_keys import FileKeys, keys_of_files
-from metadata.mdt.record_schema import (
-    encode_record,
-    files_record,
-    range_record,
-    record_index_record,
-    record_schema_json,
-    removed_bloom_filter_records,
-)
+from metadata.mdt.record_schema import files_record, range_record, record_index_record, record_schema_json, removed_bloom_filter_records
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord
 from metadata.mdt.secondary_index import INDEX_DEFS_PATH, check_indexable, entries, records_of, with_definition
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine, engine_ranges
