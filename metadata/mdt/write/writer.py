@@ -664,11 +664,16 @@ class MetadataTableWriter:
         if not partitions:
             return {}
         out: dict[str, dict[str, Any]] = {}
-        for chunk in (partitions[i:i + PARTITION_STATS_PER_RUN] for i in range(0, len(partitions), PARTITION_STATS_PER_RUN)):
-            self._roll_up_run(out, ts, chunk, columns, schema, new_ranges, source, ranges_of, key_of)
+        reader = MetadataTableReader(self.data)  # one reader for every run: opening the metadata table costs seconds at scale
+        try:
+            for chunk in (partitions[i:i + PARTITION_STATS_PER_RUN] for i in range(0, len(partitions), PARTITION_STATS_PER_RUN)):
+                self._roll_up_run(out, reader, ts, chunk, columns, schema, new_ranges, source, ranges_of, key_of)
+        finally:
+            reader.close()
         return out
 
-    def _roll_up_run(self, out: dict[str, dict[str, Any]], ts: str, chunk: list[str], columns: list[str], schema: pa.Schema,
+    def _roll_up_run(self, out: dict[str, dict[str, Any]], reader: MetadataTableReader, ts: str, chunk: list[str], columns: list[str],
+                     schema: pa.Schema,
                      new_ranges: dict[str, list[ColumnRange]], source: str, ranges_of: Callable[[Sequence[str]], list[ColumnRange]] | None,
                      key_of: Callable[[str, str], str]) -> None:
         """partition_stats of a run of partitions into `out`: their slices and
@@ -677,7 +682,7 @@ class MetadataTableWriter:
         slices_of: dict[str, list[FileSlice]] = {}
         for s in latest_slices_from_storage(self.data, ts, chunk):
             slices_of.setdefault(s.partition, []).append(s)
-        held = self._held_ranges(source, chunk, columns, schema)
+        held = self._held_ranges(reader, source, chunk, columns, schema)
         held.update(new_ranges)  # the new files' ranges win
         missing = [path for p in chunk for s in slices_of.get(p, []) for path in s.files if path.rsplit("/", 1)[-1] not in held]
         if missing:
@@ -690,15 +695,13 @@ class MetadataTableWriter:
                 key = key_of(column, partition)
                 out[key] = range_record(key, r, self.version, partition_stats=True)
 
-    def _held_ranges(self, source: str, partitions: list[str], columns: list[str], schema: pa.Schema) -> dict[str, list[ColumnRange]]:
+    def _held_ranges(self, reader: MetadataTableReader, source: str, partitions: list[str], columns: list[str],
+                     schema: pa.Schema) -> dict[str, list[ColumnRange]]:
         """File name -> the live ranges `source` holds for these partitions' files."""
-        reader = MetadataTableReader(self.data)
         try:
             held = reader.read(source, KeyQuery(prefixes=[column_stats_key(c, p, "")[:24] for c in columns for p in partitions]))
         except HudiError:
             held = {}
-        finally:
-            reader.close()
         types: dict[str, pa.DataType] = {}
         by_file: dict[str, list[ColumnRange]] = {}
         for record in held.values():
