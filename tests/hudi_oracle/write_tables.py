@@ -127,7 +127,8 @@ def write(spark, shape, live=None, steps=None):
             v_long = True
             continue
         if kind in SERVICES:
-            services.update(SERVICES[kind])
+            if kind != "compact" or shape["table_type"] == "MERGE_ON_READ":  # Hudi compacts MOR tables only
+                services.update(SERVICES[kind])
             continue
         if kind in ("savepoint", "restore", "rollback", "secondary_index", "expression_index"):
             spark.sql(f"CREATE TABLE IF NOT EXISTS {shape['name']} USING hudi LOCATION '{path}'")
