@@ -86,7 +86,8 @@ same with `consume.pending.commits`, and a pushed filter. Files and lengths are 
 
 
 def render_hive(report: dict[str, dict[str, str]]) -> list[str]:
-    lines = [HIVE_INTRO, "| shape | equal files and lengths | pushed filter | `consume.pending.commits` | where Hudi refuses |",
+    configurations = sum(len(cells) for cells in report.values())
+    lines = [HIVE_INTRO, f"{len(report)} shapes, {configurations} job configurations listed both ways.\n", "| shape | equal files and lengths | pushed filter | `consume.pending.commits` | where Hudi refuses |",
              "|---|---|---|---|---|"]
     for shape in sorted(report):
         cells = report[shape]
@@ -102,7 +103,9 @@ SYNCED_CELL = "Hive sync read by Hudi's Spark SQL"
 
 
 def render(report: dict[str, dict[str, Any]], hive: dict[str, dict[str, str]] | None = None) -> str:
-    lines = [INTRO, "| shape | snapshot | plans | time travel | incremental | change feed | CDC | Hudi's metadata table validated "
+    checks = sum(len(cells) for cells in report.values())
+    summary = f"{len(report)} shapes, {checks} checks (cells of the JSON), each equal, refused as Hudi refuses, or a documented Hudi bug.\n"
+    lines = [INTRO, summary, "| shape | snapshot | plans | time travel | incremental | change feed | CDC | Hudi's metadata table validated "
                     "| both ways | synced, read by Hudi's Spark SQL |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     notes = []
