@@ -30,6 +30,7 @@ from listers.directory_lister import DirectoryLister
 from listers.incremental import incremental
 from listers.planner import plan
 from metadata import FileSlice, HudiTable
+from metadata.arrow_memory import empty_table
 from metadata.errors import HudiBridgeError
 from metadata.read_ahead import read_ahead
 from metadata.slice_rows import conform, merged_rows, table_read_schema
@@ -54,7 +55,7 @@ class Scan:
     slices: tuple[FileSlice, ...]
     schema: pa.Schema  # of the rows returned
     row_filter: Expr | None
-    read_columns: tuple[str, ...]  # what is read from each slice: the projection and what the filter needs
+    read_schema: pa.Schema  # what is read from each slice: the projection and what the filter needs, in the table's types
     explanation: str
     threads: int = 2
 
@@ -92,18 +93,13 @@ class Scan:
 
     def _read(self, piece: FileSlice) -> pa.Table:
         where = self.table.storage.display_path(piece.base_file or (piece.log_files[0] if piece.log_files else piece.partition))
-        rows = merged_rows(self.table, piece, None if piece.log_files else self.read_columns)
+        rows = merged_rows(self.table, piece, None if piece.log_files else self.read_schema.names)
         if rows.num_rows == 0:
-            return self.schema.empty_table()
-        read_schema = pa.schema([self._full_schema.field(c) for c in self.read_columns])
-        rows = conform(rows, read_schema, where)
+            return empty_table(self.schema)
+        rows = conform(rows, self.read_schema, where)
         if self.row_filter is not None:
             rows = rows.filter(evaluate_rows(self.row_filter, rows))
         return rows.select(self.schema.names)
-
-    @property
-    def _full_schema(self) -> pa.Schema:
-        return table_read_schema(self.table)
 
 
 def _columns(schema: pa.Schema, wanted: Sequence[str] | None, what: str) -> list[str]:
@@ -154,7 +150,8 @@ def scan(
         slices, row_filter, explanation = planned.files, expr, planned.explain()
         if query_type is QueryType.READ_OPTIMIZED:
             slices = tuple(dataclasses.replace(s, log_files=()) for s in slices if s.base_file)
-    return Scan(table, tuple(slices), pa.schema([full.field(c) for c in output]), row_filter, read_columns, explanation,
+    return Scan(table, tuple(slices), pa.schema([full.field(c) for c in output]), row_filter,
+                pa.schema([full.field(c) for c in read_columns]), explanation,
                 threads or min(4, os.cpu_count() or 2))
 
 

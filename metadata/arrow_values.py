@@ -67,8 +67,8 @@ def _text_casts_exactly(values: Sequence[Any], kind: pa.DataType) -> bool:
     if pa.types.is_boolean(kind) or pa.types.is_integer(kind) or pa.types.is_floating(kind):
         return True
     if pa.types.is_date32(kind):
-        expected: type | tuple[type, ...] = datetime.date
-        return all(v is None or (type(v) is datetime.date) for v in values)
+        return all(v is None or type(v) is datetime.date for v in values)  # not a datetime: pyarrow's rules for those differ
+    expected: type
     if pa.types.is_timestamp(kind):
         expected = datetime.datetime
     elif pa.types.is_decimal(kind):
