@@ -21,27 +21,23 @@ fixture and on random tables and predicates).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from engine_bridge.spark.keys import KEY_LOOKUP_THRESHOLD, key_groups_of, spark_key_lookup
-from expressions import BoundPredicate, Dialect, Expr
+from expressions import Dialect, Expr
 from listers import Plan, plan
 from listers.directory_lister import DirectoryLister
 from listers.index_support import Candidates, CandidatesRunner, PlanContext
-from listers.index_support.column_stats import bucket_candidates
+from listers.index_support.shard_pipeline import Piece, bucket_verdict, listing_pieces, merged, shard_pieces, stats_types
 from metadata import HudiTable
-from metadata.arrow_memory import empty_table
-from metadata.listing import FILE_TABLE_SCHEMA
 from metadata.mdt import keys
 from metadata.mdt.file_groups import MdtPartition
-from metadata.mdt.stats_shards import StatsShard, listing_buckets, read_shard, stats_buckets, stats_shards
-from metadata.stats_table import FILE_NAME, PARTITION
+from metadata.mdt.stats_shards import StatsShard, stats_shards
 
 TASKS_PER_CORE = 2
-Piece = tuple[str, Any]  # ("stats", {column: records}) or ("files", listing rows)
 
 
 def _stats_task(base_uri: str, storage_options: Mapping[str, str], shard: StatsShard, columns: list[str],
@@ -50,35 +46,17 @@ def _stats_task(base_uri: str, storage_options: Mapping[str, str], shard: StatsS
     try:
         mdt = table.metadata_table
         assert mdt is not None
-        read = read_shard(mdt, shard, columns, types)
+        return shard_pieces(mdt, shard, columns, types, partition_ids, buckets)  # only the kept partitions' records travel
     finally:
         table.close()
-    # only the kept partitions' records travel
-    return [(bucket, ("stats", pieces)) for bucket, pieces in stats_buckets(read, buckets, partition_ids).items()]
 
 
 def _listing_task(base_uri: str, storage_options: Mapping[str, str], partitions: list[str], buckets: int) -> list[tuple[int, Piece]]:
     table = HudiTable.open(base_uri, storage_options=dict(storage_options))
     try:
-        files = DirectoryLister(table).file_table(partitions)
+        return listing_pieces(DirectoryLister(table).file_table(partitions), buckets)
     finally:
         table.close()
-    return [(bucket, ("files", rows)) for bucket, rows in listing_buckets(files, buckets, PARTITION, FILE_NAME).items()]
-
-
-def _bucket_task(pieces: Iterable[Piece], predicate: BoundPredicate, columns: list[str], types: dict[str, pa.DataType]) -> Candidates:
-    listed: list[pa.Table] = []
-    stats: dict[str, list[pa.Table]] = {}
-    for kind, value in pieces:
-        if kind == "files":
-            listed.append(value)
-        else:
-            for column, records in value.items():
-                stats.setdefault(column, []).append(records)
-    files = pa.concat_tables(listed) if listed else empty_table(FILE_TABLE_SCHEMA)
-    if not files.num_rows:
-        return Candidates(frozenset(), 0, (), group_files=files)
-    return bucket_candidates(files, stats, predicate, columns, types)
 
 
 def spark_candidates_runner(spark: Any, parallelism: int | None = None) -> CandidatesRunner:
@@ -90,8 +68,7 @@ def spark_candidates_runner(spark: Any, parallelism: int | None = None) -> Candi
         assert mdt is not None
         uri, options = table.base_uri, dict(table.storage.storage_options)
         predicate, columns = ctx.predicate, list(ctx.data_columns)
-        known = mdt.column_types()
-        types = {c: known[c] for c in columns if c in known}
+        types = stats_types(mdt, columns)
         shards = stats_shards(mdt, MdtPartition.COLUMN_STATS.value)
         tasks = max(1, cores * TASKS_PER_CORE)
         size = -(-len(partitions) // tasks) or 1
@@ -102,15 +79,10 @@ def spark_candidates_runner(spark: Any, parallelism: int | None = None) -> Candi
             lambda shard: _stats_task(uri, options, shard, columns, types, partition_ids, tasks))
         listing_rdd = context.parallelize(chunks, len(chunks)).flatMap(lambda chunk: _listing_task(uri, options, chunk, tasks))
         found = stats_rdd.union(listing_rdd).groupByKey(tasks).map(
-            lambda bucket: _bucket_task(bucket[1], predicate, columns, types)).collect()
-        indexed = {c for part in found for c in part.indexed}
-        group_files = [part.group_files for part in found if part.group_files is not None and part.group_files.num_rows]
-        return Candidates(
-            frozenset().union(*(part.files for part in found)), sum(part.evaluated for part in found),
-            tuple(c for c in columns if c in indexed),
-            f"evaluated on Spark executors: {len(shards)} column_stats shard(s) ({sum(s.size for s in shards) / 2**20:.1f} MiB) "
-            f"and {len(chunks)} listing task(s) into {tasks} bucket(s); the driver got candidate names only",
-            pa.concat_tables(group_files) if group_files else empty_table(FILE_TABLE_SCHEMA))
+            lambda bucket: bucket_verdict(bucket[1], predicate, columns, types)).collect()
+        return merged(found, columns, f"evaluated on Spark executors: {len(shards)} column_stats shard(s) "
+                                      f"({sum(s.size for s in shards) / 2**20:.1f} MiB) and {len(chunks)} listing task(s) into {tasks} "
+                                      "bucket(s); the driver got candidate names only")
 
     return run
 
