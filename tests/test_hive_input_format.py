@@ -37,7 +37,7 @@ from engine_bridge.hive.job_conf import INPUT_DIR
 from engine_bridge.hive.list_status import list_status
 from metadata import HudiTable
 from metadata.errors import HudiError
-from tests.hudi_oracle import BUNDLE, CACHE, HUDI_VERSION, SHAPES, missing_setup, tables
+from tests.hudi_oracle import BUNDLE, CACHE, HUDI_VERSION, SHAPES, java17_home, missing_setup, tables
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 ORACLE = Path(__file__).resolve().parent / "hudi_oracle" / "InputFormatOracle.java"
@@ -65,9 +65,8 @@ def _spark35_jars() -> Path:
 
 
 def _java17() -> str:
-    for home in sorted(Path("/usr/lib/jvm").glob("java-17-openjdk*")):
-        return str(home / "bin" / "java")
-    return shutil.which("java") or "java"
+    home = java17_home()
+    return str(Path(home) / "bin" / "java") if home else shutil.which("java") or "java"
 
 
 def hudi_list_status(confs: list[dict[str, str]], work: Path) -> list[Answer]:

@@ -117,7 +117,7 @@ def run_writer(specs: list[dict[str, Any]], spec_path: Path) -> None:
     spec_path.write_text(json.dumps(specs))
     result = subprocess.run([str(PYTHON), str(WRITER), str(spec_path), str(BUNDLE)], capture_output=True, text=True, timeout=1800,
                             cwd=spec_path.parent,
-                            env={"PATH": "/usr/bin:/bin", "JAVA_HOME": _java17(), "PYSPARK_PYTHON": str(PYTHON),
+                            env={"PATH": "/usr/bin:/bin", "JAVA_HOME": java17_home(), "PYSPARK_PYTHON": str(PYTHON),
                                  "SPARK_LOCAL_IP": "127.0.0.1", "HOME": str(Path.home())})
     if result.returncode != 0:
         raise RuntimeError(f"Hudi's writer failed:\n{result.stderr[-4000:]}")
@@ -161,7 +161,8 @@ def with_our_metadata_table(source: Path, shape: Shape, path: Path) -> Path:
     return path
 
 
-def _java17() -> str:
+def java17_home() -> str:
+    """The Java 17 JDK Hudi 1.0.2 and Spark 3.5 run on ("" when there is none: the PATH's java then)."""
     for candidate in sorted(Path("/usr/lib/jvm").glob("java-17-openjdk*")):
         return str(candidate)
     return ""
