@@ -53,7 +53,8 @@ from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.keys import bloom_filter_key
 from metadata.mdt.record_schema import bloom_filter_record
-from metadata.mdt.write import writer as writer_module
+from metadata.mdt.write.partitions import bloom_filters as bloom_filters_writer
+from metadata.mdt.write.partitions import expression_index as expression_index_writer
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.stats_table import FILE_NAME, max_field, min_field, null_count_field
 
@@ -99,8 +100,8 @@ def build_indexes(path: str) -> None:
     """The partitions above that the table lacks (a build leaves built ones alone)."""
     numbers = _numbers(path)
     progress(f"building partition_stats, bloom_filters and {PREFIX.value} over {len(numbers):,} files")
-    with mock.patch.object(writer_module, "bloom_filter_records", _shared_filter_records), \
-            mock.patch.object(writer_module, "expression_ranges", _known_ranges(numbers)):
+    with mock.patch.object(bloom_filters_writer, "bloom_filter_records", _shared_filter_records), \
+            mock.patch.object(expression_index_writer, "expression_ranges", _known_ranges(numbers)):
         MetadataTableWriter(path, engine=KnownStats(numbers), progress=progress, index_expressions=SparkIndexExpressions()).build(
             [MdtPartition.PARTITION_STATS, MdtPartition.BLOOM_FILTERS, PREFIX], columns=list(COLUMNS))
     Path(path, INDEXES_MARKER).write_text("built: partition_stats, bloom_filters, expression index\n")

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from bench.common import finish, in_fresh_process, peak_rss_mib, progress
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.record_keys import FileKeys
-from metadata.mdt.write import writer as writer_module
+from metadata.mdt.write.snapshot import BuildSnapshot
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
 
@@ -62,7 +62,7 @@ def build_index(path: str, keys: int, files: int) -> None:
         progress(f"{keys} synthetic keys in {files} files")
         return found
 
-    with mock.patch.object(writer_module._Snapshot, "file_keys", synthetic_keys):
+    with mock.patch.object(BuildSnapshot, "file_keys", synthetic_keys):
         MetadataTableWriter(path, progress=progress).build(partitions=[MdtPartition.FILES, MdtPartition.RECORD_INDEX])
     Path(path, BUILT_MARKER).write_text(f"{keys} {files} metadata-only\n")
 

@@ -37,7 +37,7 @@ from bench.common import finish, in_fresh_process, peak_rss_mib, progress
 from bench.scale import BUILT_MARKER, COLUMNS, SCHEMA, KnownStats, build, partition_dir
 from metadata.file_naming import BaseFileName
 from metadata.mdt.file_groups import MdtPartition
-from metadata.mdt.write import writer as writer_module
+from metadata.mdt.write.snapshot import BuildSnapshot
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
 
@@ -71,14 +71,14 @@ def build_metadata_only(path: str, partitions: int, files: int) -> None:
     real = written[0].rsplit("/", 1)[-1]
     names[partition_dir(0)][real] = Path(path, written[0]).stat().st_size
     numbers[real] = files
-    take = writer_module._Snapshot.take
+    take = BuildSnapshot.take
 
     def synthetic(*args: Any, **kwargs: Any) -> Any:
         snapshot = take(*args, **kwargs)
         snapshot.files = names  # what the metadata table lists: the named files, not storage's one
         return snapshot
 
-    with mock.patch.object(writer_module._Snapshot, "take", synthetic):
+    with mock.patch.object(BuildSnapshot, "take", synthetic):
         MetadataTableWriter(path, engine=KnownStats(numbers), progress=progress).build(
             partitions=[MdtPartition.FILES, MdtPartition.COLUMN_STATS], columns=list(COLUMNS))
     Path(path, BUILT_MARKER).write_text(f"{partitions} {files} 3 metadata-only\n")

@@ -222,9 +222,9 @@ def test_sync_rolls_partitions_up_a_run_at_a_time(tmp_path: Path, monkeypatch: p
     """partition_stats of a sync read in runs of partitions (one per run
     here), so that a commit touching every partition of a large table is
     rolled up within a run's memory: the same records as one read."""
-    from metadata.mdt.write import writer as writer_module
+    from metadata.mdt.write import rollup
 
-    monkeypatch.setattr(writer_module, "PARTITION_STATS_PER_RUN", 1)
+    monkeypatch.setattr(rollup, "PARTITION_STATS_PER_RUN", 1)
     test_sync_after_every_instant(tmp_path, 8, "MERGE_ON_READ")
 
 

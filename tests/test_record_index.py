@@ -266,7 +266,7 @@ def test_a_partitioned_record_index_keeps_every_partitions_entry_of_a_key(tmp_pa
     base = next((path / ".hoodie" / "metadata" / "record_index").glob("*.hfile"))
     instant = base.name.rsplit("_", 1)[1].split(".")[0]
     cells = [(b"k1", encode_record(record_index_record("k1", "city=nyc", nyc.file_id, None), writer.schema_json))]
-    (base.parent / f"record-index-city=nyc-0000-0_0-0-0_{instant}.hfile").write_bytes(writer._hfile(cells))
+    (base.parent / f"record-index-city=nyc-0000-0_0-0-0_{instant}.hfile").write_bytes(writer.files.hfile(cells))
     planned = plan(str(path), "id = 'k1'")
     assert {(s.partition, s.file_id) for s in planned.files} == holders, planned.explain()
     assert any(s.name == "record_index" for s in planned.stages), planned.explain()

@@ -123,7 +123,9 @@ def test_record_index_plans_never_drop_a_matching_slice() -> None:
 def test_the_property_fails_when_sync_leaves_the_record_index_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutation check: a sync that does not index the keys of the files a
     commit wrote makes a key lookup drop the slice holding the key."""
-    monkeypatch.setattr(MetadataTableWriter, "_record_locations", lambda self, ts, change, present: {})
+    from metadata.mdt.write.partitions.record_index import RecordIndexWriter
+
+    monkeypatch.setattr(RecordIndexWriter, "sync_records", lambda self, inputs: {})
     with pytest.raises(AssertionError):
         _check_history("MERGE_ON_READ", [("write", [1, 3, 5], 2)], True, [f"id = 'k{k:03d}'" for k in (1, 3, 5)], [])
 

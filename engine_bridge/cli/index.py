@@ -125,7 +125,7 @@ def index_build(path: str, partitions: str, columns: str | None, all_columns: bo
     chosen: list[str] | None = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     if all_columns:
         from metadata.mdt.file_stats import is_indexable
-        from metadata.mdt.write.writer import table_schema
+        from metadata.mdt.write.table_inputs import table_schema
         from metadata.stored_table import TableParts
 
         schema = table_schema(TableParts.load(path))

@@ -4,7 +4,7 @@ changed through its backup, and the undo of everything a failed write left
 pending (its files and instants, a metadata folder it created, the table's
 properties and index definitions as they were), so that a failed write
 leaves the table as it found it. What the partitions hold is written by the
-writer (metadata.mdt.write.writer); only this touches the timeline."""
+partition writers (metadata.mdt.write.partitions); only this touches the timeline."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from typing import Any
 
 from metadata.commit_metadata import WriteStat
 from metadata.file_naming import BaseFileName, LogFileName, classify
-from metadata.instant import Action
+from metadata.instant import BEFORE_ALL_INSTANTS, Action
 from metadata.instant_content import encode_avro_instant
 from metadata.log_format import read_log_blocks
-from metadata.mdt.file_groups import MdtPartition, MetadataPartition
+from metadata.mdt.file_groups import PARTITION_ORDER, MdtPartition, MetadataPartition
 from metadata.mdt.reader import METADATA_FOLDER
 from metadata.mdt.secondary_index import INDEX_DEFS_PATH
 from metadata.mdt.write.writer_lock import WriterLock
@@ -29,6 +29,9 @@ from metadata.table_config import (
     METADATA_PARTITIONS_KEY,
     PROPERTIES_BACKUP_PATH,
     PROPERTIES_PATH,
+    BaseFileFormat,
+    TableConfig,
+    TableType,
     parse_java_properties,
     update_table_config,
 )
@@ -127,6 +130,50 @@ class MetadataTransaction:
         self._last_time = str(int(latest or "0") + 1).zfill(17)
         return self._last_time
 
+    def initialisation_time(self, mdt: TableParts, partition: MetadataPartition) -> str:
+        """The instant that initialises a partition: v8+ the lowest free
+        `000..0n` (as Hudi), v6 the latest data instant with a suffix."""
+        used = {i.requested_time for i in mdt.timeline.instants}
+        if _written_before(mdt, partition.value):
+            # A partition made again after a drop: its old commits name files it no
+            # longer has, so its first instant must be newer than theirs (as
+            # Hudi's async indexer's is), or a view would look for those files.
+            return self.new_time()
+        if self.version >= 8:
+            n = 0
+            while f"{n:017d}" in used:
+                n += 1
+            return f"{n:017d}"
+        latest = self.data.timeline.latest_completed()
+        base = latest.requested_time if latest else BEFORE_ALL_INSTANTS
+        n = 10 + (PARTITION_ORDER.index(partition) if isinstance(partition, MdtPartition) else len(PARTITION_ORDER))
+        while f"{base}{n:03d}" in used:
+            n += 1
+        return f"{base}{n:03d}"
+
+    def create_metadata_table(self) -> None:
+        """A new metadata folder with its `hoodie.properties`. No partition is
+        listed: whatever was in the folder is a leftover no reader uses."""
+        if self.storage.exists(METADATA_FOLDER):
+            self.storage.filesystem.delete_dir(self.storage.full_path(METADATA_FOLDER))
+        v8 = self.version >= 8
+        extra = {
+            "hoodie.table.keygenerator.type" if v8 else "hoodie.table.keygenerator.class":
+                "HOODIE_TABLE_METADATA" if v8 else "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator",
+            "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
+            "hoodie.archivelog.folder": "history" if v8 else "archived",
+        }
+        if v8:
+            extra.update({"hoodie.record.merge.mode": "CUSTOM", "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+                          "hoodie.table.initial.version": str(self.version)})
+        database = self.data.config.raw.get("hoodie.database.name")
+        if database:
+            extra["hoodie.database.name"] = database
+        TableConfig.new(f"{self.data.config.name}_metadata", TableType.MERGE_ON_READ, self.version,
+                        record_key_fields=("key",), base_file_format=BaseFileFormat.HFILE, populate_meta_fields=False,
+                        extra=extra).write(self.mdt_storage)
+        self.fault("after metadata table properties")
+
     def write_token(self) -> str:
         self._token += 1
         return f"0-{self._token}-{self._token}"
@@ -200,3 +247,10 @@ class MetadataTransaction:
         files, _ = self.mdt_storage.list_dir(mdt.config.timeline_path)
         return [f.name for f in files]
 
+
+
+def _written_before(mdt: TableParts, name: str) -> bool:
+    """Whether a completed metadata-table commit wrote files of this partition."""
+    timeline = mdt.timeline
+    return any(stat.partition_path == name for instant in timeline.completed()
+               if instant.action in (Action.DELTA_COMMIT, Action.COMMIT) for stat in timeline.commit_metadata(instant).write_stats())

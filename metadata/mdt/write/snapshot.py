@@ -1,0 +1,124 @@
+"""What a build reads from the data table, once for every partition it
+initialises: the committed files at the latest instant, their record keys,
+and their statistics computed a batch of files at a time (only one batch is
+held), rolled up per partition on the way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+
+import pyarrow as pa
+
+from metadata.file_group import FileSlice
+from metadata.listing import StorageListing
+from metadata.mdt.file_stats import ColumnRange, blocks_counting, columns_to_index, merge_ranges
+from metadata.mdt.record_keys import FileKeys, keys_of_files
+from metadata.mdt.stats_engine import StatsEngine
+from metadata.mdt.validate import committed_files
+from metadata.mdt.write.routed_cells import ColumnStatsCells, RoutedCell, ranges_only
+from metadata.mdt.write.table_inputs import check_columns_in, completed_instants, key_targets, latest_slices_from_storage, table_schema
+from metadata.record_key import RecordKeyRule
+from metadata.storage import join
+from metadata.stored_table import TableParts
+
+
+@dataclass
+class BuildSnapshot:
+    """The table's committed files at one instant."""
+
+    data: TableParts
+    engine: StatsEngine
+    columns: list[str]
+    files: dict[str, dict[str, int]]  # partition -> file name -> size
+    built_through: str
+    pending: list[str]
+    schema: pa.Schema
+    batch_files: int | None = None  # None: the engine's
+    progress: Callable[[str], None] = lambda message: None
+    rollups_wanted: bool = True  # partition_stats is built from the same pass
+    _rollups: dict[str, dict[str, ColumnRange]] | None = None  # partition -> column -> range over latest slices
+    _keys: list[FileKeys] | None = None  # record keys of the latest slices' files
+
+    @classmethod
+    def take(cls, data: TableParts, engine: StatsEngine, columns: Sequence[str] | None,
+             batch_files: int | None = None, progress: Callable[[str], None] | None = None,
+             rollups_wanted: bool = True) -> BuildSnapshot:
+        latest = data.timeline.latest_completed()
+        built_through = latest.requested_time if latest else ""
+        schema = table_schema(data)
+        listing = StorageListing(data.storage)
+        extension = data.config.base_file_format.extension
+        files: dict[str, dict[str, int]] = {}
+        for partition, stored in listing.files_for(listing.partitions()).items():
+            kept = {f.name: f.size for f in committed_files(data, stored, extension)}
+            if kept:
+                files[partition] = kept
+        chosen = list(columns) if columns else columns_to_index(schema)
+        check_columns_in(data, schema, chosen)
+        pending = sorted(i.requested_time for i in data.timeline.pending())
+        return cls(data, engine, chosen, files, built_through, pending, schema, batch_files and max(1, batch_files),
+                   progress or (lambda message: None), rollups_wanted)
+
+    @property
+    def file_count(self) -> int:
+        return sum(len(f) for f in self.files.values())
+
+    def file_names(self) -> list[tuple[str, str]]:
+        """(partition, file name) of every committed file."""
+        return [(p, n) for p, names in self.files.items() for n in names]
+
+    def latest_slices(self) -> list[FileSlice]:
+        """The latest file slices at the built instant, listed from storage."""
+        return latest_slices_from_storage(self.data, self.built_through) if self.built_through else []
+
+    def file_keys(self) -> list[FileKeys]:
+        """Record keys of every file of the latest slices, base file first, then logs in order."""
+        if self._keys is None:
+            targets = key_targets(self.latest_slices())
+            self.progress(f"reading the record keys of {len(targets)} files")
+            self._keys = keys_of_files(self.data.storage, targets, blocks_counting(None, completed_instants(self.data)),
+                                       RecordKeyRule.of(self.data.config))
+        return self._keys
+
+    def key_count(self) -> int:
+        return sum(len(f.keys) for f in self.file_keys())
+
+    def latest_slice_files(self) -> dict[str, str]:
+        """File name -> partition of every file in a latest slice (what partition-level records cover)."""
+        return {path.rsplit("/", 1)[-1]: s.partition for s in self.latest_slices() for path in s.files}
+
+    def column_stats_cells(self, then: ColumnStatsCells) -> Iterator[RoutedCell]:
+        """Every committed file's column_stats cells, routed (`then` makes them where the files were read)."""
+        for cells in self._range_batches(then):
+            yield from cells
+
+    def rollups(self) -> dict[str, dict[str, ColumnRange]]:
+        """Partition -> column -> range over its latest slices (a pass of its own unless column_stats made one)."""
+        if self._rollups is None:
+            for _ in self._range_batches():
+                pass
+        return self._rollups or {}
+
+    def _range_batches(self, then: ColumnStatsCells | None = None) -> Iterator[list[RoutedCell]]:
+        """Each file's column_stats cells made by `then` (none without it), a
+        batch of files at a time; folds the latest slices' ranges into
+        per-partition roll-ups on the way."""
+        targets = self.file_names()
+        latest = self.latest_slice_files() if self.rollups_wanted else {}
+        rollups: dict[str, dict[str, ColumnRange]] = {}
+        completed = completed_instants(self.data)
+        batch_files = self.batch_files or self.engine.batch_files
+        for start in range(0, len(targets), batch_files):
+            batch = targets[start : start + batch_files]
+            found = self.engine.map_ranges(self.data.storage.uri, [(join(p, n), None) for p, n in batch], self.columns, self.schema,
+                                           completed, self.data.storage.storage_options, then or ranges_only)
+            for ranges, cells in found:
+                for r in ranges:
+                    p = latest.get(r.file_name)
+                    if p is not None:
+                        per_column = rollups.setdefault(p, {})
+                        per_column[r.column] = merge_ranges(per_column.get(r.column), r)
+                yield cells
+            self.progress(f"statistics of {min(start + batch_files, len(targets))} of {len(targets)} files")
+        self._rollups = {p: {c: replace(r, file_name=p) for c, r in per_column.items()} for p, per_column in rollups.items()}
