@@ -30,12 +30,11 @@ class FilesWriter(PartitionWriter):
         current = set(self._listed_partitions())
         for partition in sorted(set(change.added) | set(change.deleted)):
             entries = {name: (size, False) for name, size in change.added.get(partition, {}).items()}
-            entries.update(dict.fromkeys(change.deleted.get(partition, ()), (0, True)))
+            entries.update(dict.fromkeys(sorted(change.deleted.get(partition, ())), (0, True)))  # sorted: bytes follow the input alone
             key = to_metadata_partition(partition)
             out[key] = files_record(key, entries)
-        new_partitions = {p for p in change.added if p not in current}
-        listed = {to_metadata_partition(p): (0, False) for p in new_partitions}
-        listed.update({to_metadata_partition(p): (0, True) for p in change.dropped_partitions})
+        listed = {to_metadata_partition(p): (0, False) for p in change.added if p not in current}
+        listed.update({to_metadata_partition(p): (0, True) for p in sorted(change.dropped_partitions)})
         if listed:
             out[ALL_PARTITIONS_KEY] = files_record(ALL_PARTITIONS_KEY, listed, all_partitions=True)
         return out
