@@ -5,7 +5,9 @@ Builds a v8 table without a metadata table (default 100,000 base files in
 project's builder, then times, each in a fresh process so that its peak RSS
 is its own:
 
-- `index build` (files, column_stats, partition_stats) with the local engine;
+- `index build` (files, column_stats, partition_stats) with the local
+  engine: on threads only, then (after a drop) with a process per core as
+  the CLI runs it, and their ratio;
 - with --spark, a rebuild with the Spark engine (with --spark-only, the
   first build) on `local[2]` (footers read
   and column_stats records encoded on the executors): seconds (the
@@ -43,8 +45,8 @@ def _rows(ids: range, partitions: int) -> list[dict[str, object]]:
     return [{"id": i, "part": f"{i % partitions:05d}", "fare": i * 0.5, "rider": f"rider-{i % 97}"} for i in ids]
 
 
-def _build_local(path: str, parallelism: int) -> int:
-    return MetadataTableWriter(path, engine=LocalStatsEngine(parallelism=parallelism)).build().files_indexed
+def _build_local(path: str, parallelism: int, processes: int | None) -> int:
+    return MetadataTableWriter(path, engine=LocalStatsEngine(parallelism=parallelism, processes=processes)).build().files_indexed
 
 
 def _with_spark(path: str, build: bool) -> tuple[int, float, float]:
@@ -88,10 +90,15 @@ def main() -> None:
         builder.write_copies(counts, _rows(range(start, start + 50), args.partitions))
     report: dict[str, Any] = {"files": args.files, "partitions": args.partitions}
     if not args.spark_only:
-        progress("building the metadata table (local engine)")
-        files_indexed, seconds, peak = in_fresh_process(partial(_build_local, path, args.parallelism))
+        progress("building the metadata table (local engine, threads only), then dropping it")
+        files_indexed, seconds, peak = in_fresh_process(partial(_build_local, path, args.parallelism, 1))
+        report.update(build_local_threads_seconds=seconds, build_local_threads_peak_rss_mib=peak)
+        MetadataTableWriter(path).drop(["files"])
+        progress("building the metadata table (local engine, a process per core, as `index build` does)")
+        files_indexed, seconds, peak = in_fresh_process(partial(_build_local, path, args.parallelism, None))
         report.update(build_local_seconds=seconds, build_local_peak_rss_mib=peak,
-                      build_local_files_per_second=round(files_indexed / seconds, 1))
+                      build_local_files_per_second=round(files_indexed / seconds, 1),
+                      processes_vs_threads_build_time=round(seconds / float(report["build_local_threads_seconds"]), 2))
     if args.spark or args.spark_only:
         progress("building with the Spark engine" if args.spark_only else "rebuilding with the Spark engine")
         built, seconds, driver_rss = in_fresh_process(partial(_with_spark, path, True))[0]

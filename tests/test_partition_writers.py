@@ -5,6 +5,8 @@ the data files (pyarrow on the Parquet files, their footers, their keys)."""
 from __future__ import annotations
 
 import ast
+import random
+import string
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -16,10 +18,10 @@ import pytest
 
 from expressions.index_expressions import SparkIndexExpressions, expression_index_of
 from metadata.mdt.bloom_filters import footer_filter
-from metadata.mdt.file_groups import MdtPartition, SecondaryIndexPartition
+from metadata.mdt.file_groups import MdtPartition, SecondaryIndexPartition, file_group_index, joined_key_index
 from metadata.mdt.file_stats import columns_to_index
 from metadata.mdt.indexes import file_group_of
-from metadata.mdt.keys import bloom_filter_key, column_stats_key, partition_stats_key
+from metadata.mdt.keys import bloom_filter_key, column_index_id, column_stats_key, file_index_id, partition_index_id, partition_stats_key
 from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_schema import record_schema_json
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, decode_record
@@ -222,3 +224,16 @@ def test_write_modules_and_classes_stay_small() -> None:
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.ClassDef):
                 assert (node.end_lineno or 0) - node.lineno + 1 <= 300, f"{source.name}: {node.name}"
+
+
+def test_a_keys_file_group_from_its_shared_prefix_hash_is_javas() -> None:
+    """column_stats cells are routed from the cached hash of the column and
+    partition ids plus the file id's own: the same file group as the whole key's."""
+    rng = random.Random(11)
+    prefixes = ["", "é€-partition", "polygenelubricants", *(column_index_id(f"c{n}") + partition_index_id(f"p={n}") for n in range(20))]
+    for _ in range(3000):
+        prefix = rng.choice(prefixes)
+        suffix = file_index_id(f"{rng.getrandbits(64):x}.parquet") if rng.random() < 0.8 else "".join(
+            rng.choice(string.ascii_letters) for _ in range(rng.randrange(40)))
+        count = rng.choice([1, 2, 7, 10, 64, 1000])
+        assert joined_key_index(prefix, suffix, count) == file_group_index(prefix + suffix, count), (prefix, suffix, count)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from metadata.mdt.stats_engine import LocalStatsEngine
 from tests.writer_bytes import GOLDEN, written_bytes
 
 
@@ -23,3 +24,11 @@ def test_memory_budget_and_batches_do_not_change_the_bytes(tmp_path: Path) -> No
     """Cells spilled to sorted runs past a tiny budget, statistics read a file at a time."""
     recorded = json.loads(GOLDEN.read_text())
     assert written_bytes(tmp_path, memory_budget=2_000, batch_files=1) == recorded
+
+
+def test_statistics_read_by_processes_write_the_same_bytes(tmp_path: Path) -> None:
+    """The local engine's process pool (what `index build` uses on a large
+    table) hands back the same ranges and cells as its threads."""
+    engine = LocalStatsEngine(processes=2, process_min_files=1)
+    assert written_bytes(tmp_path, engine=engine) == json.loads(GOLDEN.read_text())
+    assert engine._pool is not None  # the batches did go to the processes

@@ -69,7 +69,7 @@ def _writer(path: str, **options: Any) -> MetadataTableWriter:
 def _engine(engine: str, parallelism: int) -> Iterator[StatsEngine]:
     """The stats engine; a Spark session it starts is stopped afterwards, as demo and pull do."""
     if engine == "local":
-        yield LocalStatsEngine(parallelism=parallelism)
+        yield LocalStatsEngine(parallelism=parallelism, processes=None)  # a large local build uses every core
         return
     from engine_bridge.spark.index_engine import SparkStatsEngine
     from engine_bridge.spark.session import command_spark_session

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -152,3 +153,24 @@ def file_group_index(key: str, count: int) -> int:
     # Java's Math.abs(Integer.MIN_VALUE) stays negative, its remainder is
     # -(2^31 mod n) (Java truncates), and the outer abs gives 2^31 mod n.
     return abs(h) % count if h != -(1 << 31) else (1 << 31) % count
+
+
+_MASK = 0xFFFFFFFF
+
+
+@lru_cache(maxsize=65536)
+def _unsigned_hash(text: str) -> int:
+    """java_string_hash as an unsigned 32-bit value (of a prefix many keys share: cached)."""
+    return java_string_hash(text) & _MASK
+
+
+def joined_key_index(prefix: str, suffix: str, count: int) -> int:
+    """`file_group_index(prefix + suffix, count)` for an ASCII suffix, from the
+    prefix's cached hash: Java's hash of a concatenation is the prefix's times
+    31^len(suffix) plus the suffix's, so many keys sharing a prefix (column
+    and partition ids) hash their own part only."""
+    h = _unsigned_hash(prefix)
+    for code in suffix.encode("ascii"):
+        h = (h * 31 + code) & _MASK
+    signed = h - (1 << 32) if h >= 1 << 31 else h
+    return abs(signed) % count if signed != -(1 << 31) else (1 << 31) % count

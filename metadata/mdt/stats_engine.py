@@ -7,12 +7,18 @@ the driver then gets finished cells, not ranges to turn into records."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import pickle
+import weakref
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol, TypeVar
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from metadata.mdt.file_stats import ColumnRange, blocks_counting, file_ranges
 from metadata.storage import Storage
@@ -56,16 +62,67 @@ def ranges_then(storage: Storage, item: tuple[str, str | None], columns: Sequenc
     return then(relative, file_ranges(storage, relative, columns, blocks_counting(only, completed), schema))
 
 
+PROCESS_MIN_FILES = 1000  # a batch this large on local disk is read by processes (the footer work holds the GIL)
+PROCESS_CHUNK = 250  # files a process reads per task
+
+
 @dataclass
 class LocalStatsEngine:
-    """Parquet footers and log blocks read on a thread pool (pyarrow releases the GIL)."""
+    """Parquet footers and log blocks read on a thread pool (pyarrow releases
+    the GIL while reading; object stores need many requests in flight). On
+    local disk a large batch is CPU-bound Python (footers decoded, records
+    encoded): with `processes` (None: one per core) it is split over
+    processes, each with its threads. Processes start as Python's
+    `forkserver` starts them, importing the caller's main module: a script
+    that asks for them runs its work under `if __name__ == "__main__":`."""
 
     parallelism: int = 8
     batch_files: int = 2000
+    processes: int | None = 1  # 1: threads only; None: one process per core for large local batches
+    process_min_files: int = PROCESS_MIN_FILES
+    _pool: ProcessPoolExecutor | None = field(default=None, init=False, repr=False, compare=False)
 
     def map_ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
                    schema: pa.Schema | None, completed: frozenset[str], storage_options: Mapping[str, str] | None,
                    then: Then[T]) -> list[T]:
         storage = Storage.open(base_uri, storage_options=storage_options)
-        with ThreadPoolExecutor(max_workers=max(1, self.parallelism)) as pool:
-            return list(pool.map(lambda item: ranges_then(storage, item, columns, schema, completed, then), files))
+        processes = self._processes(storage, len(files), then)
+        if processes > 1:
+            pool = self._process_pool(processes)
+            threads = max(1, min(2, self.parallelism // processes))  # local reads: more threads only contend for the GIL
+            chunks = [list(files[i:i + PROCESS_CHUNK]) for i in range(0, len(files), PROCESS_CHUNK)]
+            task = partial(_chunk_ranges, base_uri, columns=columns, schema=schema, completed=completed,
+                           storage_options=storage_options, then=then, threads=threads)
+            return [found for chunk in pool.map(task, chunks) for found in chunk]
+        return _threaded(storage, files, columns, schema, completed, then, self.parallelism)
+
+    def _processes(self, storage: Storage, files: int, then: Then[T]) -> int:
+        wanted = (os.cpu_count() or 1) if self.processes is None else self.processes
+        if wanted <= 1 or files < self.process_min_files or not isinstance(storage.filesystem, pafs.LocalFileSystem):
+            return 1
+        try:
+            pickle.dumps(then)  # what goes to a process must pickle (a closure stays on threads)
+        except (pickle.PicklingError, AttributeError, TypeError):
+            return 1
+        return wanted
+
+    def _process_pool(self, processes: int) -> ProcessPoolExecutor:
+        """One pool for the engine's life (workers forked from a clean server, not from this threaded process)."""
+        if self._pool is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload([__name__])
+            self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=context)
+            weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
+        return self._pool
+
+
+def _threaded(storage: Storage, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None, schema: pa.Schema | None,
+              completed: frozenset[str], then: Then[T], threads: int) -> list[T]:
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        return list(pool.map(lambda item: ranges_then(storage, item, columns, schema, completed, then), files))
+
+
+def _chunk_ranges(base_uri: str, chunk: list[tuple[str, str | None]], *, columns: Sequence[str] | None, schema: pa.Schema | None,
+                  completed: frozenset[str], storage_options: Mapping[str, str] | None, then: Then[T], threads: int) -> list[T]:
+    """A process's task: a chunk of files read on its own threads."""
+    return _threaded(Storage.open(base_uri, storage_options=storage_options), chunk, columns, schema, completed, then, threads)

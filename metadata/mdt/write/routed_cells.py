@@ -12,9 +12,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 
-from metadata.mdt.file_groups import MetadataPartition, file_group_indexes
+from metadata.mdt.file_groups import MetadataPartition, file_group_indexes, joined_key_index
 from metadata.mdt.file_stats import ColumnRange
-from metadata.mdt.keys import column_stats_key
+from metadata.mdt.keys import column_index_id, file_index_id, partition_index_id
 from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_schema import range_record
 
@@ -42,10 +42,16 @@ class ColumnStatsCells:
 
     def __call__(self, relative: str, ranges: list[ColumnRange]) -> tuple[list[ColumnRange], list[RoutedCell]]:
         partition = relative.rsplit("/", 1)[0] if "/" in relative else ""
-        keys = [column_stats_key(r.column, partition, r.file_name) for r in ranges]
-        indexes = file_group_indexes(keys, self.groups)  # column_stats routes by the whole key
-        return ranges, [(index, key.encode(), encode_record(range_record(key, r, self.version), self.schema_json))
-                        for index, key, r in zip(indexes, keys, ranges)]
+        partition_id = partition_index_id(partition)
+        file_ids: dict[str, str] = {}
+        cells = []
+        for r in ranges:
+            file_id = file_ids.get(r.file_name) or file_ids.setdefault(r.file_name, file_index_id(r.file_name))
+            prefix = column_index_id(r.column) + partition_id
+            key = prefix + file_id
+            index = joined_key_index(prefix, file_id, self.groups)  # column_stats routes by the whole key
+            cells.append((index, key.encode(), encode_record(range_record(key, r, self.version), self.schema_json)))
+        return ranges, cells
 
 
 def ranges_only(relative: str, ranges: list[ColumnRange]) -> tuple[list[ColumnRange], list[RoutedCell]]:

@@ -6,6 +6,7 @@ held), rolled up per partition on the way."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -18,6 +19,7 @@ from metadata.mdt.stats_engine import StatsEngine
 from metadata.mdt.validate import committed_files
 from metadata.mdt.write.routed_cells import ColumnStatsCells, RoutedCell, ranges_only
 from metadata.mdt.write.table_inputs import check_columns_in, completed_instants, key_targets, latest_slices_from_storage, table_schema
+from metadata.read_ahead import read_ahead
 from metadata.record_key import RecordKeyRule
 from metadata.storage import join
 from metadata.stored_table import TableParts
@@ -39,6 +41,8 @@ class BuildSnapshot:
     rollups_wanted: bool = True  # partition_stats is built from the same pass
     _rollups: dict[str, dict[str, ColumnRange]] | None = None  # partition -> column -> range over latest slices
     _keys: list[FileKeys] | None = None  # record keys of the latest slices' files
+    listing: StorageListing | None = None  # the listing the files came from (latest slices reuse it)
+    _latest: list[FileSlice] | None = None
 
     @classmethod
     def take(cls, data: TableParts, engine: StatsEngine, columns: Sequence[str] | None,
@@ -58,7 +62,7 @@ class BuildSnapshot:
         check_columns_in(data, schema, chosen)
         pending = sorted(i.requested_time for i in data.timeline.pending())
         return cls(data, engine, chosen, files, built_through, pending, schema, batch_files and max(1, batch_files),
-                   progress or (lambda message: None), rollups_wanted)
+                   progress or (lambda message: None), rollups_wanted, listing=listing)
 
     @property
     def file_count(self) -> int:
@@ -69,8 +73,10 @@ class BuildSnapshot:
         return [(p, n) for p, names in self.files.items() for n in names]
 
     def latest_slices(self) -> list[FileSlice]:
-        """The latest file slices at the built instant, listed from storage."""
-        return latest_slices_from_storage(self.data, self.built_through) if self.built_through else []
+        """The latest file slices at the built instant, listed from storage (once)."""
+        if self._latest is None:
+            self._latest = latest_slices_from_storage(self.data, self.built_through, listing=self.listing) if self.built_through else []
+        return self._latest
 
     def file_keys(self) -> list[FileKeys]:
         """Record keys of every file of the latest slices, base file first, then logs in order."""
@@ -109,16 +115,22 @@ class BuildSnapshot:
         rollups: dict[str, dict[str, ColumnRange]] = {}
         completed = completed_instants(self.data)
         batch_files = self.batch_files or self.engine.batch_files
-        for start in range(0, len(targets), batch_files):
-            batch = targets[start : start + batch_files]
-            found = self.engine.map_ranges(self.data.storage.uri, [(join(p, n), None) for p, n in batch], self.columns, self.schema,
-                                           completed, self.data.storage.storage_options, then or ranges_only)
-            for ranges, cells in found:
-                for r in ranges:
-                    p = latest.get(r.file_name)
-                    if p is not None:
-                        per_column = rollups.setdefault(p, {})
-                        per_column[r.column] = merge_ranges(per_column.get(r.column), r)
-                yield cells
-            self.progress(f"statistics of {min(start + batch_files, len(targets))} of {len(targets)} files")
+        batches = [targets[start : start + batch_files] for start in range(0, len(targets), batch_files)]
+
+        def read(batch: list[tuple[str, str]]) -> list[tuple[list[ColumnRange], list[RoutedCell]]]:
+            return self.engine.map_ranges(self.data.storage.uri, [(join(p, n), None) for p, n in batch], self.columns, self.schema,
+                                          completed, self.data.storage.storage_options, then or ranges_only)
+
+        done = 0
+        with ThreadPoolExecutor(max_workers=1) as ahead:  # the next batch is read while this one is filed away
+            for batch, found in zip(batches, read_ahead(ahead, batches, read, depth=2)):
+                for ranges, cells in found:
+                    for r in ranges:
+                        p = latest.get(r.file_name)
+                        if p is not None:
+                            per_column = rollups.setdefault(p, {})
+                            per_column[r.column] = merge_ranges(per_column.get(r.column), r)
+                    yield cells
+                done += len(batch)
+                self.progress(f"statistics of {done} of {len(targets)} files")
         self._rollups = {p: {c: replace(r, file_name=p) for c, r in per_column.items()} for p, per_column in rollups.items()}

@@ -45,16 +45,18 @@ def check_columns_in(data: TableParts, schema: pa.Schema, columns: Sequence[str]
         raise IndexWriteError(f"{data.storage.uri}: no column {', '.join(map(repr, unknown))} in the table schema")
 
 
-def storage_table(data: TableParts) -> HudiTable:
+def storage_table(data: TableParts, listing: StorageListing | None = None) -> HudiTable:
     """The data table seen through storage listings (never through the metadata table being written)."""
-    return HudiTable(data.storage, data.config, data.timeline, listing=StorageListing(data.storage))
+    return HudiTable(data.storage, data.config, data.timeline, listing=listing or StorageListing(data.storage))
 
 
-def latest_slices_from_storage(data: TableParts, as_of: str, partitions: list[str] | None = None) -> list[FileSlice]:
-    """Latest slices as of a data instant, listed from storage. When a later
+def latest_slices_from_storage(data: TableParts, as_of: str, partitions: list[str] | None = None,
+                               listing: StorageListing | None = None) -> list[FileSlice]:
+    """Latest slices as of a data instant, listed from storage (`listing`: one
+    already made, whose folders are not listed again). When a later
     clean (synced in this same run) removed files of that state, today's
     slices: that clean's sync writes these partitions again."""
-    table = storage_table(data)
+    table = storage_table(data, listing)
     try:
         return table.view(as_of=as_of).latest_file_slices(partitions)
     except CleanedFilesError:
