@@ -6,19 +6,24 @@ index's partition records are made here."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from metadata import arrow_values
 from metadata.errors import HudiError
 from metadata.file_group import FileSlice
 from metadata.mdt.file_groups import MdtPartition
-from metadata.mdt.file_stats import ColumnRange, leaf_type, roll_up
+from metadata.mdt.file_stats import ColumnRange, leaf_type, merge_ranges, roll_up
 from metadata.mdt.keys import column_stats_key, partition_stats_key
+from metadata.mdt.metadata_table import fill_flat_stats
 from metadata.mdt.reader import KeyQuery, MetadataTableReader
 from metadata.mdt.record_schema import range_record
+from metadata.mdt.stats_columns import FlatStats
 from metadata.mdt.write.context import WriteContext
-from metadata.mdt.write.table_inputs import latest_slices_from_storage, range_of
+from metadata.mdt.write.table_inputs import latest_slices_from_storage
 
 PARTITION_STATS_PER_RUN = 200  # a sync rolls touched partitions up this many at a time
 
@@ -60,31 +65,85 @@ class PartitionRollUp:
         slices_of: dict[str, list[FileSlice]] = {}
         for s in latest_slices_from_storage(self.ctx.data, ts, chunk):
             slices_of.setdefault(s.partition, []).append(s)
-        held = self._held_ranges(reader, chunk)
-        held.update(new_ranges)  # the new files' ranges win
-        missing = [path for p in chunk for s in slices_of.get(p, []) for path in s.files if path.rsplit("/", 1)[-1] not in held]
+        latest = {path.rsplit("/", 1)[-1]: p for p in chunk for s in slices_of.get(p, []) for path in s.files}
+        held = self._held(reader, chunk, {name: p for name, p in latest.items() if name not in new_ranges})
+        known = held.names | set(new_ranges)
+        missing = [path for p in chunk for s in slices_of.get(p, []) for path in s.files if path.rsplit("/", 1)[-1] not in known]
         if missing:
             for r in self.ranges_of(missing):
-                held.setdefault(r.file_name, []).append(r)
+                held.per_file.setdefault(r.file_name, []).append(r)
         for partition in chunk:
-            ranges = [r for s in slices_of.get(partition, []) for path in s.files for r in held.get(path.rsplit("/", 1)[-1], [])]
+            ranges: list[ColumnRange] = []
+            summed = dict(held.summed.get(partition, {}))
+            for s in slices_of.get(partition, []):
+                for path in s.files:
+                    name = path.rsplit("/", 1)[-1]
+                    if name in new_ranges:  # the new files' ranges win
+                        ranges += new_ranges[name]
+                        continue
+                    if summed and name in held.summed_names:  # the held files' sums stand where the first of them is
+                        ranges += summed.values()
+                        summed = {}
+                    ranges += held.per_file.get(name, [])
             for column, r in roll_up(ranges, partition).items():
                 key = self.key_of(column, partition)
                 out[key] = range_record(key, r, self.ctx.version, partition_stats=True)
 
-    def _held_ranges(self, reader: MetadataTableReader, partitions: list[str]) -> dict[str, list[ColumnRange]]:
-        """File name -> the live ranges `source` holds for these partitions' files."""
+    def _held(self, reader: MetadataTableReader, partitions: list[str], latest: dict[str, str]) -> _Held:
+        """The live ranges `source` holds for these latest files (name ->
+        partition): decoded columnar and summed per partition and column in
+        Arrow; records typed by the reference rules (logs' merged records,
+        bounds a wrapper does not type) one range per file."""
+        query = KeyQuery(prefixes=[column_stats_key(c, p, "")[:24] for c in self.columns for p in partitions])
         try:
-            held = reader.read(self.source, KeyQuery(prefixes=[column_stats_key(c, p, "")[:24] for c in self.columns for p in partitions]))
+            raw, merged = reader.read_split(self.source, query)
         except HudiError:
-            held = {}
-        types: dict[str, pa.DataType] = {}
-        by_file: dict[str, list[ColumnRange]] = {}
-        for record in held.values():
-            stats = record.column_stats
-            if stats and not stats.is_deleted:
-                dtype = types.get(stats.column_name)
-                if dtype is None:
-                    dtype = types[stats.column_name] = leaf_type(self.schema, stats.column_name) or pa.string()
-                by_file.setdefault(stats.file_name, []).append(range_of(stats, dtype))
-        return by_file
+            return _Held()
+        types = {c: leaf_type(self.schema, c) or pa.string() for c in self.columns}
+        flat = FlatStats(types)
+        fill_flat_stats(flat, raw, merged)
+        held = _Held()
+        names = arrow_values.array(list(latest), pa.string())
+        partitions_of = arrow_values.array(list(latest.values()), pa.string())
+        for column in self.columns:
+            dtype = types[column]
+            for piece in flat.pieces.get(column, []):
+                rows = piece.filter(pc.invert(pc.fill_null(piece.column("deleted"), arrow_values.TRUE)))
+                at = pc.index_in(rows.column("file"), value_set=names)
+                rows = rows.filter(pc.is_valid(at))
+                if not rows.num_rows:
+                    continue
+                held.summed_names.update(rows.column("file").to_pylist())
+                sums = pa.table({"partition": pc.take(partitions_of, pc.drop_null(at)), "min": rows.column("min"), "max": rows.column("max"),
+                                 **{f: rows.column(f) for f in _SUMMED}}).group_by("partition", use_threads=False).aggregate(
+                    [("min", "min"), ("max", "max"), *((f, "sum") for f in _SUMMED)])
+                for row in sums.to_pylist():
+                    piece_range = ColumnRange(row["partition"], column, dtype, row["min_min"], row["max_max"],
+                                              *(row[f"{f}_sum"] or 0 for f in _SUMMED))
+                    per_column = held.summed.setdefault(row["partition"], {})
+                    per_column[column] = merge_ranges(per_column.get(column), piece_range)
+            python = flat.python.get(column)
+            if python is not None:
+                for name, low, high, values, nulls, deleted, size, uncompressed in zip(
+                        python.files, python.mins, python.maxs, python.value_counts, python.null_counts, python.deleted,
+                        python.total_sizes, python.total_uncompressed_sizes):
+                    if not deleted and name in latest:
+                        held.per_file.setdefault(name, []).append(
+                            ColumnRange(name, column, dtype, low, high, nulls or 0, values or 0, size or 0, uncompressed or 0))
+        held.names = held.summed_names | set(held.per_file)
+        return held
+
+
+_SUMMED = ("null_count", "value_count", "total_size", "total_uncompressed_size")  # in ColumnRange's order
+
+
+@dataclass
+class _Held:
+    """What the metadata table holds for a run's latest files: per partition
+    and column the sum of the records decoded columnar, per file the ranges
+    of the others, and the names of the files with any record."""
+
+    summed: dict[str, dict[str, ColumnRange]] = field(default_factory=dict)
+    summed_names: set[str] = field(default_factory=set)
+    per_file: dict[str, list[ColumnRange]] = field(default_factory=dict)
+    names: set[str] = field(default_factory=set)

@@ -5,7 +5,6 @@ instants whose log blocks count."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pyarrow as pa
 
@@ -13,7 +12,7 @@ from metadata.avro_schema import avro_to_arrow_schema, with_meta_fields
 from metadata.errors import CleanedFilesError, HudiError, IndexWriteError
 from metadata.file_group import FileSlice
 from metadata.listing import StorageListing
-from metadata.mdt.file_stats import ColumnRange, leaf_type
+from metadata.mdt.file_stats import leaf_type
 from metadata.stored_table import TableParts
 from metadata.table import HudiTable
 from metadata.table_config import TableConfig
@@ -72,8 +71,3 @@ def timeline_is_utc(config: TableConfig) -> bool:
     """Whether instant times are UTC (`hoodie.table.timeline.timezone`; LOCAL by default)."""
     return config.raw.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC"
 
-
-def range_of(stats: Any, dtype: pa.DataType) -> ColumnRange:
-    """A held column_stats record as a range of the given type."""
-    return ColumnRange(stats.file_name, stats.column_name, dtype, stats.min_value, stats.max_value,
-                       stats.null_count or 0, stats.value_count or 0, stats.total_size or 0, stats.total_uncompressed_size or 0)
