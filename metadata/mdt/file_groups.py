@@ -115,13 +115,16 @@ def file_group_id(partition: MetadataPartition, index: int) -> str:
     return f"{partition.file_group_prefix}{index:04d}-0"
 
 
+_MASK = 0xFFFFFFFF
+
+
 def java_string_hash(text: str) -> int:
     """Java's String.hashCode: over UTF-16 code units, 32-bit wrap."""
     h = 0
     data = text.encode("utf-16-be")
     for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK
+    return _signed(h)
 
 
 def file_group_indexes(keys: list[str], count: int) -> list[int]:
@@ -149,13 +152,19 @@ def file_group_indexes(keys: list[str], count: int) -> list[int]:
 
 
 def file_group_index(key: str, count: int) -> int:
-    h = java_string_hash(key)
-    # Java's Math.abs(Integer.MIN_VALUE) stays negative, its remainder is
-    # -(2^31 mod n) (Java truncates), and the outer abs gives 2^31 mod n.
+    return _index_of_hash(java_string_hash(key), count)
+
+
+def _index_of_hash(h: int, count: int) -> int:
+    """Hudi's file group of a key's Java hash: Math.abs(Math.abs(h) % count).
+    Java's Math.abs(Integer.MIN_VALUE) stays negative, its remainder is
+    -(2^31 mod n) (Java truncates), and the outer abs gives 2^31 mod n."""
     return abs(h) % count if h != -(1 << 31) else (1 << 31) % count
 
 
-_MASK = 0xFFFFFFFF
+def _signed(h: int) -> int:
+    """An unsigned 32-bit hash as Java's int."""
+    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 @lru_cache(maxsize=65536)
@@ -172,5 +181,4 @@ def joined_key_index(prefix: str, suffix: str, count: int) -> int:
     h = _unsigned_hash(prefix)
     for code in suffix.encode("ascii"):
         h = (h * 31 + code) & _MASK
-    signed = h - (1 << 32) if h >= 1 << 31 else h
-    return abs(signed) % count if signed != -(1 << 31) else (1 << 31) % count
+    return _index_of_hash(_signed(h), count)
