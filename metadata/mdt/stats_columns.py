@@ -62,20 +62,23 @@ class _PythonPiece:
     total_sizes: list[int | None] = field(default_factory=list)
     total_uncompressed_sizes: list[int | None] = field(default_factory=list)
 
-    def table(self, dtype: pa.DataType | None, column: str) -> pa.Table:
-        return pa.table({"identity": arrow_values.array(self.identities, pa.string()), "file": arrow_values.array(self.files, pa.string()),
+    def table(self, dtype: pa.DataType | None, column: str, sizes: bool = False) -> pa.Table:
+        table = pa.table({"identity": arrow_values.array(self.identities, pa.string()), "file": arrow_values.array(self.files, pa.string()),
                          "value_count": arrow_values.array(self.value_counts, pa.int64()), "null_count": arrow_values.array(self.null_counts, pa.int64()),
                          "deleted": arrow_values.array(self.deleted, pa.bool_()),
-                         "min": typed_array(self.mins, dtype, column), "max": typed_array(self.maxs, dtype, column),
-                         "total_size": arrow_values.array(self.total_sizes, pa.int64()),
-                         "total_uncompressed_size": arrow_values.array(self.total_uncompressed_sizes, pa.int64())})
+                         "min": typed_array(self.mins, dtype, column), "max": typed_array(self.maxs, dtype, column)})
+        if not sizes:
+            return table
+        return table.append_column("total_size", arrow_values.array(self.total_sizes, pa.int64())).append_column(
+            "total_uncompressed_size", arrow_values.array(self.total_uncompressed_sizes, pa.int64()))
 
 
 class FlatStats:
     """Column-stats records gathered per column; `pivot` makes the stats table."""
 
-    def __init__(self, types: Mapping[str, pa.DataType]) -> None:
+    def __init__(self, types: Mapping[str, pa.DataType], sizes: bool = False) -> None:
         self.types = types
+        self.sizes = sizes  # also each record's totalSize and totalUncompressedSize (a roll-up sums them; a plan does not read them)
         self.pieces: dict[str, list[pa.Table]] = {}
         self.python: dict[str, _PythonPiece] = {}
 
@@ -91,8 +94,9 @@ class FlatStats:
         piece.value_counts.append(stats.value_count)
         piece.null_counts.append(stats.null_count)
         piece.deleted.append(stats.is_deleted)
-        piece.total_sizes.append(stats.total_size)
-        piece.total_uncompressed_sizes.append(stats.total_uncompressed_size)
+        if self.sizes:
+            piece.total_sizes.append(stats.total_size)
+            piece.total_uncompressed_sizes.append(stats.total_uncompressed_size)
 
     def add_decoded(self, identities: pa.StringArray, decoded: Decoded) -> None:
         """Records decoded columnar; `identities` are their keys without the
@@ -105,8 +109,8 @@ class FlatStats:
         files = pc.fill_null(decoded.string_array(f"{STATS}.fileName|string"), arrow_values.EMPTY_STRING)
         value_counts = _ints(decoded, f"{STATS}.valueCount|long")
         null_counts = _ints(decoded, f"{STATS}.nullCount|long")
-        sizes = _ints(decoded, f"{STATS}.totalSize|long")
-        uncompressed = _ints(decoded, f"{STATS}.totalUncompressedSize|long")
+        sizes = _ints(decoded, f"{STATS}.totalSize|long") if self.sizes else None
+        uncompressed = _ints(decoded, f"{STATS}.totalUncompressedSize|long") if self.sizes else None
         deleted = decoded.scatter(deleted_path, arrow_values.from_numpy(decoded.bools[deleted_path]))
         bounds = _Bounds(decoded)
         for column in pc.unique(column_names).to_pylist():
@@ -127,19 +131,21 @@ class FlatStats:
                 piece.value_counts += pick(value_counts).to_pylist()
                 piece.null_counts += pick(null_counts).to_pylist()
                 piece.deleted += pick(deleted).to_pylist()
-                piece.total_sizes += pick(sizes).to_pylist()
-                piece.total_uncompressed_sizes += pick(uncompressed).to_pylist()
+                if sizes is not None and uncompressed is not None:
+                    piece.total_sizes += pick(sizes).to_pylist()
+                    piece.total_uncompressed_sizes += pick(uncompressed).to_pylist()
                 continue
-            self.pieces.setdefault(column, []).append(pa.table({
-                "identity": pick(identities), "file": pick(files), "value_count": pick(value_counts),
-                "null_count": pick(null_counts), "deleted": pick(deleted), "min": mins, "max": maxs,
-                "total_size": pick(sizes), "total_uncompressed_size": pick(uncompressed)}))
+            piece_columns = {"identity": pick(identities), "file": pick(files), "value_count": pick(value_counts),
+                             "null_count": pick(null_counts), "deleted": pick(deleted), "min": mins, "max": maxs}
+            if sizes is not None and uncompressed is not None:
+                piece_columns.update(total_size=pick(sizes), total_uncompressed_size=pick(uncompressed))
+            self.pieces.setdefault(column, []).append(pa.table(piece_columns))
 
     def table_of(self, column: str) -> pa.Table | None:
-        """Every record of a column (identity, file, min, max, counts, deleted, sizes)."""
+        """Every record of a column (identity, file, min, max, counts, deleted; sizes when asked)."""
         tables = list(self.pieces.get(column, []))
         if column in self.python:
-            tables.append(self.python[column].table(self.types.get(column), column))
+            tables.append(self.python[column].table(self.types.get(column), column, self.sizes))
         if not tables:
             return None
         return pa.concat_tables(tables) if len(tables) > 1 else tables[0]

@@ -100,7 +100,7 @@ class PartitionRollUp:
         except HudiError:
             return _Held()
         types = {c: leaf_type(self.schema, c) or pa.string() for c in self.columns}
-        flat = FlatStats(types)
+        flat = FlatStats(types, sizes=True)
         fill_flat_stats(flat, raw, merged)
         held = _Held()
         names = arrow_values.array(list(latest), pa.string())

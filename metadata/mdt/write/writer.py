@@ -191,8 +191,9 @@ class MetadataTableWriter:
         timeline = self.data.timeline
         order = (lambda i: (i.completion_time or i.requested_time)) if timeline.uses_completion_time else (lambda i: i.requested_time)
         maintained = self.scope.maintained()
-        self.scope.refuse_to_leave_behind(self.tx.mdt(), maintained)
-        mdt = self.tx.roll_back_failed(self.tx.mdt(), report.notes)
+        mdt = self.tx.mdt()
+        self.scope.refuse_to_leave_behind(mdt, maintained)
+        mdt = self.tx.roll_back_failed(mdt, report.notes)
         is_synced = self.scope.synced(mdt)
         todo = sorted((i for i in timeline.completed() if not is_synced(i)), key=order)
         schema = table_schema(self.data)
