@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import resource
 import sys
+import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -83,3 +85,40 @@ def in_fresh_process(call: Callable[[], T]) -> tuple[T, float, float]:
                 raise RuntimeError(f"benchmark child exited with {child.exitcode} before answering") from None
     child.join()
     return result, round(seconds, 4), round(peak, 1)
+
+
+def _tree_rss_mib(root: int) -> float:
+    """RSS of a process and all its descendants (Linux /proc), in MiB."""
+    total, frontier, page = 0, [root], os.sysconf("SC_PAGE_SIZE")
+    while frontier:
+        pid = frontier.pop()
+        try:
+            with open(f"/proc/{pid}/statm") as statm:
+                total += int(statm.read().split()[1]) * page
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as children:
+                    frontier += [int(child) for child in children.read().split()]
+        except (OSError, ValueError):
+            continue
+    return total / 2**20
+
+
+@contextmanager
+def tree_peak_rss(report: dict[str, Any], name: str, every: float = 0.02) -> Iterator[None]:
+    """Record under `name` the peak RSS (MiB) of this process with its worker
+    processes, summed, sampled every `every` seconds while the block runs."""
+    peak = [_tree_rss_mib(os.getpid())]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(every):
+            peak[0] = max(peak[0], _tree_rss_mib(os.getpid()))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield
+    finally:
+        done.set()
+        sampler.join()
+        report[name] = round(max(peak[0], peak_rss_mib()), 1)

@@ -15,8 +15,14 @@ fresh process and as the median of --runs runs:
   another partition through the same lister (medians of at least 7 runs:
   lister_runs);
 - plan_cold_s / plan_warm_s: `plan("a > X AND b < Y")` keeping about 1% of
-  the files, then the same plan again on the same lister; plan_cached_s: the
-  same plan in a new process with the persistent stats cache filled;
+  the files, then the same plan again on the same lister (column_stats
+  streamed in runs of partitions from STREAM_FROM_FILES listed files:
+  plan_streamed); plan_whole_cold_s / plan_whole_warm_s: the same with
+  column_stats read whole at any size (kept for the warm plan);
+  plan_workers_cold_s / plan_workers_peak_rss_mib: a streamed plan with a
+  worker process per core, as `hudi-bridge plan` runs it (peak: the driver
+  and its workers summed); plan_cached_s: the same plan in a new process
+  with the persistent stats cache filled;
 - hudi_rs_filter_s: hudi-rs `get_file_slices` with the same filters;
 - incremental_one_commit_s: incremental planning of one new 10-file commit;
 - files_kept, files_total, peak_rss_mib (largest of the cold processes).
@@ -40,9 +46,10 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from bench.common import finish, in_fresh_process, progress
+from bench.common import finish, in_fresh_process, progress, tree_peak_rss
 from listers import DirectoryLister  # imported at the top: a "cold" child imports it before its clock starts
 from listers.incremental import incremental
+from listers.index_support import column_stats
 from listers.planner import plan
 from metadata import HudiTable
 from metadata.mdt.file_groups import MdtPartition
@@ -150,7 +157,11 @@ def _lister(path: str) -> tuple[float, float, float]:
     return cold, warm, other
 
 
-def _plan(path: str, where: str) -> tuple[int, float]:
+def _plan(path: str, where: str, whole: bool = False) -> tuple[int, float]:
+    """A cold plan, then the same again on its lister; `whole`: column_stats
+    read whole at any size (else a listing of STREAM_FROM_FILES or more streams)."""
+    if whole:
+        column_stats.STREAM_FROM_FILES = 1 << 62
     with DirectoryLister.open(path) as lister:
         kept = len(plan(lister, where).files)
         start = time.perf_counter()
@@ -158,6 +169,15 @@ def _plan(path: str, where: str) -> tuple[int, float]:
         warm = time.perf_counter() - start
     assert kept == again
     return kept, warm
+
+
+def _plan_in_workers(path: str, where: str) -> tuple[int, float]:
+    """A cold plan with a worker process per core (as `hudi-bridge plan` runs
+    it): files kept, and the peak RSS of this process and its workers together."""
+    peak: dict[str, float] = {}
+    with tree_peak_rss(peak, "rss"):
+        kept = len(plan(path, where, processes=None).files)
+    return kept, peak["rss"]
 
 
 def _plan_cached(path: str, where: str, cache_dir: str) -> int:
@@ -223,7 +243,16 @@ def main() -> None:
     planned, report["plan_cold_s"] = _median_cold(partial(_plan, path, where), args.runs, peaks)
     report["plan_peak_rss_mib"] = max(peaks[-args.runs:])
     report["files_kept"] = planned[0]
+    report["plan_streamed"] = report["files_total"] >= column_stats.STREAM_FROM_FILES
     report["plan_warm_s"] = round(planned[1], 4)
+    if report["plan_streamed"]:
+        in_workers, report["plan_workers_cold_s"] = _median_cold(partial(_plan_in_workers, path, where), args.runs, [])
+        assert in_workers[0] == report["files_kept"], in_workers
+        report["plan_workers_peak_rss_mib"] = in_workers[1]  # the driver and its workers, summed
+    whole, report["plan_whole_cold_s"] = _median_cold(partial(_plan, path, where, True), args.runs, peaks)
+    report["plan_whole_peak_rss_mib"] = max(peaks[-args.runs:])
+    report["plan_whole_warm_s"] = round(whole[1], 4)
+    assert whole[0] == report["files_kept"], whole
     cache_dir = tempfile.mkdtemp(prefix="bench-scale-cache-")
     in_fresh_process(partial(_plan_cached, path, where, cache_dir))  # fills the cache
     kept, report["plan_cached_s"] = _median_cold(partial(_plan_cached, path, where, cache_dir), args.runs, peaks)

@@ -116,6 +116,7 @@ def plan(
     column_stats_runner: CandidatesRunner | None = None,
     key_groups: Iterable[tuple[str, str]] | None = None,
     key_lookup: KeyLookup | None = None,
+    processes: int | None = 1,
 ) -> Plan:
     """Candidate file slices for a predicate, with an explanation.
 
@@ -133,7 +134,12 @@ def plan(
     pairs the record index gives for a set of keys looked up elsewhere
     (`engine_bridge.spark.lookup_keys`): only they stay, where the index
     is trusted as for keys the predicate pins. `key_lookup`: where key sets
-    over its threshold are looked up (engine_bridge.spark: as a Spark join)."""
+    over its threshold are looked up (engine_bridge.spark: as a Spark join).
+    `processes`: from a million listed files column_stats are streamed a run
+    of partitions at a time (`listers.index_support.stats_runs`); above 1
+    (None: one per core) worker processes evaluate the runs. They start as
+    Python's forkserver starts them, importing the caller's main module: a
+    script asking for them plans under `if __name__ == "__main__":`."""
     dialect = Dialect.of(dialect)
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
@@ -141,10 +147,10 @@ def plan(
     groups = None if key_groups is None else frozenset(key_groups)
     if isinstance(path_or_uri, DirectoryLister):  # a lister's earlier requests are not this plan's
         baseline = path_or_uri.table.storage.requests.snapshot()
-        planner = _Planner(path_or_uri, expr, dialect, assume_unique_keys, footers, column_stats_runner, groups, key_lookup)
+        planner = _Planner(path_or_uri, expr, dialect, assume_unique_keys, footers, column_stats_runner, groups, key_lookup, processes)
         return planner.run(text, cache_dir, baseline, residual)
     with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict, storage_options=storage_options) as lister:
-        return _Planner(lister, expr, dialect, assume_unique_keys, footers, column_stats_runner, groups, key_lookup).run(
+        return _Planner(lister, expr, dialect, assume_unique_keys, footers, column_stats_runner, groups, key_lookup, processes).run(
             text, cache_dir, {}, residual)
 
 
@@ -159,8 +165,10 @@ class _Planner:
 
     def __init__(self, lister: DirectoryLister, expr: Expr, dialect: Dialect, assume_unique_keys: bool = False,
                  footers: bool = False, column_stats_runner: CandidatesRunner | None = None,
-                 key_groups: frozenset[tuple[str, str]] | None = None, key_lookup: KeyLookup | None = None) -> None:
+                 key_groups: frozenset[tuple[str, str]] | None = None, key_lookup: KeyLookup | None = None,
+                 processes: int | None = 1) -> None:
         self.lister = lister
+        self.processes = processes
         self.key_groups = key_groups
         self.key_lookup = key_lookup
         self.column_stats_runner = column_stats_runner
@@ -256,7 +264,7 @@ class _Planner:
             return []
         chain: list[FileIndexSupport] = []
         cost: dict[int, tuple[float, int]] = {}  # per support: seconds and requests before its slices were pruned
-        for support in file_index_chain(self.column_stats_runner):
+        for support in file_index_chain(self.column_stats_runner, self.processes):
             usable, seconds, requests = self._measured(support.usable, ctx)
             if usable:
                 chain.append(support)

@@ -6,12 +6,25 @@ so a user can find the bad input without a traceback from inside a library.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class HudiBridgeError(Exception):
     """Base class of every error this project raises on purpose.
 
     The CLI prints these as one line (no traceback without `--debug`).
     """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Errors travel back from worker processes; subclasses' __init__ take other arguments than their message.
+        return _rebuilt, (type(self), self.args, dict(self.__dict__))
+
+
+def _rebuilt(cls: type[HudiBridgeError], args: tuple[Any, ...], state: dict[str, Any]) -> HudiBridgeError:
+    error = cls.__new__(cls, *args)
+    (OSError if issubclass(cls, OSError) else BaseException).__init__(error, *args)  # OSError reads errno and strerror from them
+    error.__dict__.update(state)
+    return error
 
 
 class HudiError(HudiBridgeError):

@@ -1,8 +1,25 @@
-"""Processes on this host (lock holders, service owners)."""
+"""Processes on this host (lock holders, service owners, worker pools)."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
+
+
+def worker_count(processes: int | None) -> int:
+    """Workers asked for: None is one per core."""
+    return max(1, (os.cpu_count() or 1) if processes is None else processes)
+
+
+def worker_pool(processes: int, preload: list[str]) -> ProcessPoolExecutor:
+    """A pool whose workers fork from Python's `forkserver` (a clean process
+    that imported `preload`), not from the caller, whose threads may hold
+    locks. The forkserver imports the caller's main module: a script that
+    asks for workers runs its work under `if __name__ == "__main__":`."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(preload)
+    return ProcessPoolExecutor(max_workers=processes, mp_context=context)
 
 
 def process_alive(pid: int) -> bool:

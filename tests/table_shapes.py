@@ -32,6 +32,7 @@ from listers import changes, incremental, plan
 from listers.changes import ChangeFeedError
 from listers.incremental import IncrementalRangeError
 from listers.index_support.shard_pipeline import local_candidates_runner
+from listers.index_support.stats_runs import runs_of_partitions
 from metadata import HudiTable, MetadataTable
 from metadata.errors import HudiFormatError
 from metadata.mdt.file_groups import PARTITION_ORDER, SecondaryIndexPartition
@@ -253,6 +254,8 @@ def check_shape(history: History) -> None:
         assert not missing, f"plan of {where!r} dropped {sorted(missing)} ({context})"
         streamed = {(s.partition, s.file_id) for s in plan(table, where, column_stats_runner=local_candidates_runner(buckets=3)).files}
         assert streamed == kept, f"the shard pipeline's plan of {where!r} differs: {sorted(streamed ^ kept)} ({context})"
+        in_runs = {(s.partition, s.file_id) for s in plan(table, where, column_stats_runner=runs_of_partitions(run_files=2)).files}
+        assert in_runs == kept, f"the plan of {where!r} in runs of partitions differs: {sorted(in_runs ^ kept)} ({context})"
     _check_changes(history, context)
     _check_incremental(history, context)
     if history.sync_refused is None:  # else the metadata table is behind: plans list storage, validate says so

@@ -118,3 +118,22 @@ def test_files_of_a_partition_that_does_not_exist_say_so(tmp_path: Path) -> None
     for extra in ([], ["--json"]):  # an error, not an empty answer: one line on stderr, exit 2
         result = CliRunner().invoke(main, ["table", "files", path, "--partition", "region=eur", *extra])
         assert result.exit_code == 2 and result.stdout == "" and result.stderr == f"error: {hint}\n"
+
+
+def test_plan_streams_column_stats_in_worker_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from listers.index_support import column_stats
+    from metadata.mdt.write.writer import MetadataTableWriter
+
+    path = str(tmp_path / "trips")
+    build_sample_table(path)
+    MetadataTableWriter(path).build()
+    runner = CliRunner()
+    where = ["--where", "fare > 30"]
+    whole = json.loads(runner.invoke(main, ["plan", path, *where, "--json"]).output)
+    assert any(s["stage"] == "column_stats" for s in whole["stages"]), whole["stages"]
+    monkeypatch.setattr(column_stats, "STREAM_FROM_FILES", 1)  # this sample's listing streams as a million files would
+    result = runner.invoke(main, ["plan", path, *where, "--processes", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    streamed = json.loads(result.output)
+    assert streamed["files"] == whole["files"]
+    assert [s["note"] for s in streamed["stages"] if s["stage"] == "column_stats"][0].endswith("in 2 worker processes")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -114,3 +115,17 @@ def test_a_leaf_index_block_whose_offsets_do_not_fit_is_named(damage: str) -> No
         HFileReader.from_bytes(data, "damaged.hfile").get(b"row0200")
     with pytest.raises(HudiFormatError, match=r"damaged\.hfile at offset \d+: index block's entry offsets do not fit it"):
         HFileReader.from_bytes(data, "damaged.hfile").data_index  # noqa: B018
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.sets(st.binary(min_size=1, max_size=6), min_size=1, max_size=200),
+       prefixes=st.lists(st.binary(max_size=4), min_size=1, max_size=6), seed=st.integers(0, 2**16))
+def test_rows_with_any_prefix_equals_one_prefix_at_a_time(rows: set[bytes], prefixes: list[bytes], seed: int) -> None:
+    """Prefixes of mixed widths, ending in NUL bytes or not (numpy's byte strings drop trailing NULs)."""
+    rng = random.Random(seed)
+    cells = sorted((r, rng.randbytes(rng.randint(0, 8))) for r in rows)
+    chunk = next(iter(_reader(cells, 4096).scan_chunks(None)))
+    expected = np.zeros(len(chunk), dtype=bool)
+    for prefix in prefixes:
+        expected |= chunk.rows_with_prefix(prefix)
+    assert chunk.rows_with_any_prefix(prefixes).tolist() == expected.tolist()

@@ -1,17 +1,22 @@
 """The shard pipeline (column_stats read a shard at a time, evaluated per
-bucket: what Spark executors run) gives the local planner's plans on every
-fixture table, for predicates drawn from each table's own values; the seeded
-table shapes check the same (tests/table_shapes.py)."""
+bucket: what Spark executors run) and the local stream (runs of partitions,
+evaluated by the same bucket evaluator) give the local planner's plans on
+every fixture table, for predicates drawn from each table's own values; the
+seeded table shapes check the same (tests/table_shapes.py)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import hudi
 import pyarrow as pa
 import pytest
 
 from listers import plan
+from listers.index_support import column_stats
 from listers.index_support.shard_pipeline import local_candidates_runner
-from tests.conftest import fixture_ids, requires_fixtures
+from listers.index_support.stats_runs import runs_of_partitions
+from tests.conftest import fixture_ids, requires_fixtures, table_path
 
 
 def _predicates(path: str) -> list[str]:
@@ -44,3 +49,52 @@ def test_the_shard_pipeline_plans_as_the_local_planner(fixture_table: str) -> No
                 {(s.partition, s.file_id, s.base_file) for s in local.files}, (where, buckets)
             if any(stage.name == "column_stats" for stage in local.stages):  # the pipeline ran, and says so
                 assert "column_stats shard(s)" in piped.explain(), piped.explain()
+
+
+@requires_fixtures
+@pytest.mark.parametrize("fixture_table", fixture_ids(), indirect=True)
+def test_runs_of_partitions_plan_as_the_local_planner(fixture_table: str) -> None:
+    for where in _predicates(fixture_table):
+        local = plan(fixture_table, where)
+        for run_files in (1, 3, 10**6):
+            streamed = plan(fixture_table, where, column_stats_runner=runs_of_partitions(run_files))
+            assert {(s.partition, s.file_id, s.base_file, tuple(s.log_file_names)) for s in streamed.files} == \
+                {(s.partition, s.file_id, s.base_file, tuple(s.log_file_names)) for s in local.files}, (where, run_files)
+            if any(stage.name == "column_stats" for stage in local.stages):
+                assert "run(s) of partitions" in streamed.explain(), streamed.explain()
+
+
+@requires_fixtures
+def test_a_large_listing_streams_unless_its_statistics_are_at_hand(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                    fixture_root: Path) -> None:
+    planned = ((table, where, plan(table, where)) for table in (table_path(fixture_root, stem) for stem in fixture_ids())
+               for where in _predicates(table))
+    found = next(((t, w, p) for t, w, p in planned if any(s.name == "column_stats" for s in p.stages)), None)
+    assert found is not None, "no fixture plan reads column_stats"
+    table, where, whole = found
+    assert "run(s) of partitions" not in whole.explain()
+    monkeypatch.setattr(column_stats, "STREAM_FROM_FILES", 1)
+    streamed = plan(table, where)
+    assert "run(s) of partitions" in streamed.explain(), streamed.explain()
+    assert [s.to_dict() for s in streamed.files] == [s.to_dict() for s in whole.files]
+    cached = plan(table, where, cache_dir=str(tmp_path))  # kept for later processes: read whole
+    assert "run(s) of partitions" not in cached.explain()
+    assert [s.to_dict() for s in cached.files] == [s.to_dict() for s in whole.files]
+
+
+@requires_fixtures
+def test_runs_in_worker_processes_plan_as_the_local_planner(fixture_root: Path) -> None:
+    """Workers open the table themselves and get their runs' listing rows and the bound predicate (a worker pool per plan)."""
+    planned = ((table, where, plan(table, where)) for table in (table_path(fixture_root, stem) for stem in fixture_ids())
+               for where in _predicates(table)[:2])
+    checked = 0
+    for table, where, local in planned:
+        if not any(s.name == "column_stats" for s in local.stages):
+            continue
+        in_workers = plan(table, where, column_stats_runner=runs_of_partitions(run_files=2, processes=2))
+        assert [s.to_dict() for s in in_workers.files] == [s.to_dict() for s in local.files], (table, where)
+        assert "in 2 worker processes" in in_workers.explain(), in_workers.explain()
+        checked += 1
+        if checked == 4:
+            break
+    assert checked, "no fixture plan reads column_stats"

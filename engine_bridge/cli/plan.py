@@ -29,9 +29,13 @@ from expressions import Dialect
 @click.option("--sample", type=click.IntRange(min=1), default=None, help="With --verify: read this many of them, chosen at random.")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Where column_stats are read and evaluated: here, or on a local Spark's executors (the driver gets names only).")
+@click.option("--processes", type=click.IntRange(min=0), default=1, show_default=True,
+              help="With --engine local: worker processes that evaluate column_stats when they are streamed "
+                   "(from a million listed files); 0 is one per core.")
 @command_output
 def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_metadata: bool, explain: bool,
-                 cache_dir: str | None, assume_unique_keys: bool, footers: bool, verify: bool, sample: int | None, engine: str) -> Output:
+                 cache_dir: str | None, assume_unique_keys: bool, footers: bool, verify: bool, sample: int | None, engine: str,
+                 processes: int) -> Output:
     """Candidate file slices for a predicate (partition pruning + data skipping)."""
     from expressions import parse_sql
     from listers import plan
@@ -50,7 +54,7 @@ def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_meta
         with command_spark_session("hudi-bridge-plan") as spark:
             result = plan_on_spark(spark, path, where, dialect, None, **options)
     else:
-        result = plan(path, where, dialect=dialect, **options)
+        result = plan(path, where, dialect=dialect, processes=processes or None, **options)
     checked = None
     if verify:  # the truth: storage and the timeline, whatever the plan's listing was
         table = HudiTable.open(path, use_metadata=False)

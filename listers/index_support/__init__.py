@@ -29,13 +29,15 @@ from listers.index_support.keys import MAX_KEYS
 from listers.index_support.partition_stats import PartitionStats
 from listers.index_support.partition_values import PartitionValues, transformed_partition_fields
 from listers.index_support.record_index import RecordIndex, SecondaryIndexes
+from listers.index_support.stats_runs import runs_of_partitions
 
 
-def file_index_chain(column_stats_runner: CandidatesRunner | None = None) -> list[FileIndexSupport]:
+def file_index_chain(column_stats_runner: CandidatesRunner | None = None, processes: int | None = 1) -> list[FileIndexSupport]:
     """A new chain of file-level supports (they keep per-plan state);
-    `column_stats_runner` evaluates column_stats away from the driver (Spark executors)."""
-    return [RecordIndex(), SecondaryIndexes(), ColumnStats(column_stats_runner), ExpressionIndexes(), MetadataBloomFilters(),
-            FooterBloomFilters()]
+    `column_stats_runner` evaluates column_stats away from the driver (Spark
+    executors); `processes` evaluate a streamed column_stats read (None: one per core)."""
+    return [RecordIndex(), SecondaryIndexes(), ColumnStats(column_stats_runner, runs_of_partitions(processes=processes)), ExpressionIndexes(),
+            MetadataBloomFilters(), FooterBloomFilters()]
 
 
 __all__ = [

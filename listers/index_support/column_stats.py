@@ -99,33 +99,49 @@ def bucket_candidates(files: pa.Table, pieces: dict[str, list[pa.Table]], predic
     """One bucket's verdict, where a file group's listing rows and stats
     records meet (`metadata.mdt.stats_shards`): the files that may match
     (no statistics: may), and every listed file of their groups."""
-    flat = FlatStats(types)
-    flat.pieces = {c: tables for c, tables in pieces.items() if tables}
-    known = sorted(set(files.column(PARTITION).to_pylist()))
-    stats = pivot(flat, columns, known, True, types)
+    stats = pivoted(files, pieces, columns, types)
     if stats is None:
         raise HudiFormatError("column_stats", "a key is held by two metadata file groups")
+    return candidates_of(files, stats, predicate, columns)
+
+
+def pivoted(files: pa.Table, pieces: dict[str, list[pa.Table]], columns: list[str], types: dict[str, pa.DataType]) -> pa.Table | None:
+    """The stats table of records (per column) about listed files; None when
+    a key came from two metadata file groups (the reference merge decides)."""
+    flat = FlatStats(types)
+    flat.pieces = {c: tables for c, tables in pieces.items() if tables}
+    return pivot(flat, columns, sorted(pc.unique(files.column(PARTITION)).to_pylist()), True, types)
+
+
+def candidates_of(files: pa.Table, stats: pa.Table, predicate: BoundPredicate, columns: list[str]) -> Candidates:
+    """The listed files whose statistics may hold a match, and every listed file of their groups."""
     verdict = verdict_of(stats, predicate, columns)
-    may = verdict.rows_may_match(stats_rows_of(files, stats))
-    partitions, names = files.column(PARTITION).to_pylist(), files.column(FILE_NAME).to_pylist()
-    candidates = frozenset((p, n) for p, n, m in zip(partitions, names, may.tolist()) if m)
+    kept = files.filter(arrow_values.from_numpy(verdict.rows_may_match(stats_rows_of(files, stats))))
+    candidates = frozenset(zip(kept.column(PARTITION).to_pylist(), kept.column(FILE_NAME).to_pylist()))
     groups = {(p, file_id_of(n)) for p, n in candidates}
-    in_group = arrow_values.array([(p, file_id_of(n)) in groups for p, n in zip(partitions, names)], pa.bool_())
-    return Candidates(candidates, files.num_rows, tuple(verdict.indexed), group_files=files.filter(in_group))
+    # only the files of partitions holding a candidate can share its group: the others are not parsed
+    near = files.filter(pc.is_in(files.column(PARTITION), value_set=arrow_values.array(sorted({p for p, _ in groups}), pa.string())))
+    in_group = [(p, file_id_of(n)) in groups for p, n in zip(near.column(PARTITION).to_pylist(), near.column(FILE_NAME).to_pylist())]
+    return Candidates(candidates, files.num_rows, tuple(verdict.indexed), group_files=near.filter(arrow_values.array(in_group, pa.bool_())))
 
 
-# Evaluates column_stats for some partitions elsewhere (Spark executors): (ctx, partitions) -> Candidates.
+# Evaluates column_stats for some partitions elsewhere (Spark executors) or in runs: (ctx, partitions) -> Candidates.
 CandidatesRunner = Callable[[PlanContext, list[str]], Candidates]
+
+# Listed files from which a local plan streams column_stats (`stats_runs`) rather than reading them whole: a
+# whole read peaks at about 0.7 KB a file and is kept for later plans; a stream holds one run's statistics.
+STREAM_FROM_FILES = 1_000_000
 
 
 class ColumnStats(FileIndexSupport):
     name = "column_stats"
 
-    def __init__(self, runner: CandidatesRunner | None = None) -> None:
+    def __init__(self, runner: CandidatesRunner | None = None, streamed: CandidatesRunner | None = None) -> None:
         self.verdict: _Verdict | None = None
         self.listed: int | None = None  # files the by-name verdict saw
         self.read = False
         self.runner = runner  # set: the statistics are read and evaluated away from the driver
+        self.streamed = streamed  # reads and evaluates them in runs here, for a large listing (STREAM_FROM_FILES)
         self.where = ""
 
     def usable(self, ctx: PlanContext) -> bool:
@@ -171,7 +187,9 @@ class ColumnStats(FileIndexSupport):
         if groups is not None:  # an earlier stage kept these: statistics of the others are not read
             partitions = [p for p in partitions if groups.get(p)]
         if self.runner is not None:  # the listing stays unread on the driver
-            return self._run_elsewhere(ctx, partitions, groups)
+            return self._run_elsewhere(ctx, partitions, groups, self.runner)
+        if self.streamed is not None and self._streams(ctx, listing, groups):
+            return self._run_elsewhere(ctx, partitions, groups, self.streamed)
         files = listing.table
         if groups is not None:
             files = files.filter(pc.is_in(files.column(PARTITION), arrow_values.array(partitions, pa.string())))
@@ -183,12 +201,16 @@ class ColumnStats(FileIndexSupport):
         self.verdict.candidates = set(zip(candidates.column(PARTITION).to_pylist(), candidates.column(FILE_NAME).to_pylist()))
         return groups_of(self.verdict.candidates, partitions, groups)
 
-    def _run_elsewhere(self, ctx: PlanContext, partitions: list[str], groups: Groups | None) -> Groups | None:
-        """The by-name verdict from the runner: the driver gets candidate names, never statistics."""
-        assert self.runner is not None
+    def _streams(self, ctx: PlanContext, listing: FileListing, groups: Groups | None) -> bool:
+        """Whether the statistics are read in runs: a large listing whose whole statistics are not at hand."""
+        assert ctx.mdt is not None
+        return not ctx.mdt.holds_stats(MdtPartition.COLUMN_STATS, ctx.data_columns) and listing.rows_in(groups) >= STREAM_FROM_FILES
+
+    def _run_elsewhere(self, ctx: PlanContext, partitions: list[str], groups: Groups | None, runner: CandidatesRunner) -> Groups | None:
+        """The by-name verdict from a runner: the plan gets candidate names, never statistics."""
         self.read = True
         try:
-            found = self.runner(ctx, partitions)
+            found = runner(ctx, partitions)
         except MetadataTableUnavailable as exc:
             return ctx.unusable(self.name, exc, None)
         self.verdict = self._indexed(ctx, _Verdict(pa.table({}), np.zeros(0, dtype=bool), list(found.indexed), set(found.files)))

@@ -164,9 +164,16 @@ class _Decoder:
         another only for those whose last byte said more."""
         p = self._at(idx)
         byte = self.buf[p]
+        more = np.flatnonzero(byte >= 0x80)
+        if not more.size:  # one byte each (union branches, small counts and lengths): no 64-bit assembly
+            end = p + 1
+            if (end > self._end(idx)).any():
+                raise ValueError("a varint runs past its record")
+            self._move(idx, end)
+            small = byte.astype(np.int64)
+            return (small >> 1) ^ -(small & 1)
         raw = (byte & 0x7F).astype(np.uint64)
         length = np.ones(len(idx), dtype=np.int64)
-        more = np.flatnonzero(byte >= 0x80)
         shift = 7
         while more.size:
             if shift > 63:

@@ -115,6 +115,27 @@ class CellChunk:
         raw = self.data.tobytes()
         return [raw[s : s + n] for s, n in zip(self.value_start.tolist(), self.value_length.tolist())]
 
+    def rows_with_any_prefix(self, prefixes: list[bytes]) -> npt.NDArray[np.bool_]:
+        """Which cells' rows start with one of `prefixes`: per prefix width,
+        the rows' heads of that width looked up among the sorted prefixes
+        (one search over all cells, however many prefixes)."""
+        matched = np.zeros(len(self), dtype=bool)
+        for width in sorted({len(p) for p in prefixes}):
+            if width == 0:
+                return np.ones(len(self), dtype=bool)
+            wanted = np.array(sorted({p for p in prefixes if len(p) == width}), dtype=f"S{width}")
+            long_enough = self.row_length >= width
+            heads = self.data[np.minimum(self.row_start, len(self.data) - width)[:, None] + np.arange(width)]
+            # as fixed-width byte strings; a prefix ending in NUL bytes (which numpy strips) is compared bytewise
+            if any(p.endswith(b"\0") for p in wanted.tolist()) or len(wanted) == 1:
+                for prefix in wanted.tolist():
+                    matched |= long_enough & (heads == np.frombuffer(prefix.ljust(width, b"\0"), dtype=np.uint8)).all(axis=1)
+                continue
+            keys = np.ascontiguousarray(heads).view(f"S{width}").ravel()
+            at = np.minimum(np.searchsorted(wanted, keys), len(wanted) - 1)
+            matched |= long_enough & (wanted[at] == keys)
+        return matched
+
     def rows_with_prefix(self, prefix: bytes) -> npt.NDArray[np.bool_]:
         """Which cells' rows start with `prefix`."""
         if not prefix:

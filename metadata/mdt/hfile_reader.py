@@ -523,16 +523,11 @@ class HFileReader:
         """The chunk's cells whose rows match their block's prefixes."""
         if all(c is None for c in checks):
             return chunk
-        keep = np.ones(len(chunk), dtype=bool)
-        first = 0
-        for count, prefixes in zip(counts, checks):
-            if prefixes is not None:
-                part = chunk.take(np.arange(first, first + count))
-                matched = np.zeros(count, dtype=bool)
-                for prefix in prefixes:
-                    matched |= part.rows_with_prefix(prefix)
-                keep[first : first + count] = matched
-            first += count
+        # A row matching any of the query's prefixes matches one its block was given (that prefix's rows reach into the block).
+        checked = np.repeat(np.array([c is not None for c in checks]), counts)
+        rows = np.flatnonzero(checked)
+        keep = ~checked
+        keep[rows] = chunk.take(rows).rows_with_any_prefix(sorted({p for c in checks if c is not None for p in c}))
         return chunk.take(np.flatnonzero(keep))
 
     def _inflated(self, offsets: list[int]) -> Iterator[bytes]:

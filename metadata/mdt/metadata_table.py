@@ -194,6 +194,21 @@ class MetadataTable:
         self._require(index)
         return self._stats(index, [column], partitions, per_file=True, types={**self.column_types(), column: dtype})
 
+    def holds_stats(self, mdt_partition: str, columns: list[str]) -> bool:
+        """Whether the whole stats table of these columns is at hand: in memory,
+        or kept (or to be kept) in a persistent cache."""
+        return self.persistent_cache is not None or self.stats_cache.holds((mdt_partition, tuple(columns)))
+
+    def stats_records(self, mdt_partition: str, columns: list[str], partitions: list[str],
+                      types: dict[str, pa.DataType] | None = None) -> FlatStats:
+        """The records of `columns` in `partitions` (a key prefix per column and
+        partition), decoded columnar and not cached: a run of a streamed plan."""
+        prefixes = [keys.partition_stats_key(c, p) for c in columns for p in sorted(partitions)]
+        raw, merged = self.reader.read_split(mdt_partition, KeyQuery(prefixes=prefixes))
+        flat = FlatStats(types or self.column_types())
+        fill_flat_stats(flat, raw, merged)
+        return flat
+
     def _stats(self, mdt_partition: str, columns: list[str], partitions: list[str] | None, per_file: bool,
                types: dict[str, pa.DataType] | None = None) -> pa.Table:
         """Few partitions: one prefix seek per column and partition. Many (or

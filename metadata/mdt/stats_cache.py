@@ -80,6 +80,10 @@ class StatsCache:
                 _, evicted = self._tables.popitem(last=False)
                 self._bytes -= evicted.nbytes
 
+    def holds(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._tables
+
     @property
     def cached_bytes(self) -> int:
         return self._bytes

@@ -289,7 +289,8 @@ def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_
     for live in lives[1:]:
         any_live = pc.or_(any_live, live)
     value_count = counts[0] if len(counts) == 1 else pc.max_element_wise(*counts, skip_nulls=True)
-    name = (files[0] if len(files) == 1 else pc.coalesce(*files, memory_pool=READ_POOL)) if per_file else partition
+    # a file named by its first column's records (nearly always all of them) is not copied by coalesce
+    name = (files[0] if len(files) == 1 or files[0].null_count == 0 else pc.coalesce(*files, memory_pool=READ_POOL)) if per_file else partition
     ordered = {PARTITION: partition, FILE_NAME: name, VALUE_COUNT: value_count}
     for c in columns:
         for f in (min_field(c), max_field(c), null_count_field(c)):

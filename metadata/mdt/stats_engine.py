@@ -7,8 +7,6 @@ the driver then gets finished cells, not ranges to turn into records."""
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import pickle
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from metadata.mdt.file_stats import ColumnRange, blocks_counting, file_ranges
+from metadata.process import worker_count, worker_pool
 from metadata.storage import Storage
 
 T = TypeVar("T")
@@ -97,7 +96,7 @@ class LocalStatsEngine:
         return _threaded(storage, files, columns, schema, completed, then, self.parallelism)
 
     def _processes(self, storage: Storage, files: int, then: Then[T]) -> int:
-        wanted = (os.cpu_count() or 1) if self.processes is None else self.processes
+        wanted = worker_count(self.processes)
         if wanted <= 1 or files < self.process_min_files or not isinstance(storage.filesystem, pafs.LocalFileSystem):
             return 1
         try:
@@ -109,9 +108,7 @@ class LocalStatsEngine:
     def _process_pool(self, processes: int) -> ProcessPoolExecutor:
         """One pool for the engine's life (workers forked from a clean server, not from this threaded process)."""
         if self._pool is None:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload([__name__])
-            self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=context)
+            self._pool = worker_pool(processes, [__name__])
             weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
         return self._pool
 

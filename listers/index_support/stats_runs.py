@@ -1,0 +1,153 @@
+"""column_stats read and evaluated a run of partitions at a time: a plan
+over millions of files holds the listing (which the lister keeps for later
+plans), the runs in flight and the candidates found so far, never the whole
+table's statistics.
+
+Partitions are taken in the order of their ids, which is the order of the
+column_stats keys (column id, partition id, file id), so each run reads a
+few runs of neighbouring blocks per column. A run's listing rows and records
+meet in the executors' bucket evaluator (`pivoted`, `candidates_of`), so the
+local stream and a Spark plan take their verdicts by one code path. A run
+holds about `run_files` listed files. With worker processes, each evaluates
+whole runs (it opens the table once and reads its runs' statistics itself);
+the listing is read here meanwhile, as the workers start.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from expressions import BoundPredicate
+from listers.index_support.base import PlanContext
+from listers.index_support.column_stats import Candidates, CandidatesRunner, candidates_of, pivoted
+from listers.index_support.shard_pipeline import merged, stats_types
+from metadata import HudiTable, arrow_values
+from metadata.arrow_memory import release_unused
+from metadata.arrow_values import to_numpy
+from metadata.mdt import keys
+from metadata.mdt.file_groups import MdtPartition
+from metadata.mdt.metadata_table import MetadataTable
+from metadata.process import worker_count, worker_pool
+from metadata.stats_table import PARTITION
+
+RUN_FILES = 100_000  # listed files a run evaluates, with their statistics
+RUNS_IN_FLIGHT = 2  # runs per worker handed over ahead (their listing rows are held until they finish)
+
+
+def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) -> CandidatesRunner:
+    """A runner evaluating column_stats a run of partitions at a time; with
+    `processes` above 1 (None: one per core), in worker processes."""
+
+    def run(ctx: PlanContext, partitions: list[str]) -> Candidates:
+        mdt = ctx.mdt
+        assert mdt is not None
+        columns = list(ctx.data_columns)
+        types = stats_types(mdt, columns)
+        workers = worker_count(processes)
+        evaluate = _in_workers(ctx, workers, columns, types) if workers > 1 else None
+        runs = partition_runs(ctx.lister.file_table(partitions), partitions, run_files)
+        release_unused()  # what reading the listing left free goes back before the runs
+        if evaluate is None:
+            found = [evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate) for chosen, rows in runs]
+        else:
+            found = evaluate(runs)
+        where = f" in {workers} worker processes" if workers > 1 else ""
+        return merged(found, columns, f"read and evaluated in {len(found)} run(s) of partitions{where}")
+
+    return run
+
+
+def evaluate_run(mdt: MetadataTable, columns: list[str], types: dict[str, pa.DataType], partitions: list[str], rows: pa.Table,
+                 predicate: BoundPredicate) -> Candidates:
+    """One run: its partitions' records read by key prefix, evaluated with its listing rows."""
+    records = mdt.stats_records(MdtPartition.COLUMN_STATS.value, columns, partitions, types)
+    stats = pivoted(rows, {c: [table] for c in columns if (table := records.table_of(c)) is not None}, columns, types)
+    if stats is None:  # a key in two metadata file groups: the reference merge decides
+        stats = mdt.column_stats(columns, partitions, ordered=False)
+    return candidates_of(rows, stats, predicate, columns)
+
+
+def _in_workers(ctx: PlanContext, workers: int, columns: list[str], types: dict[str, pa.DataType]) -> Any:
+    """Starts the workers (each opens the table) and returns what hands them the runs."""
+    uri, options = ctx.table.base_uri, dict(ctx.table.storage.storage_options)
+    pool = worker_pool(workers, [__name__])
+    opened = [pool.submit(_worker_open, uri, options) for _ in range(workers)]
+
+    def evaluate(runs: Iterator[tuple[list[str], pa.Table]]) -> list[Candidates]:
+        with pool:
+            for future in opened:
+                future.result()  # a table the workers cannot open fails here, as it would in this process
+            found: list[Candidates] = []
+            pending: deque[Future[Candidates]] = deque()
+            for chosen, rows in runs:
+                if len(pending) >= workers * RUNS_IN_FLIGHT:
+                    found.append(pending.popleft().result())
+                pending.append(pool.submit(_worker_run, uri, options, columns, types, chosen, rows, ctx.predicate))
+            found += [future.result() for future in pending]
+            return found
+
+    return evaluate
+
+
+_WORKER_TABLES: dict[tuple[str, tuple[tuple[str, str], ...]], HudiTable] = {}
+
+
+def _worker_table(uri: str, options: Mapping[str, str]) -> HudiTable:
+    key = (uri, tuple(sorted(options.items())))
+    if key not in _WORKER_TABLES:
+        _WORKER_TABLES[key] = HudiTable.open(uri, storage_options=dict(options))
+    return _WORKER_TABLES[key]
+
+
+def _worker_open(uri: str, options: Mapping[str, str]) -> None:
+    mdt = _worker_table(uri, options).metadata_table
+    if mdt is not None:
+        mdt.partitions()  # the files partition's index, read while the driver lists
+
+
+def _worker_run(uri: str, options: Mapping[str, str], columns: list[str], types: dict[str, pa.DataType], partitions: list[str],
+                rows: pa.Table, predicate: BoundPredicate) -> Candidates:
+    mdt = _worker_table(uri, options).metadata_table
+    assert mdt is not None
+    return evaluate_run(mdt, columns, types, partitions, rows, predicate)
+
+
+def partition_runs(files: pa.Table, partitions: list[str], run_files: int) -> Iterator[tuple[list[str], pa.Table]]:
+    """The partitions in the order of their ids, cut into runs of about
+    `run_files` listed files, each with its listing rows (taken from each
+    batch of the listing as the run comes: the listing is never copied whole)."""
+    ordered = sorted(partitions, key=keys.partition_index_id)
+    encoded = pc.dictionary_encode(files.column(PARTITION)).combine_chunks()
+    names = encoded.dictionary.to_pylist()
+    codes = to_numpy(encoded.indices).astype(np.int64)
+    counts = dict(zip(names, np.bincount(codes, minlength=len(names)).tolist()))
+    runs: list[list[str]] = [[]]
+    held = 0
+    for partition in ordered:
+        if held >= run_files:
+            runs.append([])
+            held = 0
+        runs[-1].append(partition)
+        held += counts.get(partition, 0)
+    run_of_name = {p: n for n, run in enumerate(runs) for p in run}
+    run_of_row = np.array([run_of_name.get(p, -1) for p in names], dtype=np.int64)[codes]
+    batches, first = [], 0
+    for batch in files.to_batches():
+        runs_here = run_of_row[first : first + batch.num_rows]
+        order = np.argsort(runs_here, kind="stable")
+        batches.append((batch, order, np.searchsorted(runs_here[order], np.arange(len(runs) + 1))))
+        first += batch.num_rows
+    for n, run in enumerate(runs):
+        if run:
+            taken = [batch.take(arrow_values.from_numpy(order[bounds[n] : bounds[n + 1]])) for batch, order, bounds in batches]
+            yield run, pa.Table.from_batches(taken, schema=files.schema)
+
+
+__all__ = ["RUN_FILES", "evaluate_run", "partition_runs", "runs_of_partitions"]
