@@ -15,14 +15,14 @@ fresh process and as the median of --runs runs:
   another partition through the same lister (medians of at least 7 runs:
   lister_runs);
 - plan_cold_s / plan_warm_s: `plan("a > X AND b < Y")` keeping about 1% of
-  the files, then the same plan again on the same lister (column_stats
-  streamed in runs of partitions from STREAM_FROM_FILES listed files:
-  plan_streamed); plan_whole_cold_s / plan_whole_warm_s: the same with
-  column_stats read whole at any size (kept for the warm plan);
-  plan_workers_cold_s / plan_workers_peak_rss_mib: a streamed plan with a
-  worker process per core, as `hudi-bridge plan` runs it (peak: the driver
-  and its workers summed); plan_cached_s: the same plan in a new process
-  with the persistent stats cache filled;
+  the files, then the same plan again on the same lister (column_stats read
+  whole and kept, or streamed in runs of partitions when too large to keep:
+  STREAM_ABOVE_BYTES); plan_streamed_cold_s / plan_streamed_warm_s: the
+  same, streamed at any size; plan_workers_cold_s /
+  plan_workers_peak_rss_mib: streamed to a worker process per core
+  (`hudi-bridge plan --processes 0`; peak: the driver and its workers
+  summed); plan_cached_s: the same plan in a new process with the
+  persistent stats cache filled;
 - hudi_rs_filter_s: hudi-rs `get_file_slices` with the same filters;
 - incremental_one_commit_s: incremental planning of one new 10-file commit;
 - files_kept, files_total, peak_rss_mib (largest of the cold processes).
@@ -157,23 +157,38 @@ def _lister(path: str) -> tuple[float, float, float]:
     return cold, warm, other
 
 
-def _plan(path: str, where: str, whole: bool = False) -> tuple[int, float]:
-    """A cold plan, then the same again on its lister; `whole`: column_stats
-    read whole at any size (else a listing of STREAM_FROM_FILES or more streams)."""
-    if whole:
-        column_stats.STREAM_FROM_FILES = 1 << 62
+def _plan(path: str, where: str, streamed: bool | None = None) -> tuple[int, float, float]:
+    """A cold plan, then the same again on its lister: files kept, seconds of
+    each; `streamed`: column_stats streamed in runs, or read whole, at any
+    size (None: as the planner chooses, by STREAM_ABOVE_BYTES)."""
+    if streamed is not None:
+        column_stats.STREAM_ABOVE_BYTES = 0 if streamed else 1 << 62
+    start = time.perf_counter()
     with DirectoryLister.open(path) as lister:
         kept = len(plan(lister, where).files)
+        cold = time.perf_counter() - start
         start = time.perf_counter()
         again = len(plan(lister, where).files)
         warm = time.perf_counter() - start
     assert kept == again
-    return kept, warm
+    return kept, cold, warm
+
+
+def _median_cold_and_warm(call: Callable[[], tuple[int, float, float]], runs: int, peaks: list[float]) -> tuple[int, float, float]:
+    """Files kept, and the medians of a call's own cold and warm seconds, each call in a new process."""
+    found = []
+    for _ in range(runs):
+        result, _, peak = in_fresh_process(call)
+        found.append(result)
+        peaks.append(peak)
+    return found[-1][0], round(statistics.median(f[1] for f in found), 4), round(statistics.median(f[2] for f in found), 4)
 
 
 def _plan_in_workers(path: str, where: str) -> tuple[int, float]:
-    """A cold plan with a worker process per core (as `hudi-bridge plan` runs
-    it): files kept, and the peak RSS of this process and its workers together."""
+    """A cold plan streaming column_stats to a worker process per core
+    (`hudi-bridge plan --processes 0`): files kept, and the peak RSS of this
+    process and its workers together."""
+    column_stats.STREAM_ABOVE_BYTES = 0
     peak: dict[str, float] = {}
     with tree_peak_rss(peak, "rss"):
         kept = len(plan(path, where, processes=None).files)
@@ -240,19 +255,15 @@ def main() -> None:
     high = (args.files * 0.50) / 2
     where = f"a > {low} AND b < {high}"
     report["predicate"] = where
-    planned, report["plan_cold_s"] = _median_cold(partial(_plan, path, where), args.runs, peaks)
+    report["files_kept"], report["plan_cold_s"], report["plan_warm_s"] = _median_cold_and_warm(partial(_plan, path, where), args.runs, peaks)
     report["plan_peak_rss_mib"] = max(peaks[-args.runs:])
-    report["files_kept"] = planned[0]
-    report["plan_streamed"] = report["files_total"] >= column_stats.STREAM_FROM_FILES
-    report["plan_warm_s"] = round(planned[1], 4)
-    if report["plan_streamed"]:
-        in_workers, report["plan_workers_cold_s"] = _median_cold(partial(_plan_in_workers, path, where), args.runs, [])
-        assert in_workers[0] == report["files_kept"], in_workers
-        report["plan_workers_peak_rss_mib"] = in_workers[1]  # the driver and its workers, summed
-    whole, report["plan_whole_cold_s"] = _median_cold(partial(_plan, path, where, True), args.runs, peaks)
-    report["plan_whole_peak_rss_mib"] = max(peaks[-args.runs:])
-    report["plan_whole_warm_s"] = round(whole[1], 4)
-    assert whole[0] == report["files_kept"], whole
+    kept, report["plan_streamed_cold_s"], report["plan_streamed_warm_s"] = _median_cold_and_warm(
+        partial(_plan, path, where, True), args.runs, peaks)
+    report["plan_streamed_peak_rss_mib"] = max(peaks[-args.runs:])
+    assert kept == report["files_kept"], kept
+    in_workers, report["plan_workers_cold_s"] = _median_cold(partial(_plan_in_workers, path, where), args.runs, [])
+    assert in_workers[0] == report["files_kept"], in_workers
+    report["plan_workers_peak_rss_mib"] = in_workers[1]  # the driver and its workers, summed
     cache_dir = tempfile.mkdtemp(prefix="bench-scale-cache-")
     in_fresh_process(partial(_plan_cached, path, where, cache_dir))  # fills the cache
     kept, report["plan_cached_s"] = _median_cold(partial(_plan_cached, path, where, cache_dir), args.runs, peaks)

@@ -135,8 +135,8 @@ def plan(
     (`engine_bridge.spark.lookup_keys`): only they stay, where the index
     is trusted as for keys the predicate pins. `key_lookup`: where key sets
     over its threshold are looked up (engine_bridge.spark: as a Spark join).
-    `processes`: from a million listed files column_stats are streamed a run
-    of partitions at a time (`listers.index_support.stats_runs`); above 1
+    `processes`: column_stats too large to keep in the stats cache are
+    streamed a run of partitions at a time (`listers.index_support.stats_runs`); above 1
     (None: one per core) worker processes evaluate the runs. They start as
     Python's forkserver starts them, importing the caller's main module: a
     script asking for them plans under `if __name__ == "__main__":`."""

@@ -131,7 +131,7 @@ def test_plan_streams_column_stats_in_worker_processes(tmp_path: Path, monkeypat
     where = ["--where", "fare > 30"]
     whole = json.loads(runner.invoke(main, ["plan", path, *where, "--json"]).output)
     assert any(s["stage"] == "column_stats" for s in whole["stages"]), whole["stages"]
-    monkeypatch.setattr(column_stats, "STREAM_FROM_FILES", 1)  # this sample's listing streams as a million files would
+    monkeypatch.setattr(column_stats, "STREAM_ABOVE_BYTES", 0)  # this sample streams as a table too large to keep would
     result = runner.invoke(main, ["plan", path, *where, "--processes", "2", "--json"])
     assert result.exit_code == 0, result.output
     streamed = json.loads(result.output)

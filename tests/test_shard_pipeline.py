@@ -73,7 +73,7 @@ def test_a_large_listing_streams_unless_its_statistics_are_at_hand(monkeypatch: 
     assert found is not None, "no fixture plan reads column_stats"
     table, where, whole = found
     assert "run(s) of partitions" not in whole.explain()
-    monkeypatch.setattr(column_stats, "STREAM_FROM_FILES", 1)
+    monkeypatch.setattr(column_stats, "STREAM_ABOVE_BYTES", 0)
     streamed = plan(table, where)
     assert "run(s) of partitions" in streamed.explain(), streamed.explain()
     assert [s.to_dict() for s in streamed.files] == [s.to_dict() for s in whole.files]

@@ -31,7 +31,7 @@ from expressions import Dialect
               help="Where column_stats are read and evaluated: here, or on a local Spark's executors (the driver gets names only).")
 @click.option("--processes", type=click.IntRange(min=0), default=1, show_default=True,
               help="With --engine local: worker processes that evaluate column_stats when they are streamed "
-                   "(from a million listed files); 0 is one per core.")
+                   "(when too large to keep in memory); 0 is one per core.")
 @command_output
 def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_metadata: bool, explain: bool,
                  cache_dir: str | None, assume_unique_keys: bool, footers: bool, verify: bool, sample: int | None, engine: str,

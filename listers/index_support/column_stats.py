@@ -128,9 +128,16 @@ def candidates_of(files: pa.Table, stats: pa.Table, predicate: BoundPredicate, c
 # Evaluates column_stats for some partitions elsewhere (Spark executors) or in runs: (ctx, partitions) -> Candidates.
 CandidatesRunner = Callable[[PlanContext, list[str]], Candidates]
 
-# Listed files from which a local plan streams column_stats (`stats_runs`) rather than reading them whole: a
-# whole read peaks at about 0.7 KB a file and is kept for later plans; a stream holds one run's statistics.
-STREAM_FROM_FILES = 1_000_000
+# A local plan streams column_stats (`stats_runs`) rather than reading them whole when their whole table would
+# take more than this many bytes (None: the metadata table's stats cache budget). Such a table would not be kept
+# for the next plan anyway, and a whole read peaks at several times its size; a stream holds one run's records.
+STREAM_ABOVE_BYTES: int | None = None
+
+
+def whole_stats_bytes(files: pa.Table, columns: int) -> int:
+    """About what the stats table of these listed files takes: their names,
+    a value count, and bounds and a null count per column."""
+    return files.column(PARTITION).nbytes + files.column(FILE_NAME).nbytes + files.num_rows * (8 + 24 * columns)
 
 
 class ColumnStats(FileIndexSupport):
@@ -141,7 +148,7 @@ class ColumnStats(FileIndexSupport):
         self.listed: int | None = None  # files the by-name verdict saw
         self.read = False
         self.runner = runner  # set: the statistics are read and evaluated away from the driver
-        self.streamed = streamed  # reads and evaluates them in runs here, for a large listing (STREAM_FROM_FILES)
+        self.streamed = streamed  # reads and evaluates them in runs here, when too large to keep (STREAM_ABOVE_BYTES)
         self.where = ""
 
     def usable(self, ctx: PlanContext) -> bool:
@@ -188,11 +195,11 @@ class ColumnStats(FileIndexSupport):
             partitions = [p for p in partitions if groups.get(p)]
         if self.runner is not None:  # the listing stays unread on the driver
             return self._run_elsewhere(ctx, partitions, groups, self.runner)
-        if self.streamed is not None and self._streams(ctx, listing, groups):
-            return self._run_elsewhere(ctx, partitions, groups, self.streamed)
         files = listing.table
         if groups is not None:
             files = files.filter(pc.is_in(files.column(PARTITION), arrow_values.array(partitions, pa.string())))
+        if self.streamed is not None and self._streams(ctx, files):
+            return self._run_elsewhere(ctx, partitions, groups, self.streamed)
         self.read, self.verdict = True, self._read(ctx, partitions)
         if self.verdict is None:
             return None
@@ -201,10 +208,12 @@ class ColumnStats(FileIndexSupport):
         self.verdict.candidates = set(zip(candidates.column(PARTITION).to_pylist(), candidates.column(FILE_NAME).to_pylist()))
         return groups_of(self.verdict.candidates, partitions, groups)
 
-    def _streams(self, ctx: PlanContext, listing: FileListing, groups: Groups | None) -> bool:
-        """Whether the statistics are read in runs: a large listing whose whole statistics are not at hand."""
-        assert ctx.mdt is not None
-        return not ctx.mdt.holds_stats(MdtPartition.COLUMN_STATS, ctx.data_columns) and listing.rows_in(groups) >= STREAM_FROM_FILES
+    def _streams(self, ctx: PlanContext, files: pa.Table) -> bool:
+        """Whether the statistics are read in runs: their whole table is not at hand and would be too large to keep."""
+        mdt = ctx.mdt
+        assert mdt is not None
+        budget = mdt.stats_cache.max_bytes if STREAM_ABOVE_BYTES is None else STREAM_ABOVE_BYTES
+        return not mdt.holds_stats(MdtPartition.COLUMN_STATS, ctx.data_columns) and whole_stats_bytes(files, len(ctx.data_columns)) > budget
 
     def _run_elsewhere(self, ctx: PlanContext, partitions: list[str], groups: Groups | None, runner: CandidatesRunner) -> Groups | None:
         """The by-name verdict from a runner: the plan gets candidate names, never statistics."""

@@ -202,9 +202,12 @@ class MetadataTable:
     def stats_records(self, mdt_partition: str, columns: list[str], partitions: list[str],
                       types: dict[str, pa.DataType] | None = None) -> FlatStats:
         """The records of `columns` in `partitions` (a key prefix per column and
-        partition), decoded columnar and not cached: a run of a streamed plan."""
+        partition), decoded columnar and not cached: a run of a streamed plan.
+        Records of other columns and partitions sharing the blocks read come
+        too (a loose query: checking every row's prefix costs more than the
+        pivot, which keeps the listed files' records only)."""
         prefixes = [keys.partition_stats_key(c, p) for c in columns for p in sorted(partitions)]
-        raw, merged = self.reader.read_split(mdt_partition, KeyQuery(prefixes=prefixes))
+        raw, merged = self.reader.read_split(mdt_partition, KeyQuery(prefixes=prefixes, loose=True))
         flat = FlatStats(types or self.column_types())
         fill_flat_stats(flat, raw, merged)
         return flat

@@ -75,7 +75,8 @@ class RawCells:
         exact = None if rows is None else arrow_values.binaries(rows)
         dropped = arrow_values.binaries(sorted(k.encode("utf-8") for k in self.dropped)) if self.dropped else None
         # exact keys are filtered below: the blocks that can hold them are read whole
-        scanned = self.reader.scan_chunks(self.query.scan_prefixes(), offsets=offsets) if rows is None else self.reader.scan_rows(rows)
+        scanned = self.reader.scan_chunks(self.query.scan_prefixes(), offsets=offsets, check=not self.query.loose) if rows is None \
+            else self.reader.scan_rows(rows)
         for chunk in scanned:
             if exact is not None or dropped is not None:
                 held = chunk.rows()
@@ -142,11 +143,15 @@ def _ends_secondary_key(prefix: str) -> bool:
 
 
 class KeyQuery:
-    """Which keys to read: all, exact keys, or key prefixes."""
+    """Which keys to read: all, exact keys, or key prefixes. A `loose` prefix
+    query's columnar scans also give the other cells of the blocks they read
+    (for a caller that keeps only the rows it wants, such as a stats pivot
+    keeping its listing's files); log-merged keys always match exactly."""
 
-    def __init__(self, keys: Iterable[str] | None = None, prefixes: Iterable[str] | None = None) -> None:
+    def __init__(self, keys: Iterable[str] | None = None, prefixes: Iterable[str] | None = None, loose: bool = False) -> None:
         self.keys = None if keys is None else set(keys)
         self.prefixes = None if prefixes is None else sorted(set(prefixes))
+        self.loose = loose
 
     def scan_prefixes(self) -> list[bytes] | None:
         """Row prefixes covering the query (None: every row); exact keys are

@@ -85,6 +85,12 @@ def group_buckets(partition_ids: pa.Array, names: pa.Array, buckets: int) -> npt
                        dtype=np.int64, count=len(ids))
 
 
+def of_partitions(table: pa.Table, partition_ids: pa.Array) -> pa.Table:
+    """Records (`FlatStats.table_of`) of the partitions with these ids (the identity's first characters)."""
+    ids = pc.utf8_slice_codeunits(table.column("identity"), 0, keys.ID_LENGTH)
+    return table.filter(pc.is_in(ids, value_set=partition_ids))
+
+
 def stats_buckets(tables: dict[str, pa.Table], buckets: int, partition_ids: frozenset[str] | None = None) -> dict[int, dict[str, pa.Table]]:
     """A shard's per-column records cut by bucket (the identity's first
     characters are the partition id; the file name gives the group); with
@@ -92,10 +98,9 @@ def stats_buckets(tables: dict[str, pa.Table], buckets: int, partition_ids: froz
     out: dict[int, dict[str, pa.Table]] = {}
     wanted = None if partition_ids is None else arrow_values.array(sorted(partition_ids), pa.string())
     for column, table in tables.items():
-        ids = pc.utf8_slice_codeunits(table.column("identity"), 0, keys.ID_LENGTH)
         if wanted is not None:
-            kept = pc.is_in(ids, value_set=wanted)
-            table, ids = table.filter(kept), ids.filter(kept)
+            table = of_partitions(table, wanted)
+        ids = pc.utf8_slice_codeunits(table.column("identity"), 0, keys.ID_LENGTH)
         at = group_buckets(ids.combine_chunks(), pc.fill_null(table.column("file"), arrow_values.EMPTY_STRING).combine_chunks(), buckets)
         for bucket in np.unique(at).tolist():
             out.setdefault(bucket, {})[column] = table.filter(arrow_values.from_numpy(at == bucket))
