@@ -454,8 +454,9 @@ class FileSystemView:
                     if p in groups:
                         names_of.setdefault(p, {})[name] = size
             # StoredFiles for the wanted groups' files only (a plan keeps ~1% of them)
+            unbuilt = set(todo)  # a set: a plan over 100,000 partitions tests each of them
             listed = {p: [StoredFile(join(p, name), size) for name, size in sorted(names.items()) if file_id_of(name) in groups[p]]
-                      for p, names in names_of.items() if p in todo}
+                      for p, names in names_of.items() if p in unbuilt}
             ghosts, attributed, pending_groups = self._build_inputs(todo) if todo else ({}, {}, {})
             for partition in sorted(groups):
                 if partition in cached:
