@@ -117,7 +117,8 @@ class FileSystemView:
                 self._deleted_partitions -= {s.partition_path for s in timeline.commit_metadata(instant).write_stats()}
         self._groups_cache: dict[str, list[FileGroup]] = {}
         self._latest_slices: dict[str, list[FileSlice]] = {}
-        self._newest_bases: dict[str, dict[str, tuple[Instant, str]]] | None = None
+        self._newest_bases: dict[str, dict[str, tuple[Instant, str]]] = {}  # by partition, as checked
+        self._commits_with_files: list[Instant] | None = None
         self._lock = threading.RLock()  # one lister serves many planner threads
 
     # Visibility -----------------------------------------------------------
@@ -270,7 +271,7 @@ class FileSystemView:
         """Storage must hold the newest base file each visible commit wrote: a
         missing one would make the view serve the version before it. (The
         metadata table lists what was committed, so it needs no such check.)"""
-        for file_id, (instant, path) in self._written_bases().get(partition, {}).items():
+        for file_id, (instant, path) in self._written_bases(partition).items():
             if (partition, file_id) in self._replaced or only is not None and file_id not in only:
                 continue
             newest = stored.get(file_id)
@@ -286,20 +287,28 @@ class FileSystemView:
             held = {s.file_id: s.base_instant if s.base_file else "" for s in slices if s.partition == partition}
             self._check_newest_bases(partition, held, self.listing.storage, set(held))
 
-    def _written_bases(self) -> dict[str, dict[str, tuple[Instant, str]]]:
-        """Partition -> file id -> the newest visible commit that wrote a base
-        file for it, and the file's path (commit metadata read once per view)."""
-        if self._newest_bases is None:
-            newest: dict[str, dict[str, tuple[Instant, str]]] = {}
+    def _written_bases(self, partition: str) -> dict[str, tuple[Instant, str]]:
+        """File id -> the newest visible commit that wrote a base file for it in
+        the partition, and the file's path. Per partition, from the timeline's
+        index of each commit's files by partition: a view of a few partitions
+        of a million-file table (each run of a sync's roll-up makes one) does
+        not gather every file every commit wrote."""
+        if partition not in self._newest_bases:
+            newest: dict[str, tuple[Instant, str]] = {}
             extension = self.config.base_file_format.extension
-            for instant in sorted(self._visible.values(), key=lambda i: i.requested_time):
-                if not instant.is_commit or self.timeline.is_empty(instant):
-                    continue
-                for partition, file_id, path in self.timeline.written_files(instant):
+            for instant in self._visible_commits():
+                for _, file_id, path in self.timeline.written_files_in(instant, partition):
                     if file_id and path.endswith(extension) and not path.rpartition("/")[2].startswith("."):
-                        newest.setdefault(partition, {})[file_id] = (instant, path)
-            self._newest_bases = newest
-        return self._newest_bases
+                        newest[file_id] = (instant, path)
+            self._newest_bases[partition] = newest
+        return self._newest_bases[partition]
+
+    def _visible_commits(self) -> list[Instant]:
+        """The visible completed commits with metadata, oldest first (once per view)."""
+        if self._commits_with_files is None:
+            self._commits_with_files = [i for i in sorted(self._visible.values(), key=lambda i: i.requested_time)
+                                        if i.is_commit and not self.timeline.is_empty(i)]
+        return self._commits_with_files
 
     def _attach_logs(
         self,

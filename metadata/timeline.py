@@ -153,6 +153,12 @@ class Timeline:
         source = self.instant_file(instant)
         return self._cached("written", instant, lambda: written_files(source, self.read_content(instant)))
 
+    def written_files_in(self, instant: Instant, partition: str) -> list[tuple[str, str, str]]:
+        """`written_files` of one partition, from an index of the instant's
+        files by partition built once (views of many partitions each ask)."""
+        by_partition = self._cached("written-by-partition", instant, lambda: _by_partition(self.written_files(instant)))
+        return by_partition.get(partition, [])
+
     def written_file_names(self) -> frozenset[str]:
         """Names of every file a completed commit wrote (a v6 log's name says
         only its slice's base instant, not which instant wrote it)."""
@@ -205,3 +211,10 @@ class Timeline:
             if schema:
                 return schema
         return self.config.raw.get("hoodie.table.create.schema") or None
+
+
+def _by_partition(written: list[tuple[str, str, str]]) -> dict[str, list[tuple[str, str, str]]]:
+    index: dict[str, list[tuple[str, str, str]]] = {}
+    for entry in written:
+        index.setdefault(entry[0], []).append(entry)
+    return index
