@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -52,17 +51,32 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
         columns = list(ctx.data_columns)
         types = stats_types(mdt, columns)
         workers = worker_count(processes)
-        evaluate = _in_workers(ctx, workers, columns, types) if workers > 1 else None
-        runs = partition_runs(ctx.lister.file_table(partitions), partitions, run_files)
-        release_unused()  # what reading the listing left free goes back before the runs
-        if evaluate is None:
-            found = [evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate) for chosen, rows in runs]
-        else:
-            found = evaluate(runs)
-        where = f" in {workers} worker processes" if workers > 1 else ""
-        return merged(found, columns, f"read and evaluated in {len(found)} run(s) of partitions{where}")
+        if workers == 1:
+            runs = _runs(ctx, partitions, run_files)
+            here = [evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate) for chosen, rows in runs]
+            return merged(here, columns, f"read and evaluated in {len(here)} run(s) of partitions")
+        uri, options = ctx.table.base_uri, dict(ctx.table.storage.storage_options)
+        with worker_pool(workers, [__name__]) as pool:
+            opened = [pool.submit(_worker_open, uri, options) for _ in range(workers)]  # they start while the listing is read
+            runs = _runs(ctx, partitions, run_files)
+            for future in opened:
+                future.result()  # a table the workers cannot open fails here, as it would in this process
+            found: list[Candidates] = []
+            pending: deque[Future[Candidates]] = deque()
+            for chosen, rows in runs:
+                if len(pending) >= workers * RUNS_IN_FLIGHT:
+                    found.append(pending.popleft().result())
+                pending.append(pool.submit(_worker_run, uri, options, columns, types, chosen, rows, ctx.predicate))
+            found += [future.result() for future in pending]
+        return merged(found, columns, f"read and evaluated in {len(found)} run(s) of partitions in {workers} worker processes")
 
     return run
+
+
+def _runs(ctx: PlanContext, partitions: list[str], run_files: int) -> Iterator[tuple[list[str], pa.Table]]:
+    runs = partition_runs(ctx.lister.file_table(partitions), partitions, run_files)
+    release_unused()  # what reading the listing left free goes back before the runs
+    return runs
 
 
 def evaluate_run(mdt: MetadataTable, columns: list[str], types: dict[str, pa.DataType], partitions: list[str], rows: pa.Table,
@@ -76,28 +90,6 @@ def evaluate_run(mdt: MetadataTable, columns: list[str], types: dict[str, pa.Dat
     if stats is None:  # a key in two metadata file groups: the reference merge decides
         stats = mdt.column_stats(columns, partitions, ordered=False)
     return candidates_of(rows, stats, predicate, columns)
-
-
-def _in_workers(ctx: PlanContext, workers: int, columns: list[str], types: dict[str, pa.DataType]) -> Any:
-    """Starts the workers (each opens the table) and returns what hands them the runs."""
-    uri, options = ctx.table.base_uri, dict(ctx.table.storage.storage_options)
-    pool = worker_pool(workers, [__name__])
-    opened = [pool.submit(_worker_open, uri, options) for _ in range(workers)]
-
-    def evaluate(runs: Iterator[tuple[list[str], pa.Table]]) -> list[Candidates]:
-        with pool:
-            for future in opened:
-                future.result()  # a table the workers cannot open fails here, as it would in this process
-            found: list[Candidates] = []
-            pending: deque[Future[Candidates]] = deque()
-            for chosen, rows in runs:
-                if len(pending) >= workers * RUNS_IN_FLIGHT:
-                    found.append(pending.popleft().result())
-                pending.append(pool.submit(_worker_run, uri, options, columns, types, chosen, rows, ctx.predicate))
-            found += [future.result() for future in pending]
-            return found
-
-    return evaluate
 
 
 _WORKER_TABLES: dict[tuple[str, tuple[tuple[str, str], ...]], HudiTable] = {}
