@@ -98,3 +98,29 @@ def test_runs_in_worker_processes_plan_as_the_local_planner(fixture_root: Path) 
         if checked == 4:
             break
     assert checked, "no fixture plan reads column_stats"
+
+
+@requires_fixtures
+def test_a_runs_records_are_its_partitions_only(fixture_root: Path) -> None:
+    """Blocks are read loosely (a neighbour's records come too, unmerged with its logs): only the run's partitions' stay."""
+    from metadata import HudiTable
+    from metadata.mdt import keys
+    from metadata.stats_table import FILE_NAME, PARTITION
+
+    checked = 0
+    for stem in fixture_ids():
+        table = HudiTable.open(table_path(fixture_root, stem))
+        mdt = table.metadata_table
+        if mdt is None or "column_stats" not in table.config.metadata_partitions or len(mdt.partitions()) < 2:
+            continue
+        whole = mdt.column_stats(["_hoodie_record_key"], ordered=True)
+        for partition in mdt.partitions():
+            records = mdt.stats_records("column_stats", ["_hoodie_record_key"], [partition])
+            found = records.get("_hoodie_record_key")
+            ids = set() if found is None else {i[:keys.ID_LENGTH] for i in found.column("identity").to_pylist()}
+            assert ids <= {keys.partition_index_id(partition)}, (stem, partition)
+            live = set() if found is None else {f for f, d in zip(found.column("file").to_pylist(), found.column("deleted").to_pylist()) if not d}
+            expected = {f for p, f in zip(whole.column(PARTITION).to_pylist(), whole.column(FILE_NAME).to_pylist()) if p == partition}
+            assert live == expected, (stem, partition)
+            checked += bool(expected)
+    assert checked, "no fixture has column_stats of the record key over two partitions"

@@ -33,7 +33,6 @@ from metadata.arrow_values import to_numpy
 from metadata.mdt import keys
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.metadata_table import MetadataTable
-from metadata.mdt.stats_shards import of_partitions
 from metadata.process import worker_count, worker_pool
 from metadata.stats_table import PARTITION
 
@@ -83,10 +82,7 @@ def evaluate_run(mdt: MetadataTable, columns: list[str], types: dict[str, pa.Dat
                  predicate: BoundPredicate) -> Candidates:
     """One run: its partitions' records read by key prefix, evaluated with its listing rows."""
     records = mdt.stats_records(MdtPartition.COLUMN_STATS.value, columns, partitions, types)
-    ids = arrow_values.array(sorted(keys.partition_index_id(p) for p in partitions), pa.string())
-    # the records of neighbouring partitions sharing the run's first and last blocks go: the columns' records then line up
-    pieces = {c: [of_partitions(table, ids)] for c in columns if (table := records.table_of(c)) is not None}
-    stats = pivoted(rows, pieces, columns, types)
+    stats = pivoted(rows, {c: [table] for c, table in records.items()}, columns, types)
     if stats is None:  # a key in two metadata file groups: the reference merge decides
         stats = mdt.column_stats(columns, partitions, ordered=False)
     return candidates_of(rows, stats, predicate, columns)

@@ -27,7 +27,7 @@ from metadata.mdt.hfile_cells import CellChunk
 from metadata.mdt.reader import KeyQuery, MetadataTableReader, RawCells
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, decode_record, live_files, live_sizes, parse_schema_cached
 from metadata.mdt.stats_cache import PersistentStatsCache, StatsCache, with_state
-from metadata.mdt.stats_columns import FlatStats, in_file_order, pivot
+from metadata.mdt.stats_columns import FlatStats, in_file_order, of_partitions, pivot
 from metadata.partition_path import check_partition_paths, from_metadata_partition, to_metadata_partition
 from metadata.stats_table import (
     FILE_NAME,
@@ -200,17 +200,19 @@ class MetadataTable:
         return self.persistent_cache is not None or self.stats_cache.holds((mdt_partition, tuple(columns)))
 
     def stats_records(self, mdt_partition: str, columns: list[str], partitions: list[str],
-                      types: dict[str, pa.DataType] | None = None) -> FlatStats:
-        """The records of `columns` in `partitions` (a key prefix per column and
-        partition), decoded columnar and not cached: a run of a streamed plan.
-        Records of other columns and partitions sharing the blocks read come
-        too (a loose query: checking every row's prefix costs more than the
-        pivot, which keeps the listed files' records only)."""
+                      types: dict[str, pa.DataType] | None = None) -> dict[str, pa.Table]:
+        """Column -> the records (`FlatStats.table_of`) of `columns` in
+        `partitions` (a key prefix per column and partition), decoded columnar
+        and not cached: a run of a streamed plan. The blocks are read loosely
+        (checking each row's prefix cost more), then only these partitions'
+        records are kept: a neighbour's may be stale, as its keys' log
+        changes were not merged."""
         prefixes = [keys.partition_stats_key(c, p) for c in columns for p in sorted(partitions)]
         raw, merged = self.reader.read_split(mdt_partition, KeyQuery(prefixes=prefixes, loose=True))
         flat = FlatStats(types or self.column_types())
         fill_flat_stats(flat, raw, merged)
-        return flat
+        ids = arrow_values.array(sorted(keys.partition_index_id(p) for p in partitions), pa.string())
+        return {c: of_partitions(table, ids) for c in columns if (table := flat.table_of(c)) is not None}
 
     def _stats(self, mdt_partition: str, columns: list[str], partitions: list[str] | None, per_file: bool,
                types: dict[str, pa.DataType] | None = None) -> pa.Table:

@@ -151,6 +151,12 @@ class FlatStats:
         return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
+def of_partitions(table: pa.Table, partition_ids: pa.Array) -> pa.Table:
+    """Records (`FlatStats.table_of`) of the partitions with these ids (the identity's first characters)."""
+    ids = pc.utf8_slice_codeunits(table.column("identity"), 0, keys.ID_LENGTH)
+    return table.filter(pc.is_in(ids, value_set=partition_ids))
+
+
 def _ints(decoded: Decoded, path: str) -> pa.Array:
     if path not in decoded.present:
         return pa.nulls(decoded.count, pa.int64())

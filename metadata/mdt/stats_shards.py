@@ -26,7 +26,7 @@ from metadata.file_naming import file_id_of
 from metadata.mdt import keys
 from metadata.mdt.metadata_table import MetadataTable, fill_flat_stats
 from metadata.mdt.reader import KeyQuery
-from metadata.mdt.stats_columns import FlatStats
+from metadata.mdt.stats_columns import FlatStats, of_partitions
 
 SHARD_BYTES = 64 << 20  # base-file blocks a shard reads (on disk)
 
@@ -83,12 +83,6 @@ def group_buckets(partition_ids: pa.Array, names: pa.Array, buckets: int) -> npt
     ids = partition_ids.to_pylist()
     return np.fromiter((zlib.crc32(f"{p}{file_id_of(n)}".encode()) % buckets for p, n in zip(ids, names.to_pylist())),
                        dtype=np.int64, count=len(ids))
-
-
-def of_partitions(table: pa.Table, partition_ids: pa.Array) -> pa.Table:
-    """Records (`FlatStats.table_of`) of the partitions with these ids (the identity's first characters)."""
-    ids = pc.utf8_slice_codeunits(table.column("identity"), 0, keys.ID_LENGTH)
-    return table.filter(pc.is_in(ids, value_set=partition_ids))
 
 
 def stats_buckets(tables: dict[str, pa.Table], buckets: int, partition_ids: frozenset[str] | None = None) -> dict[int, dict[str, pa.Table]]:
