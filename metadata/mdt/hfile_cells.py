@@ -123,17 +123,17 @@ class CellChunk:
         for width in sorted({len(p) for p in prefixes}):
             if width == 0:
                 return np.ones(len(self), dtype=bool)
-            wanted = np.array(sorted({p for p in prefixes if len(p) == width}), dtype=f"S{width}")
-            long_enough = self.row_length >= width
-            heads = self.data[np.minimum(self.row_start, len(self.data) - width)[:, None] + np.arange(width)]
-            # as fixed-width byte strings; a prefix ending in NUL bytes (which numpy strips) is compared bytewise
-            if any(p.endswith(b"\0") for p in wanted.tolist()) or len(wanted) == 1:
-                for prefix in wanted.tolist():
-                    matched |= long_enough & (heads == np.frombuffer(prefix.ljust(width, b"\0"), dtype=np.uint8)).all(axis=1)
+            of_width = sorted({p for p in prefixes if len(p) == width})
+            # as fixed-width byte strings; a prefix ending in NUL bytes (which numpy strips) is compared one at a time
+            if len(of_width) == 1 or any(p.endswith(b"\0") for p in of_width):
+                for prefix in of_width:
+                    matched |= self.rows_with_prefix(prefix)
                 continue
+            wanted = np.array(of_width, dtype=f"S{width}")
+            heads = self.data[np.minimum(self.row_start, len(self.data) - width)[:, None] + np.arange(width)]
             keys = np.ascontiguousarray(heads).view(f"S{width}").ravel()
             at = np.minimum(np.searchsorted(wanted, keys), len(wanted) - 1)
-            matched |= long_enough & (wanted[at] == keys)
+            matched |= (self.row_length >= width) & (wanted[at] == keys)
         return matched
 
     def rows_with_prefix(self, prefix: bytes) -> npt.NDArray[np.bool_]:
