@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 
 def worker_count(processes: int | None) -> int:
@@ -17,6 +19,9 @@ def worker_pool(processes: int, preload: list[str]) -> ProcessPoolExecutor:
     that imported `preload`), not from the caller, whose threads may hold
     locks. The forkserver imports the caller's main module: a script that
     asks for workers runs its work under `if __name__ == "__main__":`."""
+    import multiprocessing  # imported here: planning imports this module, and a plan rarely starts workers
+    from concurrent.futures import ProcessPoolExecutor
+
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(preload)
     return ProcessPoolExecutor(max_workers=processes, mp_context=context)
