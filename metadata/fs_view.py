@@ -117,7 +117,7 @@ class FileSystemView:
                 self._deleted_partitions -= {s.partition_path for s in timeline.commit_metadata(instant).write_stats()}
         self._groups_cache: dict[str, list[FileGroup]] = {}
         self._latest_slices: dict[str, list[FileSlice]] = {}
-        self._newest_bases: dict[str, dict[str, tuple[Instant, str]]] = {}  # by partition, as checked
+        self._newest_bases: dict[str, dict[str, Instant]] = {}  # by partition, as checked
         self._commits_with_files: list[Instant] | None = None
         self._lock = threading.RLock()  # one lister serves many planner threads
 
@@ -271,11 +271,13 @@ class FileSystemView:
         """Storage must hold the newest base file each visible commit wrote: a
         missing one would make the view serve the version before it. (The
         metadata table lists what was committed, so it needs no such check.)"""
-        for file_id, (instant, path) in self._written_bases(partition).items():
+        for file_id, instant in self._written_bases(partition).items():
             if (partition, file_id) in self._replaced or only is not None and file_id not in only:
                 continue
             newest = stored.get(file_id)
             if newest is None or newest < instant.requested_time:
+                path = next(path for p, fid, path in self.timeline.written_files(instant)
+                            if p == partition and fid == file_id and path.endswith(self.config.base_file_format.extension))
                 raise MissingFileError(storage.full_path(path), instant.requested_time, instant.action.value)
 
     def check_slices(self, slices: list[FileSlice]) -> None:
@@ -287,19 +289,18 @@ class FileSystemView:
             held = {s.file_id: s.base_instant if s.base_file else "" for s in slices if s.partition == partition}
             self._check_newest_bases(partition, held, self.listing.storage, set(held))
 
-    def _written_bases(self, partition: str) -> dict[str, tuple[Instant, str]]:
+    def _written_bases(self, partition: str) -> dict[str, Instant]:
         """File id -> the newest visible commit that wrote a base file for it in
-        the partition, and the file's path. Per partition, from the timeline's
-        index of each commit's files by partition: a view of a few partitions
-        of a million-file table (each run of a sync's roll-up makes one) does
-        not gather every file every commit wrote."""
+        the partition. Per partition, from the timeline's index of each
+        commit's base files: a view of a few partitions of a million-file
+        table (each run of a sync's roll-up makes one) does not gather every
+        file every commit wrote."""
         if partition not in self._newest_bases:
-            newest: dict[str, tuple[Instant, str]] = {}
+            newest: dict[str, Instant] = {}
             extension = self.config.base_file_format.extension
             for instant in self._visible_commits():
-                for _, file_id, path in self.timeline.written_files_in(instant, partition):
-                    if file_id and path.endswith(extension) and not path.rpartition("/")[2].startswith("."):
-                        newest[file_id] = (instant, path)
+                for file_id in self.timeline.written_base_ids_in(instant, partition, extension):
+                    newest[file_id] = instant
             self._newest_bases[partition] = newest
         return self._newest_bases[partition]
 

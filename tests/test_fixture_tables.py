@@ -108,3 +108,18 @@ def test_empty_table(fixture_table: str) -> None:
     assert table.partitions() == []
     assert table.file_slices() == []
     assert table.timeline.completed() == []
+
+
+@pytest.mark.parametrize("fixture_table", fixture_ids(), indirect=True)
+def test_written_base_ids_by_partition_equal_the_commits_files(fixture_table: str) -> None:
+    """The compact index views ask per partition holds each commit's base
+    files (not its logs), partition by partition, in the commit's order."""
+    table = HudiTable.open(fixture_table, use_metadata=False)
+    timeline, extension = table.timeline, table.config.base_file_format.extension
+    for instant in timeline.commits():
+        if timeline.is_empty(instant):
+            continue
+        written = timeline.written_files(instant)
+        for partition in {p for p, _, _ in written} | {"no-such-partition"}:
+            expected = [fid for p, fid, path in written if p == partition and path.endswith(extension) and "/." not in f"/{path}"]
+            assert timeline.written_base_ids_in(instant, partition, extension) == expected
