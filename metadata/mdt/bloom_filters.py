@@ -8,7 +8,6 @@ get no record, as in Hudi; nor does a base file without a filter.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -21,6 +20,7 @@ from metadata.mdt.keys import bloom_filter_key
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.record_schema import bloom_filter_record, removed_bloom_filter_records
+from metadata.read_ahead import threaded_map
 from metadata.storage import Storage, join
 
 FOOTER_THREADS = 16  # footers read at once (a request or two each on an object store)
@@ -34,8 +34,7 @@ def footer_filter(storage: Storage, relative: str) -> SerializedBloomFilter | No
 
 def footer_filters(storage: Storage, relatives: list[str]) -> list[SerializedBloomFilter | None]:
     """`footer_filter` of many base files, read side by side, in order."""
-    with ThreadPoolExecutor(max_workers=FOOTER_THREADS) as pool:
-        return list(pool.map(lambda relative: footer_filter(storage, relative), relatives))
+    return threaded_map(relatives, lambda relative: footer_filter(storage, relative), FOOTER_THREADS)
 
 
 def bloom_filter_records(storage: Storage, files: Iterable[tuple[str, str]], timestamp: str,

@@ -31,6 +31,7 @@ from metadata.log_format import LogBlock
 from metadata.mdt import keys
 from metadata.mdt.file_stats import ColumnRange, file_values, table_ranges
 from metadata.mdt.record_schema import bloom_filter_record, range_record
+from metadata.read_ahead import AHEAD_PER_THREAD, read_ahead, threaded_map
 from metadata.storage import Storage, join
 from metadata.text_enum import TextEnum
 
@@ -183,8 +184,7 @@ def expression_ranges(storage: Storage, files: Sequence[str], index: ExpressionI
         values = file_values(storage, relative, index.column, block_counts, schema)
         return None if values is None else expression_range(values, relative.rsplit("/", 1)[-1], index, expressions)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(files)))) as pool:
-        return [r for r in pool.map(one, files) if r is not None]
+    return [r for r in threaded_map(files, one, min(threads, len(files))) if r is not None]
 
 
 def file_records(index: ExpressionIndexPartition, partition: str, ranges: Iterable[ColumnRange], version: int,
@@ -230,4 +230,4 @@ def bloom_records(storage: Storage, files: Sequence[tuple[str, str]], index: Exp
         return key, bloom_filter_record(key, built.type_code, timestamp, built.text)
 
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(files)))) as pool:
-        yield from (r for r in pool.map(one, files) if r is not None)
+        yield from (r for r in read_ahead(pool, files, one, AHEAD_PER_THREAD * threads) if r is not None)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -22,6 +21,7 @@ import pyarrow.parquet as pq
 from metadata import arrow_values
 from metadata.errors import HudiFormatError, IndexWriteError
 from metadata.log_format import BlockType, LogBlock, decode_avro_records, read_log_blocks
+from metadata.read_ahead import threaded_map
 from metadata.record_key import RECORD_KEY_FIELD, RecordKeyError, RecordKeyRule
 from metadata.storage import Storage
 
@@ -96,5 +96,4 @@ def keys_of_files(storage: Storage, files: Sequence[tuple[str, str, str, str]],
         relative, partition, file_id, instant = item
         return FileKeys(partition, file_id, instant, file_keys(storage, relative, block_counts, rule))
 
-    with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
-        return list(pool.map(one, files))
+    return threaded_map(files, one, parallelism)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pickle
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol, TypeVar
@@ -20,6 +20,7 @@ import pyarrow.fs as pafs
 
 from metadata.mdt.file_stats import ColumnRange, blocks_counting, file_ranges
 from metadata.process import worker_count, worker_pool
+from metadata.read_ahead import threaded_map
 from metadata.storage import Storage
 
 T = TypeVar("T")
@@ -115,8 +116,7 @@ class LocalStatsEngine:
 
 def _threaded(storage: Storage, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None, schema: pa.Schema | None,
               completed: frozenset[str], then: Then[T], threads: int) -> list[T]:
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        return list(pool.map(lambda item: ranges_then(storage, item, columns, schema, completed, then), files))
+    return threaded_map(files, lambda item: ranges_then(storage, item, columns, schema, completed, then), threads)
 
 
 def _chunk_ranges(base_uri: str, chunk: list[tuple[str, str | None]], *, columns: Sequence[str] | None, schema: pa.Schema | None,
