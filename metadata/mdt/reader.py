@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import threading
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -94,9 +95,12 @@ class RawCells:
         if wanted is None and self.query.keys is not None and len(self.query.keys) <= FEW_KEYS:
             wanted = sorted(self.query.keys)  # a few seeks beat a columnar scan
         if wanted is not None:
+            keys = [k for k in wanted if k not in self.dropped and self.query.matches(k)]
+            if len(keys) > FEW_KEYS:  # each block that can hold them read once, not a block per key
+                return replace(self, query=KeyQuery(keys=keys)).records_of()
             found = {}
-            for key in wanted:
-                value = self.value_of(key)
+            for key in keys:
+                value = self.reader.get(key.encode("utf-8"))
                 if value is not None:
                     found[key] = decode_record(key, value, self.schema_json, self.where)
             return found
@@ -177,8 +181,19 @@ class KeyQuery:
         if self.keys is not None:
             return key in self.keys
         if self.prefixes is not None:
-            return any(key.startswith(p) for p in self.prefixes)
+            covering = self._covering
+            at = bisect_right(covering, key) - 1  # no covering prefix starts another: only the nearest below can match
+            return at >= 0 and key.startswith(covering[at])
         return True
+
+    @cached_property
+    def _covering(self) -> list[str]:
+        """The prefixes no shorter one covers, sorted."""
+        covering: list[str] = []
+        for prefix in self.prefixes or []:
+            if not covering or not prefix.startswith(covering[-1]):
+                covering.append(prefix)
+        return covering
 
 
 @dataclass(frozen=True)
