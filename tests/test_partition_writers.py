@@ -57,10 +57,10 @@ def _inputs(ctx: WriteContext, ts: str) -> SyncInputs:
     return SyncInputs(ctx, ts, change, columns_to_index(schema), schema)
 
 
-def _decoded(ctx: WriteContext, records: dict[str, dict[str, Any]] | list[tuple[str, dict[str, Any]]]) -> dict[str, MetadataRecord]:
-    """Records through the Avro encoder and the read side's decoder, as a reader sees them."""
+def _decoded(ctx: WriteContext, records: dict[str, dict[str, Any] | bytes] | list[tuple[str, dict[str, Any]]]) -> dict[str, MetadataRecord]:
+    """Records through the Avro encoder (unless a writer encoded them) and the read side's decoder, as a reader sees them."""
     pairs = records.items() if isinstance(records, dict) else records
-    return {k: decode_record(k, encode_record(r, ctx.schema_json), ctx.schema_json, k) for k, r in pairs}
+    return {k: decode_record(k, r if isinstance(r, bytes) else encode_record(r, ctx.schema_json), ctx.schema_json, k) for k, r in pairs}
 
 
 def _written_files(ctx: WriteContext, ts: str) -> list[tuple[str, str]]:

@@ -81,14 +81,14 @@ class FileGroupFiles:
             self.tx.fault(f"{step}: after {partition.value}/{index}")
         return sum(spill.count for spill in spills.values())
 
-    def write_logs(self, partition: MetadataPartition, ts: str, records: Mapping[str, dict[str, Any]], written: Written) -> int:
+    def write_logs(self, partition: MetadataPartition, ts: str, records: Mapping[str, dict[str, Any] | bytes], written: Written) -> int:
         """A sync's records of one partition: an HFile data block per file group
         they hash to, in a new log file; the records written."""
         groups = self.file_group_count(partition)
         cells: dict[int, list[tuple[bytes, bytes]]] = {}
         for key, record in records.items():
-            cells.setdefault(file_group_index(partition.routing_key(key), groups), []).append(
-                (key.encode(), encode_record(record, self.tx.schema_json)))
+            value = record if isinstance(record, bytes) else encode_record(record, self.tx.schema_json)
+            cells.setdefault(file_group_index(partition.routing_key(key), groups), []).append((key.encode(), value))
         for index, group_cells in sorted(cells.items()):
             fg = file_group_id(partition, index)
             name = join(partition.value, self._log_name(partition, fg, ts))

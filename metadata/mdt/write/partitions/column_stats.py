@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from metadata.mdt.file_stats import ColumnRange, leaf_type
 from metadata.mdt.keys import column_stats_key
+from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_schema import range_record
 from metadata.mdt.write.partitions.base import PartitionWriter, Records
 from metadata.mdt.write.routed_cells import ColumnStatsCells, RoutedCell
@@ -29,13 +30,13 @@ class ColumnStatsWriter(PartitionWriter):
 
     def sync_records(self, inputs: SyncInputs) -> Records:
         """The new files' ranges; deleted files' records of every indexed column as tombstones."""
-        version, change, new_ranges = self.ctx.version, inputs.change, inputs.new_ranges()
+        version, change, new_ranges, schema_json = self.ctx.version, inputs.change, inputs.new_ranges(), self.ctx.schema_json
         out: Records = {}
         for partition, added in change.added.items():
             for name in added:
                 for r in new_ranges.get(name, []):
                     key = column_stats_key(r.column, partition, name)
-                    out[key] = range_record(key, r, version)
+                    out[key] = encode_record(range_record(key, r, version), schema_json)  # encoded: a commit may add 10,000s of files
         for partition, deleted in change.deleted.items():
             for name in deleted:
                 for column in inputs.columns:

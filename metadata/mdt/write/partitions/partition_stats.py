@@ -28,4 +28,6 @@ class PartitionStatsWriter(PartitionWriter):
     def sync_records(self, inputs: SyncInputs) -> Records:
         """The touched partitions rolled up again from the held and the new file ranges."""
         rollup = PartitionRollUp(self.ctx, inputs.columns, inputs.schema)
-        return rollup.records(inputs.ts, inputs.change.touched_partitions, inputs.new_ranges())
+        out: Records = {}
+        out.update(rollup.records(inputs.ts, inputs.change.touched_partitions, inputs.new_ranges()))
+        return out
