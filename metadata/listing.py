@@ -8,7 +8,7 @@ callers do not change when the source does.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
@@ -119,6 +119,12 @@ class StorageListing:
                 partitions.add(folder)
                 self._files[folder] = files
         return sorted(partitions)
+
+    def forget(self, partitions: Iterable[str]) -> None:
+        """Let go of these partitions' listings (a pass done with them); asked again, they are listed again."""
+        with self._lock:
+            for partition in partitions:
+                self._files.pop(partition, None)
 
     def files_for(self, partitions: list[str]) -> dict[str, list[StoredFile]]:
         with self._lock:
