@@ -15,7 +15,10 @@ from metadata.mdt.stats_engine import Then, ranges_then
 from metadata.storage import Storage
 
 T = TypeVar("T")
-BATCH_FILES = 20_000  # files per Spark job: a job's start costs what reading a few hundred footers does
+# Files per Spark job: a job's start costs what reading a few hundred footers does, and the driver
+# holds up to three jobs' cells (one filed, two read ahead). A 100,000-file build on local[2]: 20,000
+# took 33.5 to 54.7 s with the driver at 462 MiB, 5,000 took 38.7 s at 328 MiB.
+BATCH_FILES = 5_000
 
 
 def _task(base_uri: str, storage_options: Mapping[str, str] | None, columns: Sequence[str] | None, schema: pa.Schema | None,
