@@ -150,20 +150,24 @@ class Timeline:
         """(partition, file id, path) of the files a completed commit wrote."""
         if not instant.is_commit:
             raise ValueError(f"{instant} is not a completed commit")
-        with self._lock:
-            cached = self._cache.get(("commit", instant.requested_time))
-        if cached is not None:
-            return [(s.partition_path, s.file_id, s.path or "") for s in cached.write_stats()]
-        return self._cached("written", instant, lambda: written_files(self.instant_file(instant), self.read_content(instant)))
+        held = self._written_held(instant)
+        return held if held is not None else self._cached("written", instant, lambda: self._written_decoded(instant))
 
     def _written_once(self, instant: Instant) -> list[tuple[str, str, str]]:
         """`written_files` without keeping the list (the index keeps it compact)."""
+        held = self._written_held(instant)
+        return held if held is not None else self._written_decoded(instant)
+
+    def _written_held(self, instant: Instant) -> list[tuple[str, str, str]] | None:
+        """`written_files` from what the cache already holds: the decoded commit, or the list itself."""
         with self._lock:
-            cached = self._cache.get(("commit", instant.requested_time)) or self._cache.get(("written", instant.requested_time))
-        if isinstance(cached, CommitMetadata):
-            return [(s.partition_path, s.file_id, s.path or "") for s in cached.write_stats()]
-        if cached is not None:
-            return cached
+            commit = self._cache.get(("commit", instant.requested_time))
+            written = self._cache.get(("written", instant.requested_time))
+        if commit is not None:
+            return [(s.partition_path, s.file_id, s.path or "") for s in commit.write_stats()]
+        return written
+
+    def _written_decoded(self, instant: Instant) -> list[tuple[str, str, str]]:
         return written_files(self.instant_file(instant), self.read_content(instant))
 
     def written_base_ids_in(self, instant: Instant, partition: str, extension: str) -> list[str]:

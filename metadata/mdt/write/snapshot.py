@@ -87,8 +87,14 @@ class BuildSnapshot:
     def latest_slices(self) -> list[FileSlice]:
         """The latest file slices at the built instant, listed from storage (once)."""
         if self._latest is None:
-            self._latest = latest_slices_from_storage(self.data, self.built_through, listing=self.listing) if self.built_through else []
+            self._latest = self.latest_slices_of(None)
         return self._latest
+
+    def latest_slices_of(self, partitions: list[str] | None) -> list[FileSlice]:
+        """The latest file slices of these partitions (None: all) at the built instant, listed from storage."""
+        if not self.built_through:
+            return []
+        return latest_slices_from_storage(self.data, self.built_through, partitions, listing=self.listing)
 
     def file_keys(self) -> list[FileKeys]:
         """Record keys of every file of the latest slices, base file first, then logs in order."""
@@ -175,7 +181,7 @@ class _LatestFiles:
         """Resolve through partition `last` and let go of those before `first`."""
         while self.resolved <= self.position[last]:
             run = self.order[self.resolved : self.resolved + LATEST_RUN_PARTITIONS]
-            for s in self._latest_slices(run):
+            for s in self.snapshot.latest_slices_of(run):
                 for path in s.files:
                     name = path.rsplit("/", 1)[-1]
                     self.names[name] = s.partition
@@ -191,9 +197,3 @@ class _LatestFiles:
 
     def partition_of(self, file_name: str) -> str | None:
         return self.names.get(file_name)
-
-    def _latest_slices(self, partitions: list[str]) -> list[FileSlice]:
-        snapshot = self.snapshot
-        if not snapshot.built_through:
-            return []
-        return latest_slices_from_storage(snapshot.data, snapshot.built_through, partitions, listing=snapshot.listing)
