@@ -71,6 +71,7 @@ class KnownStats:
     """Statistics of the copied files as the bench defines them (file number -> ranges)."""
 
     batch_files = 20_000
+    batches_at_once = 1
 
     def __init__(self, numbers: dict[str, int]) -> None:
         self.numbers = numbers

@@ -37,7 +37,7 @@ from bench.common import finish, in_fresh_process, peak_rss_mib, progress
 from bench.scale import BUILT_MARKER, COLUMNS, SCHEMA, KnownStats, build, partition_dir
 from metadata.file_naming import BaseFileName
 from metadata.mdt.file_groups import MdtPartition
-from metadata.mdt.write.snapshot import BuildSnapshot
+from metadata.mdt.write.snapshot import BuildSnapshot, HeldFiles
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
 
@@ -75,7 +75,7 @@ def build_metadata_only(path: str, partitions: int, files: int) -> None:
 
     def synthetic(*args: Any, **kwargs: Any) -> Any:
         snapshot = take(*args, **kwargs)
-        snapshot.files = names  # what the metadata table lists: the named files, not storage's one
+        snapshot.files = HeldFiles(names)  # what the metadata table lists: the named files, not storage's one
         return snapshot
 
     with mock.patch.object(BuildSnapshot, "take", synthetic):

@@ -93,7 +93,7 @@ class StorageListing:
             files, folders = self.storage.list_dir(folder)
             if any(f.name.startswith(PARTITION_METADATA_PREFIX) for f in files):
                 found.append(folder)
-                self._files[folder] = files
+                self._keep(folder, files)
                 if folder:
                     continue  # a partition holds no partitions below it
             pending.extend(join(folder, sub) for sub in folders if sub != METAFOLDER)
@@ -117,8 +117,12 @@ class StorageListing:
             files = by_folder[folder]
             if any(f.name.startswith(PARTITION_METADATA_PREFIX) for f in files):
                 partitions.add(folder)
-                self._files[folder] = files
+                self._keep(folder, files)
         return sorted(partitions)
+
+    def _keep(self, partition: str, files: list[StoredFile]) -> None:
+        """Hold a partition's files seen by the walk (so listing it later costs no call)."""
+        self._files[partition] = files
 
     def forget(self, partitions: Iterable[str]) -> None:
         """Let go of these partitions' listings (a pass done with them); asked again, they are listed again."""

@@ -368,6 +368,7 @@ class ShiftedStatsEngine:
     max_shift: float = 1
 
     batch_files: int = 2000
+    batches_at_once: int = 1
 
     def map_ranges(self, base_uri: str, files: Any, columns: Any, schema: Any, completed: frozenset[str], storage_options: Any,
                    then: Any) -> list[Any]:
@@ -735,3 +736,20 @@ def test_persistent_stats_cache_is_reused_and_never_stale(tmp_path: Path) -> Non
         newest.write_bytes(b"damaged")
         assert planned() == (first, 1)  # a damaged cache file is read around, not trusted
         assert planned() == (first, 0)  # and replaced
+
+
+def test_a_build_over_a_type_change_leaves_that_column_unbounded_in_partition_stats(tmp_path: Path) -> None:
+    """Files of one partition written before and after `v` went from int to
+    string: their bounds do not compare, so the partition's roll-up of `v` has
+    none (never one type's bounds alone), as a sync's roll-up has; `id` keeps its bounds."""
+    path = str(tmp_path / "evolved")
+    builder = TableBuilder(path, pa.schema([("id", pa.int64()), ("v", pa.int32()), ("p", pa.string())]), partition_fields=["p"],
+                           version=8)
+    builder.write(pa.table({"id": pa.array([1, 2], pa.int64()), "v": pa.array([5, 7], pa.int32()), "p": ["a", "a"]}),
+                  operation="insert")
+    builder.evolve_column("v", pa.string())
+    builder.write(pa.table({"id": pa.array([3], pa.int64()), "v": ["x"], "p": ["a"]}), operation="insert")
+    MetadataTableWriter(path).build([MdtPartition.FILES, MdtPartition.COLUMN_STATS, MdtPartition.PARTITION_STATS])
+    [row] = MetadataTable.open(path).partition_stats(["id", "v"]).to_pylist()
+    assert (row["partition"], row["valueCount"], row["id_minValue"], row["id_maxValue"]) == ("p=a", 3, 1, 3)
+    assert (row["v_minValue"], row["v_maxValue"], row["v_nullCount"]) == (None, None, 0)

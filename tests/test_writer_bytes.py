@@ -28,7 +28,7 @@ def test_memory_budget_and_batches_do_not_change_the_bytes(tmp_path: Path, monke
     a time (and the listing let go behind them)."""
     from metadata.mdt.write import snapshot
 
-    monkeypatch.setattr(snapshot, "LATEST_RUN_PARTITIONS", 1)
+    monkeypatch.setattr(snapshot, "RUN_PARTITIONS", 1)
     recorded = json.loads(GOLDEN.read_text())
     assert written_bytes(tmp_path, memory_budget=2_000, batch_files=1) == recorded
 

@@ -15,10 +15,13 @@ from metadata.mdt.stats_engine import Then, ranges_then
 from metadata.storage import Storage
 
 T = TypeVar("T")
-# Files per Spark job: a job's start costs what reading a few hundred footers does, and the driver
-# holds up to three jobs' cells (one filed, two read ahead). A 100,000-file build on local[2]: 20,000
-# took 33.5 to 54.7 s with the driver at 462 MiB, 5,000 took 38.7 s at 328 MiB.
-BATCH_FILES = 5_000
+# Files per Spark job: the driver holds up to three jobs' cells (one filed, two in flight). A
+# 100,000-file build on local[2], two jobs at once: 5,000 a job took 32.0 to 36.3 s with the driver
+# at 320 MiB, 10,000 took 27.9 to 28.4 s at 366 MiB (20,000, one job at a time: 36.4 s at 455 MiB).
+BATCH_FILES = 10_000
+# Jobs in flight at once: a job's start (about 270 ms on local[2], its tasks' too) leaves the
+# executors idle unless another job's tasks are queued behind it.
+BATCHES_AT_ONCE = 2
 
 
 def _task(base_uri: str, storage_options: Mapping[str, str] | None, columns: Sequence[str] | None, schema: pa.Schema | None,
@@ -29,10 +32,12 @@ def _task(base_uri: str, storage_options: Mapping[str, str] | None, columns: Seq
 
 
 class SparkStatsEngine:
-    def __init__(self, spark: Any, parallelism: int | None = None, batch_files: int = BATCH_FILES) -> None:
+    def __init__(self, spark: Any, parallelism: int | None = None, batch_files: int = BATCH_FILES,
+                 batches_at_once: int = BATCHES_AT_ONCE) -> None:
         self.spark = spark
         self.parallelism = parallelism or spark.sparkContext.defaultParallelism
         self.batch_files = batch_files
+        self.batches_at_once = batches_at_once
 
     def map_ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
                    schema: pa.Schema | None, completed: frozenset[str], storage_options: Mapping[str, str] | None,

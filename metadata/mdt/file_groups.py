@@ -173,12 +173,21 @@ def _unsigned_hash(text: str) -> int:
     return java_string_hash(text) & _MASK
 
 
-def joined_key_index(prefix: str, suffix: str, count: int) -> int:
+SuffixHash = tuple[int, int]  # (Java hash of an ASCII suffix, 31^len(suffix)), both mod 2^32
+
+
+def joined_key_index(prefix: str, suffix: str | SuffixHash, count: int) -> int:
     """`file_group_index(prefix + suffix, count)` for an ASCII suffix, from the
     prefix's cached hash: Java's hash of a concatenation is the prefix's times
     31^len(suffix) plus the suffix's, so many keys sharing a prefix (column
-    and partition ids) hash their own part only."""
-    h = _unsigned_hash(prefix)
+    and partition ids) hash their own part only, and a suffix many keys share
+    (a file's id, under each column) is hashed once by `suffix_hash`."""
+    h, power = suffix_hash(suffix) if isinstance(suffix, str) else suffix
+    return _index_of_hash(_signed((_unsigned_hash(prefix) * power + h) & _MASK), count)
+
+
+def suffix_hash(suffix: str) -> SuffixHash:
+    h = 0
     for code in suffix.encode("ascii"):
         h = (h * 31 + code) & _MASK
-    return _index_of_hash(_signed(h), count)
+    return h, pow(31, len(suffix), 1 << 32)

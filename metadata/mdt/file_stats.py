@@ -35,7 +35,7 @@ DECIMAL_MAX_PRECISION = 30  # the metadata record's decimal wrapper
 DECIMAL_MAX_SCALE = 15
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a build holds one per partition and column, and unpickles one per cell
 class ColumnRange:
     """One column's statistics in one file (a column_stats record's payload)."""
 
@@ -109,23 +109,38 @@ def merge_ranges(a: ColumnRange | None, b: ColumnRange) -> ColumnRange:
     )
 
 
-def roll_up(ranges: Iterable[ColumnRange], file_name: str) -> dict[str, ColumnRange]:
-    """Column -> one range over all of them (partition_stats, row groups).
+class RangeFold:
+    """Column -> one range over the ranges added, named `file_name` (a
+    partition's, for partition_stats; a file's, over its row groups).
     Files written before a column's type changed hold bounds of the old type:
     bounds that do not compare leave the column without bounds for good (the
     partition is never pruned on it), never one type's bounds alone."""
-    out: dict[str, ColumnRange] = {}
-    unbounded: set[str] = set()
-    for r in ranges:
+
+    def __init__(self, file_name: str) -> None:
+        self.file_name = file_name
+        self.ranges: dict[str, ColumnRange] = {}
+        self.unbounded: set[str] = set()
+
+    def add(self, r: ColumnRange) -> None:
+        held = self.ranges.get(r.column)
+        if held is None:
+            self.ranges[r.column] = replace(r, file_name=self.file_name)
+            return
+        if r.column in self.unbounded:
+            r = replace(r, min_value=None, max_value=None)
         try:
-            merged = merge_ranges(out.get(r.column), r)
+            self.ranges[r.column] = merge_ranges(held, r)
         except TypeError:
-            unbounded.add(r.column)
-            merged = merge_ranges(replace(out[r.column], min_value=None, max_value=None), replace(r, min_value=None, max_value=None))
-        low, high = (None, None) if r.column in unbounded else (merged.min_value, merged.max_value)
-        out[r.column] = ColumnRange(file_name, merged.column, merged.dtype, low, high,
-                                    merged.null_count, merged.value_count, merged.total_size, merged.total_uncompressed_size)
-    return out
+            self.unbounded.add(r.column)
+            self.ranges[r.column] = merge_ranges(replace(held, min_value=None, max_value=None), replace(r, min_value=None, max_value=None))
+
+
+def roll_up(ranges: Iterable[ColumnRange], file_name: str) -> dict[str, ColumnRange]:
+    """Column -> one range over all of them (`RangeFold`)."""
+    fold = RangeFold(file_name)
+    for r in ranges:
+        fold.add(r)
+    return fold.ranges
 
 
 def _stat_value(value: Any, dtype: pa.DataType) -> Any:
@@ -143,28 +158,52 @@ def _stat_value(value: Any, dtype: pa.DataType) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class _FooterLayout:
+    """What a footer's schema says once for every file that shares it: the
+    columns to index, their types and their positions among the leaves."""
+
+    schema: pq.ParquetSchema
+    arrow_schema_text: bytes | None  # the footer's `ARROW:schema`, which types read through as well
+    wanted: tuple[tuple[str, pa.DataType, int | None], ...]  # (column, type, leaf position)
+
+
+_LAYOUTS: dict[tuple[str, ...] | None, list[_FooterLayout]] = {}  # columns asked -> layouts seen, newest first
+LAYOUTS_KEPT = 8  # a table's files share a schema or a few (evolution)
+
+
+def _footer_layout(metadata: pq.FileMetaData, columns: Sequence[str] | None) -> _FooterLayout:
+    asked = None if columns is None else tuple(columns)
+    arrow_text = (metadata.metadata or {}).get(b"ARROW:schema")
+    seen = _LAYOUTS.setdefault(asked, [])
+    for layout in seen:
+        if layout.arrow_schema_text == arrow_text and layout.schema.equals(metadata.schema):
+            return layout
+    schema = metadata.schema.to_arrow_schema()
+    names = columns_to_index(schema) if columns is None else [c for c in columns if leaf_type(schema, c) is not None]
+    positions = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    layout = _FooterLayout(metadata.schema, arrow_text, tuple((n, leaf_type(schema, n), positions.get(n)) for n in names))
+    seen.insert(0, layout)
+    del seen[LAYOUTS_KEPT:]
+    return layout
+
+
 def footer_ranges(data: bytes | pa.NativeFile, file_name: str, columns: Sequence[str] | None, where: str) -> list[ColumnRange]:
     """Stats of a Parquet base file from its footer alone."""
     try:
-        parquet = pq.ParquetFile(data if not isinstance(data, bytes) else io.BytesIO(data))
+        metadata = pq.read_metadata(data if not isinstance(data, bytes) else io.BytesIO(data))
     except (OSError, pa.ArrowInvalid) as exc:
         raise HudiFormatError(where, f"Parquet footer does not read ({exc})") from None
-    schema = parquet.schema_arrow
-    wanted = columns_to_index(schema) if columns is None else [c for c in columns if leaf_type(schema, c) is not None]
-    types = {name: leaf_type(schema, name) for name in wanted}
-    positions = {parquet.metadata.schema.column(i).path: i for i in range(parquet.metadata.num_columns)}
+    wanted = _footer_layout(metadata, columns).wanted
     merged: dict[str, ColumnRange] = {}
-    for rg in range(parquet.metadata.num_row_groups):
-        group = parquet.metadata.row_group(rg)
-        for name in wanted:
-            index = positions.get(name)
+    for rg in range(metadata.num_row_groups):
+        group = metadata.row_group(rg)
+        for name, dtype, index in wanted:
             if index is None:
                 continue
             chunk = group.column(index)
             stats = chunk.statistics
             has_range = stats is not None and stats.has_min_max
-            dtype = types[name]
-            assert dtype is not None
             piece = ColumnRange(
                 file_name, name, dtype,
                 _stat_value(stats.min, dtype) if has_range else None,
@@ -173,7 +212,7 @@ def footer_ranges(data: bytes | pa.NativeFile, file_name: str, columns: Sequence
                 int(chunk.num_values), int(chunk.total_compressed_size), int(chunk.total_uncompressed_size),
             )
             merged[name] = merge_ranges(merged.get(name), piece)
-    return [merged[n] for n in wanted if n in merged]
+    return [merged[n] for n, _, _ in wanted if n in merged]
 
 
 def table_ranges(table: pa.Table, file_name: str, columns: Sequence[str] | None) -> list[ColumnRange]:

@@ -31,6 +31,7 @@ class StatsEngine(Protocol):
     """Computes column ranges of many data files (threads here, Spark elsewhere)."""
 
     batch_files: int  # files a writer hands it at once
+    batches_at_once: int  # batches a writer has in `map_ranges` at once (more hide a job's start-up)
 
     def map_ranges(self, base_uri: str, files: Sequence[tuple[str, str | None]], columns: Sequence[str] | None,
                    schema: pa.Schema | None, completed: frozenset[str], storage_options: Mapping[str, str] | None,
@@ -78,6 +79,7 @@ class LocalStatsEngine:
 
     parallelism: int = 8
     batch_files: int = 2000
+    batches_at_once: int = 1  # a batch already keeps every core busy
     processes: int | None = 1  # 1: threads only; None: one process per core for large local batches
     process_min_files: int = PROCESS_MIN_FILES
     _pool: ProcessPoolExecutor | None = field(default=None, init=False, repr=False, compare=False)

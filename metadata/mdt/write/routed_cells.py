@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 
-from metadata.mdt.file_groups import MetadataPartition, file_group_indexes, joined_key_index
+from metadata.mdt.file_groups import MetadataPartition, SuffixHash, file_group_indexes, joined_key_index, suffix_hash
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.keys import column_index_id, file_index_id, partition_index_id
 from metadata.mdt.record_encoding import encode_record
@@ -43,13 +43,17 @@ class ColumnStatsCells:
     def __call__(self, relative: str, ranges: list[ColumnRange]) -> tuple[list[ColumnRange], list[RoutedCell]]:
         partition = relative.rsplit("/", 1)[0] if "/" in relative else ""
         partition_id = partition_index_id(partition)
-        file_ids: dict[str, str] = {}
+        file_ids: dict[str, tuple[str, SuffixHash]] = {}
         cells = []
         for r in ranges:
-            file_id = file_ids.get(r.file_name) or file_ids.setdefault(r.file_name, file_index_id(r.file_name))
+            found = file_ids.get(r.file_name)
+            if found is None:
+                file_id = file_index_id(r.file_name)
+                found = file_ids[r.file_name] = (file_id, suffix_hash(file_id))
+            file_id, hashed = found
             prefix = column_index_id(r.column) + partition_id
             key = prefix + file_id
-            index = joined_key_index(prefix, file_id, self.groups)  # column_stats routes by the whole key
+            index = joined_key_index(prefix, hashed, self.groups)  # column_stats routes by the whole key
             cells.append((index, key.encode(), encode_record(range_record(key, r, self.version), self.schema_json)))
         return ranges, cells
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Protocol
 
 import pyarrow as pa
 
 from metadata.file_group import FileSlice
 from metadata.listing import StorageListing
-from metadata.mdt.file_stats import ColumnRange, blocks_counting, columns_to_index, merge_ranges
+from metadata.mdt.file_stats import ColumnRange, RangeFold, blocks_counting, columns_to_index
 from metadata.mdt.record_keys import FileKeys, keys_of_files
 from metadata.mdt.stats_engine import StatsEngine
 from metadata.mdt.validate import committed_files
@@ -21,8 +22,53 @@ from metadata.mdt.write.routed_cells import ColumnStatsCells, RoutedCell, ranges
 from metadata.mdt.write.table_inputs import check_columns_in, completed_instants, key_targets, latest_slices_from_storage, table_schema
 from metadata.read_ahead import read_ahead
 from metadata.record_key import RecordKeyRule
+from metadata.spilled_listing import SpilledListing
 from metadata.storage import join
 from metadata.stored_table import TableParts
+
+RUN_PARTITIONS = 200  # partitions whose files (and latest slices) a pass resolves at once
+
+
+class CommittedFiles(Protocol):
+    """Each partition's committed files at the built instant, in partition order."""
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Partition -> committed files, of the partitions holding any."""
+
+    def items(self) -> Iterator[tuple[str, dict[str, int]]]:
+        """(partition, file name -> size), made a run of partitions at a time."""
+
+
+class ListedFiles:
+    """Committed files read back from a spilled storage listing a run of
+    partitions at a time, so that a pass holds a run, not the table; only
+    the counts are kept (what progress and the report need)."""
+
+    def __init__(self, data: TableParts, listing: SpilledListing) -> None:
+        self.data = data
+        self.listing = listing
+        self.extension = data.config.base_file_format.extension
+        self.counts = {p: len(names) for p, names in self._runs(listing.partitions()) if names}
+
+    def items(self) -> Iterator[tuple[str, dict[str, int]]]:
+        return self._runs(list(self.counts))
+
+    def _runs(self, partitions: list[str]) -> Iterator[tuple[str, dict[str, int]]]:
+        for start in range(0, len(partitions), RUN_PARTITIONS):
+            for partition, stored in self.listing.files_for(partitions[start : start + RUN_PARTITIONS]).items():
+                yield partition, {f.name: f.size for f in committed_files(self.data, stored, self.extension)}
+
+
+class HeldFiles:
+    """Committed files given whole (partition -> file name -> size)."""
+
+    def __init__(self, names: dict[str, dict[str, int]]) -> None:
+        self.names = {p: n for p, n in names.items() if n}
+        self.counts = {p: len(n) for p, n in self.names.items()}
+
+    def items(self) -> Iterator[tuple[str, dict[str, int]]]:
+        return iter(self.names.items())
 
 
 @dataclass
@@ -32,7 +78,7 @@ class BuildSnapshot:
     data: TableParts
     engine: StatsEngine
     columns: list[str]
-    files: dict[str, dict[str, int]]  # partition -> file name -> size
+    files: CommittedFiles
     built_through: str
     pending: list[str]
     schema: pa.Schema
@@ -51,13 +97,8 @@ class BuildSnapshot:
         latest = data.timeline.latest_completed()
         built_through = latest.requested_time if latest else ""
         schema = table_schema(data)
-        listing = StorageListing(data.storage)
-        extension = data.config.base_file_format.extension
-        files: dict[str, dict[str, int]] = {}
-        for partition, stored in listing.files_for(listing.partitions()).items():
-            kept = {f.name: f.size for f in committed_files(data, stored, extension)}
-            if kept:
-                files[partition] = kept
+        listing = SpilledListing(data.storage)
+        files = ListedFiles(data, listing)
         chosen = list(columns) if columns else columns_to_index(schema)
         check_columns_in(data, schema, chosen)
         pending = sorted(i.requested_time for i in data.timeline.pending())
@@ -66,7 +107,7 @@ class BuildSnapshot:
 
     @property
     def file_count(self) -> int:
-        return sum(len(f) for f in self.files.values())
+        return sum(self.files.counts.values())
 
     def _batches(self, size: int) -> Iterator[list[tuple[str, str]]]:
         """`file_names` in batches of `size`, made as they are asked for."""
@@ -80,9 +121,9 @@ class BuildSnapshot:
         if batch:
             yield batch
 
-    def file_names(self) -> list[tuple[str, str]]:
+    def file_names(self) -> Iterator[tuple[str, str]]:
         """(partition, file name) of every committed file."""
-        return [(p, n) for p, names in self.files.items() for n in names]
+        return ((p, n) for p, names in self.files.items() for n in names)
 
     def latest_slices(self) -> list[FileSlice]:
         """The latest file slices at the built instant, listed from storage (once)."""
@@ -130,7 +171,7 @@ class BuildSnapshot:
         per-partition roll-ups on the way."""
         total = self.file_count
         latest = _LatestFiles(self) if self.rollups_wanted else None
-        rollups: dict[str, dict[str, ColumnRange]] = {}
+        rollups: dict[str, RangeFold] = {}
         completed = completed_instants(self.data)
         batch_files = self.batch_files or self.engine.batch_files
 
@@ -139,7 +180,8 @@ class BuildSnapshot:
                                                  self.schema, completed, self.data.storage.storage_options, then or ranges_only)
 
         done = 0
-        with ThreadPoolExecutor(max_workers=1) as ahead:  # the next batch is read while this one is filed away
+        # the next batches are read while this one is filed away (held: the depth and this one)
+        with ThreadPoolExecutor(max_workers=max(1, self.engine.batches_at_once)) as ahead:
             for batch, found in read_ahead(ahead, self._batches(batch_files), read, depth=2):
                 if latest is not None:
                     latest.cover(batch[0][0], batch[-1][0])
@@ -147,15 +189,11 @@ class BuildSnapshot:
                     for r in ranges:
                         p = latest.partition_of(r.file_name) if latest is not None else None
                         if p is not None:
-                            per_column = rollups.setdefault(p, {})
-                            per_column[r.column] = merge_ranges(per_column.get(r.column), r)
+                            (rollups.get(p) or rollups.setdefault(p, RangeFold(p))).add(r)
                     yield cells
                 done += len(batch)
                 self.progress(f"statistics of {done} of {total} files")
-        self._rollups = {p: {c: replace(r, file_name=p) for c, r in per_column.items()} for p, per_column in rollups.items()}
-
-
-LATEST_RUN_PARTITIONS = 200  # partitions whose latest slices a statistics pass resolves at once
+        self._rollups = {p: fold.ranges for p, fold in rollups.items()}
 
 
 class _LatestFiles:
@@ -167,7 +205,7 @@ class _LatestFiles:
 
     def __init__(self, snapshot: BuildSnapshot) -> None:
         self.snapshot = snapshot
-        self.order = list(snapshot.files)
+        self.order = list(snapshot.files.counts)
         self.position = {p: i for i, p in enumerate(self.order)}
         self.resolved = 0  # partitions order[:resolved] are resolved
         self.passed = 0  # partitions order[:passed] are let go
@@ -180,7 +218,7 @@ class _LatestFiles:
     def cover(self, first: str, last: str) -> None:
         """Resolve through partition `last` and let go of those before `first`."""
         while self.resolved <= self.position[last]:
-            run = self.order[self.resolved : self.resolved + LATEST_RUN_PARTITIONS]
+            run = self.order[self.resolved : self.resolved + RUN_PARTITIONS]
             for s in self.snapshot.latest_slices_of(run):
                 for path in s.files:
                     name = path.rsplit("/", 1)[-1]

@@ -57,12 +57,12 @@ class ExpressionIndexWriter(PartitionWriter):
         index, data = self.partition, snapshot.data
         counts = blocks_counting(None, completed_instants(data))
         if index.index_type is ExpressionIndexType.BLOOM_FILTERS:  # stamped with the building instant, as the bloom_filters partition
-            yield from bloom_records(data.storage, [(p, n) for p, names in sorted(snapshot.files.items()) for n in names], index,
+            yield from bloom_records(data.storage, list(snapshot.file_names()), index,
                                      self.expressions, counts, snapshot.schema, ts)
             return
         latest = snapshot.latest_slice_files()
         rollups: dict[str, ColumnRange] = {}
-        for partition, names in sorted(snapshot.files.items()):
+        for partition, names in snapshot.files.items():
             self.ctx.progress(f"evaluating {index.function}({index.column}) over {len(names)} files of {partition or 'the table'}")
             found = expression_ranges(data.storage, [join(partition, n) for n in names], index, self.expressions, counts, snapshot.schema)
             yield from file_records(index, partition, found, self.ctx.version)

@@ -20,7 +20,7 @@ class FilesWriter(PartitionWriter):
         for p, names in snapshot.files.items():
             key = to_metadata_partition(p)
             yield key, files_record(key, {n: (size, False) for n, size in names.items()})
-        yield ALL_PARTITIONS_KEY, files_record(ALL_PARTITIONS_KEY, {to_metadata_partition(p): (0, False) for p in snapshot.files},
+        yield ALL_PARTITIONS_KEY, files_record(ALL_PARTITIONS_KEY, {to_metadata_partition(p): (0, False) for p in snapshot.files.counts},
                                                all_partitions=True)
 
     def sync_records(self, inputs: SyncInputs) -> Records:
