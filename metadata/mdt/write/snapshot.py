@@ -1,7 +1,8 @@
 """What a build reads from the data table, once for every partition it
-initialises: the committed files at the latest instant, their record keys,
-and their statistics computed a batch of files at a time (only one batch is
-held), rolled up per partition on the way."""
+initialises: the committed files at the latest instant (listed once, spilled
+to local disk and read back a run of partitions at a time), their record
+keys, and their statistics computed a batch of files at a time (only a few
+batches are held), rolled up per partition on the way."""
 
 from __future__ import annotations
 
