@@ -8,7 +8,7 @@ callers do not change when the source does.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
@@ -123,12 +123,6 @@ class StorageListing:
     def _keep(self, partition: str, files: list[StoredFile]) -> None:
         """Hold a partition's files seen by the walk (so listing it later costs no call)."""
         self._files[partition] = files
-
-    def forget(self, partitions: Iterable[str]) -> None:
-        """Let go of these partitions' listings (a pass done with them); asked again, they are listed again."""
-        with self._lock:
-            for partition in partitions:
-                self._files.pop(partition, None)
 
     def files_for(self, partitions: list[str]) -> dict[str, list[StoredFile]]:
         with self._lock:

@@ -20,8 +20,8 @@ SPILL_SCHEMA = pa.schema([("name", pa.string()), ("size", pa.int64())])
 class SpilledListing(StorageListing):
     """`StorageListing` whose walk writes each partition's files to a
     temporary Arrow file as it finds them; `files_for` reads them back each
-    time it is asked (nothing is kept, so `forget` has nothing to let go).
-    Partitions the walk did not find are listed from storage as usual."""
+    time it is asked (nothing is kept). Partitions the walk did not find are
+    listed from storage as usual."""
 
     def __init__(self, storage: Storage, why: str = "", warning: str | None = None) -> None:
         super().__init__(storage, why, warning)

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from isal import isal_zlib  # zlib's interface, ISA-L's inflate: twice zlib's speed on these blocks
@@ -48,6 +49,8 @@ from metadata.mdt.hfile_format import (
 from metadata.read_ahead import read_ahead
 from metadata.storage import Storage
 
+_ISAL_ERROR = cast(type[Exception], isal_zlib.error)  # its stub calls the class an instance
+
 ReadAt = Callable[[int, int], bytes]
 
 MAX_TAGS_KEY = b"hfile.MAX_TAGS_LEN"
@@ -65,7 +68,7 @@ _pool_lock = threading.Lock()
 
 
 def _decompress_pool() -> ThreadPoolExecutor:
-    """Shared threads that read and inflate blocks ahead of a columnar scan (zlib releases the GIL)."""
+    """Shared threads that read and inflate blocks ahead of a columnar scan (the inflater releases the GIL for most of a block)."""
     global _pool
     with _pool_lock:
         if _pool is None:
@@ -224,7 +227,7 @@ class HFileReader:
                 payload = inflater.decompress(raw)
                 if inflater.unused_data or not inflater.eof:
                     payload = gzip.decompress(raw)
-            except (OSError, EOFError, zlib.error, isal_zlib.error) as exc:
+            except (OSError, EOFError, zlib.error, _ISAL_ERROR) as exc:
                 raise HudiFormatError(self.path, f"GZ block does not decompress ({exc})", offset=offset) from None
         if len(payload) != header.uncompressed_size_without_header:
             raise HudiFormatError(

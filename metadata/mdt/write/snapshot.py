@@ -230,8 +230,6 @@ class _LatestFiles:
             partition = self.order[self.passed]
             for name in self.by_partition.pop(partition, []):
                 self.names.pop(name, None)
-            if self.snapshot.listing is not None and self.snapshot._latest is None:
-                self.snapshot.listing.forget([partition])  # listed again should another pass need it
             self.passed += 1
 
     def partition_of(self, file_name: str) -> str | None:
