@@ -68,7 +68,7 @@ _pool_lock = threading.Lock()
 
 
 def _decompress_pool() -> ThreadPoolExecutor:
-    """Shared threads that read and inflate blocks ahead of a columnar scan (the inflater releases the GIL for most of a block)."""
+    """Shared threads that read and inflate blocks ahead of a columnar scan (reads and inflation release the GIL)."""
     global _pool
     with _pool_lock:
         if _pool is None:
