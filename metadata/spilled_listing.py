@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 import tempfile
 
+import numpy as np
 import pyarrow as pa
 
+from metadata import arrow_values
 from metadata.listing import StorageListing
 from metadata.storage import Storage, StoredFile, join
 
@@ -47,8 +49,9 @@ class SpilledListing(StorageListing):
             return
         if self._writer is None:
             self._writer = pa.ipc.new_file(self._path, SPILL_SCHEMA)
-        self._writer.write_batch(pa.record_batch([pa.array(self._names, pa.string()), pa.array(self._sizes, pa.int64())],
-                                                 schema=SPILL_SCHEMA))
+        # through arrow_values: pa.array of Python values imports pandas (0.2 s or more where it is installed)
+        self._writer.write_batch(pa.record_batch([arrow_values.strings(self._names),
+                                                  arrow_values.from_numpy(np.array(self._sizes, dtype=np.int64))], schema=SPILL_SCHEMA))
         self._batches += 1
         self._names, self._sizes = [], []
 
