@@ -1,14 +1,18 @@
-"""Whether a million strings are distinct, without hashing them one by one.
+"""A million strings compared without hashing them one by one.
 
-Arrow answers it by hashing every string into a table (0.2 to 0.5 s at a
-million keys here). Strings of one byte width (metadata-table keys) are rows
-of a byte matrix instead: a 64-bit fingerprint per row and a sort answer it
-exactly. Equal strings always share a fingerprint, so no repeat is missed;
-only a shared fingerprint costs the exact Arrow count.
+Arrow hashes every string into a table (0.2 to 0.5 s at a million keys
+here). Instead each string gets a 64-bit fingerprint computed with numpy,
+and the fingerprints are sorted or hashed as integers. Equal strings always
+share a fingerprint, so nothing equal is missed; strings that merely share
+one are told apart exactly, by Arrow.
 
-(Matching a listing to the stats the same way was measured too: padding
-names to one width and comparing the matches in full cost as much as
-Arrow's `index_in`, so that stays with Arrow.)
+- `all_distinct`: strings of one byte width (metadata-table keys) are rows
+  of a byte matrix, fingerprinted whole.
+- `index_in`: file names (40 bytes and more) are fingerprinted from their
+  length and five 8-byte words read in place at their head and tail, where
+  Hudi's names differ (file id; instant), and every match is then compared
+  in full. Padding names to one width instead cost as much as Arrow's
+  string `index_in`.
 """
 
 from __future__ import annotations
@@ -18,7 +22,14 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metadata.arrow_memory import READ_POOL
+from metadata.arrow_values import from_numpy, to_numpy
+
 _FNV_PRIME = np.uint64(0x100000001B3)
+_WORD = 8
+_HEAD_WORDS = 3  # a Hudi file name's first 24 bytes: its file id
+_TAIL_WORDS = 2  # its last 16: the end of its instant, and the extension
+_SHORTEST = _WORD * _HEAD_WORDS  # shorter strings are matched by Arrow (every word must lie inside its string)
 
 
 def fixed_width(values: pa.Array) -> npt.NDArray[np.uint8] | None:
@@ -61,3 +72,57 @@ def all_distinct(values: pa.Array) -> bool:
         if not (ordered[1:] == ordered[:-1]).any():
             return True
     return bool(pc.count_distinct(values).as_py() == count)
+
+
+def _name_fingerprints(values: pa.Array) -> npt.NDArray[np.uint64] | None:
+    """A fingerprint of each string from its length and its head and tail
+    words; None when one is null or shorter than _SHORTEST bytes."""
+    if values.null_count or not pa.types.is_string(values.type):
+        return None
+    count = len(values)
+    if count == 0:
+        return np.zeros(0, dtype=np.uint64)
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32, count=count + 1, offset=values.offset * 4).astype(np.int64)
+    starts, ends = offsets[:-1], offsets[1:]
+    lengths = ends - starts
+    if int(lengths.min()) < _SHORTEST:
+        return None
+    data = values.buffers()[2]
+    # every 8-byte word of the buffer, at any byte offset (numpy reads them unaligned)
+    words = np.ndarray((data.size - _WORD + 1,), dtype="<u8", buffer=data, strides=(1,))
+    fingerprint = lengths.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        for at in [starts + _WORD * i for i in range(_HEAD_WORDS)] + [ends - _WORD * i for i in range(_TAIL_WORDS, 0, -1)]:
+            fingerprint = (fingerprint ^ words[at]) * _FNV_PRIME
+    return fingerprint
+
+
+def _fingerprints_of(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uint64] | None:
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    parts = [_name_fingerprints(chunk) for chunk in chunks]
+    if any(part is None for part in parts):
+        return None
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)  # type: ignore[arg-type]
+
+
+def index_in(values: pa.Array | pa.ChunkedArray, value_set: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """`pc.index_in(values, value_set=value_set)` (the first equal element's
+    index, null for none) for file names: their fingerprints are matched as
+    integers, each match is compared in full, and only values whose match
+    was another string are looked up by Arrow again."""
+    found_fingerprints = _fingerprints_of(values)
+    set_fingerprints = _fingerprints_of(value_set) if found_fingerprints is not None else None
+    if found_fingerprints is None or set_fingerprints is None:
+        return pc.index_in(values, value_set=value_set, memory_pool=READ_POOL)
+    found = pc.index_in(from_numpy(found_fingerprints), value_set=from_numpy(set_fingerprints), memory_pool=READ_POOL)
+    whole_set = value_set.combine_chunks(memory_pool=READ_POOL) if isinstance(value_set, pa.ChunkedArray) else value_set
+    # a take from many chunks costs several times the copy into one (0.2 s against 0.035 s at a million names)
+    same = pc.equal(values, pc.take(whole_set, found, memory_pool=READ_POOL), memory_pool=READ_POOL)
+    other = to_numpy(pc.invert(same), null=False)  # a match by fingerprint only: another string
+    if not other.any():
+        return found
+    rows = np.flatnonzero(other)
+    exact = to_numpy(pc.index_in(pc.take(values, from_numpy(rows)), value_set=value_set, memory_pool=READ_POOL), null=-1)
+    index = to_numpy(found, null=-1).astype(np.int64)
+    index[rows] = exact
+    return from_numpy(index.astype(np.int32), valid=index >= 0)

@@ -26,7 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata import arrow_values
+from metadata import arrow_values, fingerprints
 from metadata.arrow_memory import READ_POOL
 from metadata.arrow_values import to_numpy
 from metadata.errors import InvalidStatsTable
@@ -129,13 +129,13 @@ def stats_rows_of(files: pa.Table, stats: pa.Table) -> npt.NDArray[np.int64]:
     """For each row of a table with `partition` and `fileName`, the row of
     the stats table about the same file, or -1 (no statistics: it is kept).
 
-    File names are matched first (one hash table of names, no joined keys),
-    and the partitions of the matches compared after; Hudi's file names carry
+    File names are matched first (by fingerprint, `fingerprints.index_in`;
+    no joined keys), and the partitions of the matches compared after; Hudi's file names carry
     a unique file id, so they do not repeat across partitions. When one does,
     the first stats row of that name may be another partition's, so
     (partition, name) pairs are matched instead."""
     names, partitions = files.column(FILE_NAME), files.column(PARTITION)
-    found = pc.index_in(names, value_set=stats.column(FILE_NAME), memory_pool=READ_POOL)
+    found = fingerprints.index_in(names, stats.column(FILE_NAME))
     same = pc.equal(partitions, pc.take(stats.column(PARTITION), found, memory_pool=READ_POOL))
     if not pc.all(pc.fill_null(same, arrow_values.TRUE)).as_py():
         found = pc.index_in(_file_identities(files), value_set=_file_identities(stats), memory_pool=READ_POOL)

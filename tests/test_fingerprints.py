@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,3 +27,26 @@ def test_all_distinct_is_exact(values: list[str], width: int | None) -> None:
 def test_a_shared_fingerprint_is_settled_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fingerprints, "fingerprints", lambda matrix: np.zeros(len(matrix), dtype=np.uint64))
     assert all_distinct(pa.array(["ab", "cd"])) and not all_distinct(pa.array(["ab", "ab"]))
+
+
+_NAME = st.text(alphabet="0af-_.é", min_size=20, max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(_NAME, max_size=30), value_set=st.lists(_NAME, max_size=30), split=st.integers(0, 30))
+def test_index_in_equals_arrow(values: list[str], value_set: list[str], split: int) -> None:
+    """Names of 20 to 30 characters (some under the fingerprinted width), with
+    repeats, as arrays and as chunked arrays: the same indexes as Arrow's."""
+    expected = pc.index_in(pa.array(values, pa.string()), value_set=pa.array(value_set, pa.string()))
+    chunked = pa.chunked_array([values[:split], values[split:]], pa.string())
+    set_chunked = pa.chunked_array([value_set[:split], value_set[split:]], pa.string())
+    for given_values, given_set in ((pa.array(values, pa.string()), pa.array(value_set, pa.string())), (chunked, set_chunked)):
+        assert fingerprints.index_in(given_values, given_set).to_pylist() == expected.to_pylist()
+
+
+def test_index_in_settles_shared_fingerprints(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every name of one length shares a fingerprint: matches are still exact."""
+    monkeypatch.setattr(fingerprints, "_FNV_PRIME", np.uint64(0))
+    names = [f"{i:08d}-0000-0000-0000-000000000000-0_1-2-3_2024.parquet" for i in range(50)]
+    found = fingerprints.index_in(pa.array(names[::-1] + ["x" * 60], pa.string()), pa.array(names, pa.string()))
+    assert found.to_pylist() == list(range(49, -1, -1)) + [None]
