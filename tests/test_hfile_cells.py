@@ -129,3 +129,18 @@ def test_rows_with_any_prefix_equals_one_prefix_at_a_time(rows: set[bytes], pref
     for prefix in prefixes:
         expected |= chunk.rows_with_prefix(prefix)
     assert chunk.rows_with_any_prefix(prefixes).tolist() == expected.tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.sets(st.binary(min_size=1, max_size=5).map(lambda b: b.replace(b"\x00", b"\x01")), min_size=1, max_size=300),
+       prefixes=st.lists(st.binary(max_size=3), min_size=1, max_size=6), block_size=st.sampled_from([64, 256, 4096]),
+       seed=st.integers(0, 2**16))
+def test_blocks_covering_prefixes_are_the_blocks_a_checked_scan_reads(rows: set[bytes], prefixes: list[bytes], block_size: int,
+                                                                      seed: int) -> None:
+    """The binary searches of a loose scan choose the blocks the per-prefix walk does (0xFF bytes included: no successor)."""
+    rng = random.Random(seed)
+    reader = _reader(sorted((r, rng.randbytes(rng.randint(0, 40))) for r in rows), block_size)
+    prefixes = prefixes + [b"\xff", rng.choice(sorted(rows)) + b"\xff"]
+    assert reader.blocks_covering(prefixes) == [entry for entry, _ in reader.blocks_for(prefixes)]
+    loose = [row for chunk in reader.scan_chunks(prefixes, check=False) for row in chunk.rows().to_pylist()]
+    assert set(loose) >= {row for row, _ in reader.scan_prefixes(prefixes)}

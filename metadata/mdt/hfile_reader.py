@@ -23,7 +23,7 @@ import numpy as np
 from isal import isal_zlib  # zlib's interface, ISA-L's inflate: twice zlib's speed on these blocks
 
 from metadata.errors import HudiFormatError
-from metadata.mdt.hfile_cells import ZEROS, CellChunk, walk_cells
+from metadata.mdt.hfile_cells import ZEROS, CellChunk, key_lengths, walk_cells
 from metadata.mdt.hfile_format import (
     CHECKSUM_CRC32,
     CHECKSUM_CRC32C,
@@ -83,6 +83,12 @@ def covering_prefixes(prefixes: list[bytes]) -> list[bytes]:
         if not (kept and prefix.startswith(kept[-1])):
             kept.append(prefix)
     return kept
+
+
+def prefix_successor(prefix: bytes) -> bytes | None:
+    """The least row after every row that starts with `prefix` (None: there is none)."""
+    stripped = prefix.rstrip(b"\xff")
+    return stripped[:-1] + bytes([stripped[-1] + 1]) if stripped else None
 
 
 @dataclass(frozen=True)
@@ -449,6 +455,23 @@ class HFileReader:
                 entry, row = following, following_row
         return [checks[offset] for offset in sorted(checks)]
 
+    def blocks_covering(self, prefixes: list[bytes] | None) -> list[IndexEntry]:
+        """The data blocks that can hold a row starting with one of the
+        prefixes (every block when None), each once, in order: two binary
+        searches of the block index a prefix (a streamed plan asks for
+        thousands of partitions' prefixes at once)."""
+        index = self.data_index
+        if prefixes is None:
+            return list(index)
+        rows = self._index_rows
+        found: set[int] = set()
+        for prefix in covering_prefixes(prefixes):
+            first = max(0, bisect_right(rows, prefix) - 1)  # the block holding where the prefix's rows would start
+            past = prefix_successor(prefix)
+            last = len(index) - 1 if past is None else bisect_left(rows, past) - 1  # the last block starting before every row past them
+            found.update(range(first, max(first, last) + 1))
+        return [index[i] for i in sorted(found) if i < len(index)]
+
     def scan_chunks(self, prefixes: list[bytes] | None, chunk_bytes: int = CHUNK_BYTES, check: bool = True,
                     offsets: tuple[int, int] | None = None) -> Iterator[CellChunk]:
         """The cells whose rows start with one of the prefixes (all when None),
@@ -457,7 +480,7 @@ class HFileReader:
         (for a caller that filters rows itself). Blocks are read and
         inflated ahead by worker threads."""
         blocks: list[tuple[IndexEntry, list[bytes] | None]] = self.blocks_for(prefixes) if check else [
-            (entry, None) for entry, _ in self.blocks_for(prefixes)]
+            (entry, None) for entry in self.blocks_covering(prefixes)]
         if offsets is not None:  # a shard of the file: the blocks starting in [start, stop)
             blocks = [(entry, checks) for entry, checks in blocks if offsets[0] <= entry.offset < offsets[1]]
         return self._chunks_of(blocks, chunk_bytes)
@@ -494,14 +517,14 @@ class HFileReader:
         walks = None if self.includes_tags else [walk_cells(payload, tail) for _, payload, _ in blocks]
         if walks is not None and all(w is not None for w in walks):
             shifts = np.cumsum([0] + [len(p) for _, p, _ in blocks[:-1]])
-            starts = np.concatenate([np.asarray(w[0], dtype=np.int64) + s for w, s in zip(walks, shifts) if w is not None])
-            value_starts = np.concatenate([np.asarray(w[1], dtype=np.int64) + s for w, s in zip(walks, shifts) if w is not None])
+            starts = np.concatenate([np.asarray(w, dtype=np.int64) + s for w, s in zip(walks, shifts) if w is not None])
             padded = b"".join([*(p for _, p, _ in blocks), ZEROS])  # one copy: the blocks end to end, then the padding
+            value_starts = starts + 8 + key_lengths(np.frombuffer(padded, dtype=np.uint8), starts)
             # blocks lie end to end: a block's end is the next one's first cell
             cell_ends = np.append(starts[1:], len(padded) - len(ZEROS)) if len(starts) else starts
             if not tail or _single_byte_vints(padded, cell_ends - 1):
                 chunk = CellChunk.from_layout(padded, starts, value_starts, cell_ends - tail - value_starts, self.path)
-                return self._select(chunk, [len(w[0]) for w in walks if w is not None], [c for _, _, c in blocks])
+                return self._select(chunk, [len(w) for w in walks if w is not None], [c for _, _, c in blocks])
         return self._exact_chunk(blocks)
 
     def _exact_chunk(self, blocks: list[tuple[int, bytes, list[bytes] | None]]) -> CellChunk:
