@@ -8,10 +8,10 @@ one are told apart exactly, by Arrow.
 
 - `all_distinct`: strings of one byte width (metadata-table keys) are rows
   of a byte matrix, fingerprinted whole.
-- `index_in`: file names (40 bytes and more) are fingerprinted from their
-  length and five 8-byte words read in place at their head and tail, where
-  Hudi's names differ (file id; instant), and every match is then compared
-  in full. Padding names to one width instead cost as much as Arrow's
+- `index_in`: file names (24 bytes and more; Hudi's are about 80) are
+  fingerprinted from their length and five 8-byte words read in place at
+  their head and tail, where Hudi's names differ (file id; instant), and
+  every match is then compared in full. Padding names to one width instead cost as much as Arrow's
   string `index_in`.
 """
 
