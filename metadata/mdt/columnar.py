@@ -38,8 +38,8 @@ LOCKSTEP_ENTRIES = 1024  # entries of one map above which fastavro decodes the r
 # Records decoded together: each field step is a few numpy calls over the
 # group, so larger groups pay Python's share less often. 8192 once decoded
 # fastest (its bytes stayed in the CPU cache); since the read path's pool
-# keeps its pages, column_stats of a million files read 0.2 s faster at
-# 65,536 (medians of cold plans: 3.84 s at 8192, 3.63 s here).
+# keeps its pages, a million files' cold plan is 0.2 s faster at 65,536
+# (two runs each: 3.82 and 3.88 s at 8192, 3.59 and 3.68 s here).
 GROUP_RECORDS = 65536
 
 
