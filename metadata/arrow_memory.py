@@ -17,7 +17,10 @@ ARROW_DEFAULT_MEMORY_POOL gets that pool here too.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
+from collections.abc import Callable
 
 import pyarrow as pa
 
@@ -35,10 +38,23 @@ READ_POOL: pa.MemoryPool = _read_pool()
 
 
 def release_unused() -> None:
-    """Hand the free pages of the read pool and the default pool back to the
-    system (after a large read whose tables are gone or about to be)."""
+    """Hand the free pages of the read pool, the default pool and, with glibc,
+    the C heap (numpy's arrays) back to the system, after a large read whose
+    tables are gone or about to be."""
     READ_POOL.release_unused()
     pa.default_memory_pool().release_unused()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's `malloc_trim` (None elsewhere: macOS, musl, Windows)."""
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def empty_table(schema: pa.Schema) -> pa.Table:
