@@ -16,9 +16,10 @@ fresh process and as the median of --runs runs:
   lister_runs);
 - plan_cold_s / plan_warm_s: `plan("a > X AND b < Y")` keeping about 1% of
   the files, then the same plan again on the same lister (column_stats read
-  whole and kept, or streamed in runs of partitions when too large to keep:
-  STREAM_ABOVE_BYTES); plan_streamed_cold_s / plan_streamed_warm_s: the
-  same, streamed at any size; plan_workers_cold_s /
+  whole and kept up to STREAM_ABOVE_FILES listed files, above it streamed in
+  runs of partitions and kept when they fit the stats cache);
+  plan_streamed_cold_s / plan_streamed_warm_s: the same, streamed at any
+  size (STREAM_ABOVE_BYTES = 0); plan_workers_cold_s /
   plan_workers_peak_rss_mib: streamed to a worker process per core
   (`hudi-bridge plan --processes 0`; peak: the driver and its workers
   summed); plan_cached_s: the same plan in a new process with the

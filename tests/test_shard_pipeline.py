@@ -124,3 +124,37 @@ def test_a_runs_records_are_its_partitions_only(fixture_root: Path) -> None:
             assert live == expected, (stem, partition)
             checked += bool(expected)
     assert checked, "no fixture has column_stats of the record key over two partitions"
+
+
+@requires_fixtures
+def test_a_streamed_plan_keeps_the_whole_statistics_for_the_next(monkeypatch: pytest.MonkeyPatch, fixture_root: Path) -> None:
+    """Over more listed files than STREAM_ABOVE_FILES a plan streams, in runs (here of 2 files), and keeps what the
+    runs read: the table a whole read gives, row for row, which the next plan on the lister then reads whole."""
+    from listers import DirectoryLister
+    from listers.index_support import stats_runs
+    from metadata import HudiTable
+    from metadata.mdt.file_groups import MdtPartition
+    from metadata.stats_table import FILE_NAME, PARTITION
+
+    monkeypatch.setattr(column_stats, "STREAM_ABOVE_FILES", 0)
+    monkeypatch.setattr(stats_runs.runs_of_partitions, "__defaults__", (2, 1))
+    order = [(PARTITION, "ascending"), (FILE_NAME, "ascending")]
+    checked = 0
+    for table in (table_path(fixture_root, stem) for stem in fixture_ids()):
+        where = _predicates(table)[0]
+        columns = [where.split()[0]]  # `c >= v`: the one column it names
+        with DirectoryLister.open(table) as lister:
+            first = plan(lister, where)
+            if "run(s) of partitions" not in first.explain():
+                continue  # column_stats not read (no index, or the column has none)
+            mdt = lister.table.metadata_table
+            assert mdt is not None and mdt.holds_stats(MdtPartition.COLUMN_STATS, columns), (table, where)
+            kept = mdt.column_stats(columns, ordered=False)  # the kept table, from memory
+            fresh = HudiTable.open(table).metadata_table
+            assert fresh is not None
+            assert kept.sort_by(order).to_pylist() == fresh.column_stats(columns, ordered=False).sort_by(order).to_pylist(), (table, where)
+            second = plan(lister, where)
+            assert "run(s) of partitions" not in second.explain(), second.explain()
+            assert [s.to_dict() for s in second.files] == [s.to_dict() for s in first.files], (table, where)
+        checked += 1
+    assert checked >= 3, checked

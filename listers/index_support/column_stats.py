@@ -105,12 +105,15 @@ def bucket_candidates(files: pa.Table, pieces: dict[str, list[pa.Table]], predic
     return candidates_of(files, stats, predicate, columns)
 
 
-def pivoted(files: pa.Table, pieces: dict[str, list[pa.Table]], columns: list[str], types: dict[str, pa.DataType]) -> pa.Table | None:
-    """The stats table of records (per column) about listed files; None when
-    a key came from two metadata file groups (the reference merge decides)."""
+def pivoted(files: pa.Table, pieces: dict[str, list[pa.Table]], columns: list[str], types: dict[str, pa.DataType],
+            partitions: list[str] | None = None) -> pa.Table | None:
+    """The stats table of records (per column) in `partitions` (None: the
+    listed files' partitions); None when a key came from two metadata file
+    groups (the reference merge decides)."""
     flat = FlatStats(types)
     flat.pieces = {c: tables for c, tables in pieces.items() if tables}
-    return pivot(flat, columns, sorted(pc.unique(files.column(PARTITION)).to_pylist()), True, types)
+    known = sorted(partitions) if partitions is not None else sorted(pc.unique(files.column(PARTITION)).to_pylist())
+    return pivot(flat, columns, known, True, types)
 
 
 def candidates_of(files: pa.Table, stats: pa.Table, predicate: BoundPredicate, columns: list[str]) -> Candidates:
@@ -132,6 +135,10 @@ CandidatesRunner = Callable[[PlanContext, list[str]], Candidates]
 # take more than this many bytes (None: the metadata table's stats cache budget). Such a table would not be kept
 # for the next plan anyway, and a whole read peaks at several times its size; a stream holds one run's records.
 STREAM_ABOVE_BYTES: int | None = None
+# It streams them too over more listed files than this, keeping the runs' statistics for the next plan when they
+# fit the cache: at 1M files as fast as a whole read (3.4 s) in half the memory (a whole read decodes every
+# record before it pivots them; a run's records are pivoted and evaluated while they are small).
+STREAM_ABOVE_FILES = 100_000
 
 
 def whole_stats_bytes(files: pa.Table, columns: int) -> int:
@@ -209,11 +216,12 @@ class ColumnStats(FileIndexSupport):
         return groups_of(self.verdict.candidates, partitions, groups)
 
     def _streams(self, ctx: PlanContext, files: pa.Table) -> bool:
-        """Whether the statistics are read in runs: their whole table is not at hand and would be too large to keep."""
+        """Whether the statistics are read in runs: their whole table is not at hand, and many files or too large to keep."""
         mdt = ctx.mdt
         assert mdt is not None
         budget = mdt.stats_cache.max_bytes if STREAM_ABOVE_BYTES is None else STREAM_ABOVE_BYTES
-        return not mdt.holds_stats(MdtPartition.COLUMN_STATS, ctx.data_columns) and whole_stats_bytes(files, len(ctx.data_columns)) > budget
+        return not mdt.holds_stats(MdtPartition.COLUMN_STATS, ctx.data_columns) and (
+            files.num_rows > STREAM_ABOVE_FILES or whole_stats_bytes(files, len(ctx.data_columns)) > budget)
 
     def _run_elsewhere(self, ctx: PlanContext, partitions: list[str], groups: Groups | None, runner: CandidatesRunner) -> Groups | None:
         """The by-name verdict from a runner: the plan gets candidate names, never statistics."""

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from expressions import BoundPredicate
 from listers.index_support.base import PlanContext
-from listers.index_support.column_stats import Candidates, CandidatesRunner, candidates_of, pivoted
+from listers.index_support.column_stats import Candidates, CandidatesRunner, candidates_of, pivoted, whole_stats_bytes
 from listers.index_support.shard_pipeline import merged, stats_types
 from metadata import HudiTable, arrow_values
 from metadata.arrow_memory import release_unused
@@ -55,8 +55,15 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
         types = stats_types(mdt, columns)
         workers = worker_count(processes)
         if workers == 1:
-            runs = _runs(ctx, partitions, run_files)
-            here = [evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate) for chosen, rows in runs]
+            files = ctx.lister.file_table(partitions)
+            # every live partition's statistics, small enough to keep: kept for the next plan, as a whole read keeps them
+            kept: list[pa.Table] | None = [] if set(partitions).issuperset(mdt.partitions()) and \
+                whole_stats_bytes(files, len(columns)) <= mdt.stats_cache.max_bytes else None
+            runs = partition_runs(files, partitions, run_files)
+            release_unused()  # what reading the listing left free goes back before the runs
+            here = [evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate, kept) for chosen, rows in runs]
+            if kept is not None:
+                mdt.keep_column_stats(columns, pa.concat_tables(kept, promote_options="default"))
             release_unused()  # the runs' pages go back before the plan builds its slices
             return merged(here, columns, f"read and evaluated in {len(here)} run(s) of partitions")
         uri, options = ctx.table.base_uri, dict(ctx.table.storage.storage_options)
@@ -84,12 +91,15 @@ def _runs(ctx: PlanContext, partitions: list[str], run_files: int) -> Iterator[t
 
 
 def evaluate_run(mdt: MetadataTable, columns: list[str], types: dict[str, pa.DataType], partitions: list[str], rows: pa.Table,
-                 predicate: BoundPredicate) -> Candidates:
-    """One run: its partitions' records read by key prefix, evaluated with its listing rows."""
+                 predicate: BoundPredicate, kept: list[pa.Table] | None = None) -> Candidates:
+    """One run: its partitions' records read by key prefix, evaluated with its
+    listing rows; its statistics appended to `kept` when given."""
     records = mdt.stats_records(MdtPartition.COLUMN_STATS.value, columns, partitions, types)
-    stats = pivoted(rows, {c: [table] for c, table in records.items()}, columns, types)
+    stats = pivoted(rows, {c: [table] for c, table in records.items()}, columns, types, partitions)
     if stats is None:  # a key in two metadata file groups: the reference merge decides
         stats = mdt.column_stats(columns, partitions, ordered=False)
+    if kept is not None:
+        kept.append(stats)
     return candidates_of(rows, stats, predicate, columns)
 
 

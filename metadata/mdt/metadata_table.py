@@ -194,6 +194,11 @@ class MetadataTable:
         self._require(index)
         return self._stats(index, [column], partitions, per_file=True, types={**self.column_types(), column: dtype})
 
+    def keep_column_stats(self, columns: list[str], table: pa.Table) -> None:
+        """Keep a whole column_stats table read elsewhere (a streamed plan's
+        runs) as `column_stats(columns)` would have kept it (when it fits)."""
+        self.stats_cache.put((MdtPartition.COLUMN_STATS, tuple(columns)), table)
+
     def holds_stats(self, mdt_partition: str, columns: list[str]) -> bool:
         """Whether the whole stats table of these columns is at hand: in memory,
         or kept (or to be kept) in a persistent cache."""

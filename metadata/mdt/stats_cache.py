@@ -64,10 +64,11 @@ class StatsCache:
                 return table
             self.misses += 1
         table = build()
-        self._put(key, table)
+        self.put(key, table)
         return table
 
-    def _put(self, key: Hashable, table: pa.Table) -> None:
+    def put(self, key: Hashable, table: pa.Table) -> None:
+        """Keep a table (not when larger than the whole budget; the least recently used go first)."""
         size = table.nbytes
         if size > self.max_bytes:
             return  # larger than the whole budget: not kept
