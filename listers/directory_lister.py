@@ -105,6 +105,11 @@ class DirectoryLister:
             self._stats_rows = (files, stats, rows)
         return rows
 
+    def remember_stats_rows(self, files: pa.Table, stats: pa.Table, rows: npt.NDArray[np.int64]) -> None:
+        """`stats_rows(files, stats)` found elsewhere (a streamed plan's runs), for the next plan."""
+        with self._lock:
+            self._stats_rows = (files, stats, rows)
+
     def list_file_groups(self, groups: dict[str, set[str]], files: pa.Table | None = None) -> list[FileSlice]:
         """Latest slices of only these file groups (partition -> file ids);
         `files` (partition, fileName, size), when given, holds every file of

@@ -134,7 +134,7 @@ def test_a_streamed_plan_keeps_the_whole_statistics_for_the_next(monkeypatch: py
     from listers.index_support import stats_runs
     from metadata import HudiTable
     from metadata.mdt.file_groups import MdtPartition
-    from metadata.stats_table import FILE_NAME, PARTITION
+    from metadata.stats_table import FILE_NAME, PARTITION, stats_rows_of
 
     monkeypatch.setattr(column_stats, "STREAM_ABOVE_FILES", 0)
     monkeypatch.setattr(stats_runs.runs_of_partitions, "__defaults__", (2, 1))
@@ -153,6 +153,8 @@ def test_a_streamed_plan_keeps_the_whole_statistics_for_the_next(monkeypatch: py
             fresh = HudiTable.open(table).metadata_table
             assert fresh is not None
             assert kept.sort_by(order).to_pylist() == fresh.column_stats(columns, ordered=False).sort_by(order).to_pylist(), (table, where)
+            files = lister.file_table(lister.list_partitions())
+            assert lister.stats_rows(files, kept).tolist() == stats_rows_of(files, kept).tolist()  # the runs' match, remembered
             second = plan(lister, where)
             assert "run(s) of partitions" not in second.explain(), second.explain()
             assert [s.to_dict() for s in second.files] == [s.to_dict() for s in first.files], (table, where)

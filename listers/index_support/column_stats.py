@@ -116,10 +116,12 @@ def pivoted(files: pa.Table, pieces: dict[str, list[pa.Table]], columns: list[st
     return pivot(flat, columns, known, True, types)
 
 
-def candidates_of(files: pa.Table, stats: pa.Table, predicate: BoundPredicate, columns: list[str]) -> Candidates:
-    """The listed files whose statistics may hold a match, and every listed file of their groups."""
+def candidates_of(files: pa.Table, stats: pa.Table, predicate: BoundPredicate, columns: list[str],
+                  found: npt.NDArray[np.int64] | None = None) -> Candidates:
+    """The listed files whose statistics may hold a match, and every listed
+    file of their groups (`found`: each listed file's stats row, when known)."""
     verdict = verdict_of(stats, predicate, columns)
-    kept = files.filter(arrow_values.from_numpy(verdict.rows_may_match(stats_rows_of(files, stats))))
+    kept = files.filter(arrow_values.from_numpy(verdict.rows_may_match(stats_rows_of(files, stats) if found is None else found)))
     candidates = frozenset(zip(kept.column(PARTITION).to_pylist(), kept.column(FILE_NAME).to_pylist()))
     groups = {(p, file_id_of(n)) for p, n in candidates}
     # only the files of partitions holding a candidate can share its group: the others are not parsed

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -34,7 +35,7 @@ from metadata.mdt import keys
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.process import worker_count, worker_pool
-from metadata.stats_table import PARTITION
+from metadata.stats_table import PARTITION, stats_rows_of
 
 # Listed files a run evaluates, with their statistics. Smaller runs stay in
 # the caches and leave the allocators less to hold: a streamed 1M plan took
@@ -61,9 +62,13 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
                 whole_stats_bytes(files, len(columns)) <= mdt.stats_cache.max_bytes else None
             runs = partition_runs(files, partitions, run_files)
             release_unused()  # what reading the listing left free goes back before the runs
-            here = [evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate, kept) for chosen, rows in runs]
+            matched: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+            here = [evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate, kept, (positions, matched))
+                    for chosen, rows, positions in runs]
             if kept is not None:
-                mdt.keep_column_stats(columns, pa.concat_tables(kept, promote_options="default"))
+                whole = pa.concat_tables(kept, promote_options="default")
+                mdt.keep_column_stats(columns, whole)
+                ctx.lister.remember_stats_rows(files, whole, _stats_rows(files.num_rows, kept, matched))
             release_unused()  # the runs' pages go back before the plan builds its slices
             return merged(here, columns, f"read and evaluated in {len(here)} run(s) of partitions")
         uri, options = ctx.table.base_uri, dict(ctx.table.storage.storage_options)
@@ -74,7 +79,7 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
                 future.result()  # a table the workers cannot open fails here, as it would in this process
             found: list[Candidates] = []
             pending: deque[Future[Candidates]] = deque()
-            for chosen, rows in runs:
+            for chosen, rows, _ in runs:
                 if len(pending) >= workers * RUNS_IN_FLIGHT:
                     found.append(pending.popleft().result())
                 pending.append(pool.submit(_worker_run, uri, options, columns, types, chosen, rows, ctx.predicate))
@@ -84,23 +89,38 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
     return run
 
 
-def _runs(ctx: PlanContext, partitions: list[str], run_files: int) -> Iterator[tuple[list[str], pa.Table]]:
+def _runs(ctx: PlanContext, partitions: list[str], run_files: int) -> Iterator[tuple[list[str], pa.Table, npt.NDArray[np.int64]]]:
     runs = partition_runs(ctx.lister.file_table(partitions), partitions, run_files)
     release_unused()  # what reading the listing left free goes back before the runs
     return runs
 
 
 def evaluate_run(mdt: MetadataTable, columns: list[str], types: dict[str, pa.DataType], partitions: list[str], rows: pa.Table,
-                 predicate: BoundPredicate, kept: list[pa.Table] | None = None) -> Candidates:
+                 predicate: BoundPredicate, kept: list[pa.Table] | None = None,
+                 matched: tuple[npt.NDArray[np.int64], list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]] | None = None) -> Candidates:
     """One run: its partitions' records read by key prefix, evaluated with its
-    listing rows; its statistics appended to `kept` when given."""
+    listing rows; when given, its statistics appended to `kept`, and to
+    `matched` the listing positions of its rows with their statistics rows."""
     records = mdt.stats_records(MdtPartition.COLUMN_STATS.value, columns, partitions, types)
     stats = pivoted(rows, {c: [table] for c, table in records.items()}, columns, types, partitions)
     if stats is None:  # a key in two metadata file groups: the reference merge decides
         stats = mdt.column_stats(columns, partitions, ordered=False)
+    found = stats_rows_of(rows, stats)
     if kept is not None:
         kept.append(stats)
-    return candidates_of(rows, stats, predicate, columns)
+    if matched is not None:
+        matched[1].append((matched[0], found))
+    return candidates_of(rows, stats, predicate, columns, found)
+
+
+def _stats_rows(listed: int, kept: list[pa.Table], matched: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]) -> npt.NDArray[np.int64]:
+    """Per listed file, its row of the runs' statistics laid end to end (-1: none)."""
+    rows = np.full(listed, -1, dtype=np.int64)
+    offset = 0
+    for table, (positions, found) in zip(kept, matched):
+        rows[positions] = np.where(found >= 0, found + offset, -1)
+        offset += table.num_rows
+    return rows
 
 
 _WORKER_TABLES: dict[tuple[str, tuple[tuple[str, str], ...]], HudiTable] = {}
@@ -126,10 +146,11 @@ def _worker_run(uri: str, options: Mapping[str, str], columns: list[str], types:
     return evaluate_run(mdt, columns, types, partitions, rows, predicate)
 
 
-def partition_runs(files: pa.Table, partitions: list[str], run_files: int) -> Iterator[tuple[list[str], pa.Table]]:
+def partition_runs(files: pa.Table, partitions: list[str], run_files: int) -> Iterator[tuple[list[str], pa.Table, npt.NDArray[np.int64]]]:
     """The partitions in the order of their ids, cut into runs of about
     `run_files` listed files, each with its listing rows (taken from each
-    batch of the listing as the run comes: the listing is never copied whole)."""
+    batch of the listing as the run comes: the listing is never copied whole)
+    and their positions in the listing."""
     ordered = sorted(partitions, key=keys.partition_index_id)
     encoded = pc.dictionary_encode(files.column(PARTITION)).combine_chunks()
     names = encoded.dictionary.to_pylist()
@@ -153,10 +174,13 @@ def partition_runs(files: pa.Table, partitions: list[str], run_files: int) -> It
         batches.append((batch, order, np.searchsorted(runs_here[order], np.arange(len(runs) + 1))))
         first += batch.num_rows
     del run_of_row
+    starts = np.cumsum([0] + [batch.num_rows for batch, _, _ in batches])
     for n, run in enumerate(runs):
         if run:
             taken = [batch.take(arrow_values.from_numpy(order[bounds[n] : bounds[n + 1]])) for batch, order, bounds in batches]
-            yield run, pa.Table.from_batches(taken, schema=files.schema)
+            positions = np.concatenate([order[bounds[n] : bounds[n + 1]].astype(np.int64) + start
+                                        for (_, order, bounds), start in zip(batches, starts.tolist())])
+            yield run, pa.Table.from_batches(taken, schema=files.schema), positions
 
 
 __all__ = ["RUN_FILES", "evaluate_run", "partition_runs", "runs_of_partitions"]
