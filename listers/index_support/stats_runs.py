@@ -63,7 +63,7 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
             runs = partition_runs(files, partitions, run_files)
             release_unused()  # what reading the listing left free goes back before the runs
             matched: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
-            here = [evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate, kept, (positions, matched))
+            here = [evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate, kept, None if kept is None else (positions, matched))
                     for chosen, rows, positions in runs]
             if kept is not None:
                 whole = pa.concat_tables(kept, promote_options="default")
