@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -58,23 +59,20 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
         if workers == 1:
             files = ctx.lister.file_table(partitions)
             # every live partition's statistics, small enough to keep: kept for the next plan, as a whole read keeps them
-            kept: list[pa.Table] | None = [] if set(partitions).issuperset(mdt.partitions()) and \
+            kept = KeptRuns() if set(partitions).issuperset(mdt.partitions()) and \
                 whole_stats_bytes(files, len(columns)) <= mdt.stats_cache.max_bytes else None
-            runs = partition_runs(files, partitions, run_files)
-            release_unused()  # what reading the listing left free goes back before the runs
-            matched: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
-            here = [evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate, kept, None if kept is None else (positions, matched))
-                    for chosen, rows, positions in runs]
+            runs = _runs(files, partitions, run_files)
+            here = [evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate, kept, positions) for chosen, rows, positions in runs]
             if kept is not None:
-                whole = pa.concat_tables(kept, promote_options="default")
+                whole = kept.whole()
                 mdt.keep_column_stats(columns, whole)
-                ctx.lister.remember_stats_rows(files, whole, _stats_rows(files.num_rows, kept, matched))
+                ctx.lister.remember_stats_rows(files, whole, kept.rows_of_listed(files.num_rows))
             release_unused()  # the runs' pages go back before the plan builds its slices
             return merged(here, columns, f"read and evaluated in {len(here)} run(s) of partitions")
         uri, options = ctx.table.base_uri, dict(ctx.table.storage.storage_options)
         with worker_pool(workers, [__name__]) as pool:
             opened = [pool.submit(_worker_open, uri, options) for _ in range(workers)]  # they start while the listing is read
-            runs = _runs(ctx, partitions, run_files)
+            runs = _runs(ctx.lister.file_table(partitions), partitions, run_files)
             for future in opened:
                 future.result()  # a table the workers cannot open fails here, as it would in this process
             found: list[Candidates] = []
@@ -89,38 +87,50 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
     return run
 
 
-def _runs(ctx: PlanContext, partitions: list[str], run_files: int) -> Iterator[tuple[list[str], pa.Table, npt.NDArray[np.int64]]]:
-    runs = partition_runs(ctx.lister.file_table(partitions), partitions, run_files)
+def _runs(files: pa.Table, partitions: list[str], run_files: int) -> Iterator[tuple[list[str], pa.Table, npt.NDArray[np.int64]]]:
+    runs = partition_runs(files, partitions, run_files)
     release_unused()  # what reading the listing left free goes back before the runs
     return runs
 
 
+@dataclass
+class KeptRuns:
+    """What the runs of a plan read, kept: each run's statistics table and,
+    per run, where its rows are in the listing and which of its table's rows
+    they matched. Laid end to end: the whole table, and the listing's match."""
+
+    tables: list[pa.Table] = field(default_factory=list)
+    matches: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = field(default_factory=list)
+
+    def add(self, stats: pa.Table, positions: npt.NDArray[np.int64], found: npt.NDArray[np.int64]) -> None:
+        self.tables.append(stats)
+        self.matches.append((positions, found))
+
+    def whole(self) -> pa.Table:
+        return pa.concat_tables(self.tables, promote_options="default")  # a column without statistics in a run is null there
+
+    def rows_of_listed(self, listed: int) -> npt.NDArray[np.int64]:
+        """Per listed file, its row of the whole table (-1: none)."""
+        rows = np.full(listed, -1, dtype=np.int64)
+        offset = 0
+        for table, (positions, found) in zip(self.tables, self.matches):
+            rows[positions] = np.where(found >= 0, found + offset, -1)
+            offset += table.num_rows
+        return rows
+
+
 def evaluate_run(mdt: MetadataTable, columns: list[str], types: dict[str, pa.DataType], partitions: list[str], rows: pa.Table,
-                 predicate: BoundPredicate, kept: list[pa.Table] | None = None,
-                 matched: tuple[npt.NDArray[np.int64], list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]] | None = None) -> Candidates:
+                 predicate: BoundPredicate, kept: KeptRuns | None = None, positions: npt.NDArray[np.int64] | None = None) -> Candidates:
     """One run: its partitions' records read by key prefix, evaluated with its
-    listing rows; when given, its statistics appended to `kept`, and to
-    `matched` the listing positions of its rows with their statistics rows."""
+    listing rows (at `positions` of the listing); what it read added to `kept`."""
     records = mdt.stats_records(MdtPartition.COLUMN_STATS.value, columns, partitions, types)
     stats = pivoted(rows, {c: [table] for c, table in records.items()}, columns, types, partitions)
     if stats is None:  # a key in two metadata file groups: the reference merge decides
         stats = mdt.column_stats(columns, partitions, ordered=False)
     found = stats_rows_of(rows, stats)
-    if kept is not None:
-        kept.append(stats)
-    if matched is not None:
-        matched[1].append((matched[0], found))
+    if kept is not None and positions is not None:
+        kept.add(stats, positions, found)
     return candidates_of(rows, stats, predicate, columns, found)
-
-
-def _stats_rows(listed: int, kept: list[pa.Table], matched: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]) -> npt.NDArray[np.int64]:
-    """Per listed file, its row of the runs' statistics laid end to end (-1: none)."""
-    rows = np.full(listed, -1, dtype=np.int64)
-    offset = 0
-    for table, (positions, found) in zip(kept, matched):
-        rows[positions] = np.where(found >= 0, found + offset, -1)
-        offset += table.num_rows
-    return rows
 
 
 _WORKER_TABLES: dict[tuple[str, tuple[tuple[str, str], ...]], HudiTable] = {}
