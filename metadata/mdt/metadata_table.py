@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 
 PER_PARTITION_SEEKS = 256  # partitions up to which stats are read by column+partition prefix
 COLUMNAR_RECORDS = 64  # files records decoded columnar from this many in a chunk (fewer: one by one with fastavro)
+# A stats read of more rows than this hands its freed pages back: a small read that did so took 1.8 ms more
+# (9.7 ms against 7.9 ms for three partitions), the next read faulting the pages in again.
+RELEASE_AFTER_ROWS = 100_000
 
 
 class MetadataTable:
@@ -287,7 +290,8 @@ class MetadataTable:
         fill_flat_stats(flat, raw, merged)
         table = pivot(flat, columns, partitions if partitions is not None else self.partitions(), per_file, types)
         del flat
-        release_unused()  # the records' pages go back before a plan matches its listing (1M files: 50 MiB off the peak)
+        if table is not None and table.num_rows > RELEASE_AFTER_ROWS:
+            release_unused()  # the records' pages go back before a plan matches its listing (1M files: 50 MiB off the peak)
         if table is None:  # a key in two file groups: let the reference merge decide
             return self._transpose(self.reader.read(mdt_partition, query), columns, partitions, per_file, types)
         return table
