@@ -11,8 +11,8 @@ one are told apart exactly, by Arrow.
 - `index_in`: file names (24 bytes and more; Hudi's are about 80) are
   fingerprinted from their length and five 8-byte words read in place at
   their head and tail, where Hudi's names differ (file id; instant), and
-  every match is then compared in full. Padding names to one width instead cost as much as Arrow's
-  string `index_in`.
+  every match is then compared in full. Padding names to one width instead
+  cost as much as Arrow's string `index_in`.
 """
 
 from __future__ import annotations

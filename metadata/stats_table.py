@@ -130,10 +130,10 @@ def stats_rows_of(files: pa.Table, stats: pa.Table) -> npt.NDArray[np.int64]:
     the stats table about the same file, or -1 (no statistics: it is kept).
 
     File names are matched first (by fingerprint, `fingerprints.index_in`;
-    no joined keys), and the partitions of the matches compared after; Hudi's file names carry
-    a unique file id, so they do not repeat across partitions. When one does,
-    the first stats row of that name may be another partition's, so
-    (partition, name) pairs are matched instead."""
+    no joined keys), and the partitions of the matches compared after;
+    Hudi's file names carry a unique file id, so they do not repeat across
+    partitions. When one does, the first stats row of that name may be
+    another partition's, so (partition, name) pairs are matched instead."""
     names, partitions = files.column(FILE_NAME), files.column(PARTITION)
     found = fingerprints.index_in(names, stats.column(FILE_NAME))
     same = pc.equal(partitions, pc.take(stats.column(PARTITION), found, memory_pool=READ_POOL))

@@ -138,8 +138,8 @@ CandidatesRunner = Callable[[PlanContext, list[str]], Candidates]
 # for the next plan anyway, and a whole read peaks at several times its size; a stream holds one run's records.
 STREAM_ABOVE_BYTES: int | None = None
 # It streams them too over more listed files than this, keeping the runs' statistics for the next plan when they
-# fit the cache: at 1M files as fast as a whole read (3.4 s) in half the memory (a whole read decodes every
-# record before it pivots them; a run's records are pivoted and evaluated while they are small).
+# fit the cache: a whole read decodes every record before it pivots them, a run's records are pivoted and
+# evaluated while few. At 1M files: 4.1 s and 480 MiB, against 3.8 s and 715 MiB read whole.
 STREAM_ABOVE_FILES = 100_000
 
 

@@ -466,7 +466,7 @@ class HFileReader:
         rows = self._index_rows
         found: set[int] = set()
         for prefix in covering_prefixes(prefixes):
-            first = max(0, bisect_right(rows, prefix) - 1)  # the block holding where the prefix's rows would start
+            first = self._start_block(prefix)  # the block holding where the prefix's rows would start
             past = prefix_successor(prefix)
             last = len(index) - 1 if past is None else bisect_left(rows, past) - 1  # the last block starting before every row past them
             found.update(range(first, max(first, last) + 1))
