@@ -82,11 +82,15 @@ def _both(version: int, records: list[tuple[str, dict[str, Any]]], types: dict[s
     return in_file_order(tables[0]), in_file_order(tables[1])
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(stats_records(), st.sampled_from([1, 2, 7, GROUP_RECORDS]))
-def test_columnar_equals_reference_on_random_stats_records(case: tuple[int, list[tuple[str, dict[str, Any]]]], group: int) -> None:
-    with pytest.MonkeyPatch.context() as patch:  # records decoded in groups of this many
+def test_columnar_equals_reference_on_random_stats_records(compiled: bool, case: tuple[int, list[tuple[str, dict[str, Any]]]],
+                                                           group: int) -> None:
+    with pytest.MonkeyPatch.context() as patch:  # records decoded in groups of this many (numpy), or compiled
         patch.setattr("metadata.mdt.columnar.GROUP_RECORDS", group)
+        if not compiled:
+            patch.setattr("metadata.mdt.columnar._native", None)
         columnar, reference = _both(*case)
     assert columnar.equals(reference), (columnar.to_pylist(), reference.to_pylist())
 
@@ -122,10 +126,12 @@ def test_bounds_that_do_not_fit_the_column_type_are_missing_both_ways() -> None:
     assert columnar.column(max_field("c")).to_pylist() == [2, 5, None]
 
 
-def test_records_with_long_maps_are_left_to_the_reference() -> None:
+def test_records_with_long_maps_are_left_to_the_reference_by_numpy() -> None:
+    """The numpy decoder leaves long maps to the reference (the compiled one reads them: tests/test_compiled_cells.py)."""
     schema_json = record_schema_json(9)
     values = [encode_record(files_record("p", {f"{n}.parquet": (10, False) for n in range(LOCKSTEP_ENTRIES + 1)}), schema_json)]
-    with pytest.raises(Unsupported):
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(Unsupported):
+        patch.setattr("metadata.mdt.columnar._native", None)
         decode_many(values, parse_schema_cached(schema_json))
     stats = ColumnRange("f.parquet", "c", pa.string(), "abc", "abd", 0, 1)
     value = encode_record(range_record("k", stats, 9), schema_json)
@@ -211,15 +217,19 @@ def files_records(draw: st.DrawFn) -> tuple[int, list[tuple[str, dict[str, Any]]
     return version, records
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(files_records(), st.sampled_from([1, 2, 7, GROUP_RECORDS]))
-def test_columnar_files_equal_reference_on_random_records(case: tuple[int, list[tuple[str, dict[str, Any]]]], group: int) -> None:
+def test_columnar_files_equal_reference_on_random_records(compiled: bool, case: tuple[int, list[tuple[str, dict[str, Any]]]],
+                                                          group: int) -> None:
     version, records = case
     schema_json = record_schema_json(version)
     keys_ = [k for k, _ in records]
     values = [encode_record(r, schema_json) for _, r in records]
-    with pytest.MonkeyPatch.context() as patch:  # records (and their map entries) decoded in groups of this many
+    with pytest.MonkeyPatch.context() as patch:  # records (and their map entries) decoded in groups of this many (numpy), or compiled
         patch.setattr("metadata.mdt.columnar.GROUP_RECORDS", group)
+        if not compiled:
+            patch.setattr("metadata.mdt.columnar._native", None)
         columnar = live_entries(pa.array(keys_, pa.string()), decode_many(values, parse_schema_cached(schema_json)))
     reference = entries_of_sizes({k: live_files(decode_record(k, v, schema_json, "test")) for k, v in zip(keys_, values)})
     assert columnar.equals(reference)

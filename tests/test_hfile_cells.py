@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from metadata.errors import HudiFormatError
 from metadata.mdt import hfile_reader
+from metadata.mdt.hfile_cells import walk_cells
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.write.hfile_writer import HFileWriter
 
@@ -61,7 +62,9 @@ def test_a_value_length_past_its_block_is_named() -> None:
     damaged = bytearray(payload)
     damaged[4:8] = (10_000).to_bytes(4, "big")  # the first cell's value length
     with pytest.raises(HudiFormatError, match="runs past its block") as caught:
-        reader._chunk([(reader.data_index[0].offset, bytes(damaged), None)])
+        tail = reader._fixed_tail()
+        walk = None if tail is None else walk_cells(bytes(damaged), tail)  # None: the quick walk does not fit, the exact one names it
+        reader._chunk([hfile_reader._Block(reader.data_index[0].offset, bytes(damaged), walk, None)])
     assert "memory.hfile" in str(caught.value)
 
 

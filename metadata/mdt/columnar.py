@@ -14,6 +14,11 @@ one, for j = 0, 1, ...; each entry becomes a row of its own space (path +
 more entries than LOCKSTEP_ENTRIES are left to the reference decoder
 (Unsupported), as one long map is what fastavro decodes fastest.
 
+Where the compiled helpers were built (`native`), `decode_spans` decodes a
+record at a time in C instead, into the same paths (`record_program`); it
+numbers entries record by record, and reads long maps itself. The numpy
+decoder stays the reference it is tested against.
+
 Results are keyed by path: record fields join with ".", a union's branch
 index is at `path + "|"` and its branch values below `path + "|" + name`,
 a map's keys at `path + "{}.key"` and values below `path + "{}.value"`.
@@ -32,6 +37,8 @@ import pyarrow.compute as pc
 from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL
 from metadata.mdt.hfile_cells import PADDING, as_utf8, spans_to_binary
+from metadata.mdt.native import cells as _native
+from metadata.mdt.record_program import Kind, NotCompiled, RecordProgram, branch_name, compile_schema
 
 IntArray = npt.NDArray[np.int64]
 LOCKSTEP_ENTRIES = 1024  # entries of one map above which fastavro decodes the records instead
@@ -98,10 +105,6 @@ class Decoded:
 
 def _joined(parts: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-
-def short_name(name: str) -> str:
-    return name.rsplit(".", 1)[-1]
 
 
 class _Decoder:
@@ -297,22 +300,75 @@ class _Decoder:
                 self.decode(branch, idx[picked], rows[picked], f"{path}|{branch_name(branch)}")
 
 
-def branch_name(branch: Any) -> str:
-    if isinstance(branch, str):
-        return short_name(branch)
-    if isinstance(branch, dict) and "name" in branch:
-        return short_name(branch["name"])
-    if isinstance(branch, dict):
-        return str(branch["type"])
-    return "union"
-
-
 def decode_spans(buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntArray, parsed_schema: Any) -> Decoded:
     """Decode the records at buffer[start : start + length] with the
     (fastavro-parsed) writer schema; `buffer` ends with PADDING zero bytes.
-    Raises Unsupported for shapes left to the reference decoder and
-    ValueError for bytes that do not decode."""
+    Compiled (`_cells.c`, a record at a time) where it was built, else a
+    field at a time with numpy; the same results, but that the compiled
+    decoder numbers map and array entries record by record. Raises
+    Unsupported for shapes left to the reference decoder and ValueError for
+    bytes that do not decode."""
+    if len(starts) and int((starts + lengths).max()) > len(buffer) - PADDING:
+        raise ValueError("records run past their buffer")
+    if _native is not None and len(starts):
+        program = _program_of(parsed_schema)
+        if program is not None:
+            decoded = _decode_compiled(program, buffer, starts, lengths)
+            if decoded is not None:
+                return decoded
     return _Decoder(buffer, starts, lengths).run(parsed_schema)
+
+
+def decode_spans_with_numpy(buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntArray, parsed_schema: Any) -> Decoded:
+    """`decode_spans` a field at a time with numpy (the reference for the compiled decoder)."""
+    return _Decoder(buffer, starts, lengths).run(parsed_schema)
+
+
+_PROGRAMS: dict[int, tuple[Any, RecordProgram | None]] = {}  # id of a parsed schema -> (it, kept alive; its program)
+
+
+def _program_of(parsed_schema: Any) -> RecordProgram | None:
+    held = _PROGRAMS.get(id(parsed_schema))
+    if held is None or held[0] is not parsed_schema:
+        try:
+            program: RecordProgram | None = compile_schema(parsed_schema)
+        except NotCompiled:
+            program = None
+        held = _PROGRAMS[id(parsed_schema)] = (parsed_schema, program)
+    return held[1]
+
+
+def _decode_compiled(program: RecordProgram, buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntArray) -> Decoded | None:
+    """The compiled decoder's columns as `Decoded` (None: left to numpy)."""
+    assert _native is not None
+    found = _native.decode_records(buffer, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(lengths, dtype=np.int64),
+                                   program.nodes, program.kinds, program.names)
+    if found is None:
+        return None
+    columns, entries = found
+    out = Decoded(len(starts), buffer)
+    every = np.arange(len(starts), dtype=np.int64)  # the rows of a path every record has (most), shared
+    for path, kind, column, count in zip(program.paths, program.kinds.tolist(), columns, entries):
+        if kind == Kind.OWNER and count >= 0:
+            out.entries[path] = count
+        if column is None:
+            continue
+        size = len(memoryview(column[1])) // 8
+        if column[0] is not None:
+            out.present[path] = np.frombuffer(column[0], dtype=np.int64)
+        else:  # rows 0, 1, 2, ...: all records, or the first entries of a space
+            out.present[path] = every[:size] if size <= len(every) else np.arange(size, dtype=np.int64)
+        if kind == Kind.INTS:
+            out.ints[path] = np.frombuffer(column[1], dtype=np.int64)
+        elif kind == Kind.BOOLS:
+            out.bools[path] = np.frombuffer(column[1], dtype=np.int64) != 0
+        elif kind == Kind.FLOATS:
+            out.floats[path] = np.frombuffer(column[1], dtype=np.float64)
+        elif kind == Kind.SPAN:
+            out.spans[path] = (np.frombuffer(column[1], dtype=np.int64), np.frombuffer(column[2], dtype=np.int64))
+        else:
+            out.owners[path] = np.frombuffer(column[1], dtype=np.int64)
+    return out
 
 
 def decode_many(values: list[bytes], parsed_schema: Any) -> Decoded:

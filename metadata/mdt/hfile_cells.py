@@ -1,11 +1,13 @@
 """HFile data-block cells as columns: offsets into one buffer, not a bytes
 object per cell.
 
-A metadata-table read of a million files walks millions of cells. Python
-steps once per cell only to find where each cell starts (a cell's length is
-in its header, so the walk is sequential); rows and values are then located,
-checked and selected with numpy over all cells of many blocks at once, and
-become Arrow arrays without a Python object per cell.
+A metadata-table read of a million files walks millions of cells. The one
+step per cell is finding where each cell starts (a cell's length is in its
+header, so the walk is sequential): compiled (`_cells.c`, built at install
+when a C compiler is there, releasing the GIL so the inflating threads walk
+too), else in Python. Rows and values are then located, checked and selected
+with numpy over all cells of many blocks at once, and become Arrow arrays
+without a Python object per cell.
 
 Cell layout (HBase KeyValue): int32 key length, int32 value length, key
 (int16 row length, row, family, qualifier, timestamp, type), value, then
@@ -28,6 +30,7 @@ from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL
 from metadata.arrow_values import from_numpy
 from metadata.errors import HudiFormatError
+from metadata.mdt.native import cells as _native
 
 IntArray = npt.NDArray[np.int64]
 PADDING = 16  # zero bytes after the last block, so fixed-width gathers never index past the buffer
@@ -35,14 +38,23 @@ ZEROS = bytes(PADDING)
 _LENGTHS = struct.Struct(">ii")
 
 
-def walk_cells(payload: bytes, fixed_tail: int) -> list[int] | None:
+def walk_cells(payload: bytes, fixed_tail: int) -> IntArray | None:
     """Where each cell of a data block starts, assuming every cell ends with
     `fixed_tail` bytes after its value (a one-byte MVCC vint, no tags); None
     when the block does not walk that way (the caller then walks it exactly).
     Values end `fixed_tail` bytes before the next cell (or the block's end):
     the caller checks those bytes, and finds where values start with numpy
-    (`key_lengths`). This is the read's one step per cell in Python: a cell
-    starts where the lengths of the one before say."""
+    (`key_lengths`). A cell starts where the lengths of the one before say."""
+    if _native is not None:
+        found = _native.walk_cells(payload, fixed_tail)
+        return None if found is None else np.frombuffer(found, dtype=np.int64)
+    starts = walk_cells_in_python(payload, fixed_tail)
+    return None if starts is None else np.asarray(starts, dtype=np.int64)
+
+
+def walk_cells_in_python(payload: bytes, fixed_tail: int) -> list[int] | None:
+    """`walk_cells` a cell at a time in Python (150 ns a cell): the reference,
+    and the walk where the compiled one was not built."""
     unpack = _LENGTHS.unpack_from
     starts: list[int] = []
     append = starts.append
@@ -161,20 +173,29 @@ def spans_to_binary(data: npt.NDArray[np.uint8], starts: IntArray, lengths: IntA
     if (starts < 0).any() or (lengths < 0).any() or int(ends.max()) > len(data):
         raise ValueError("byte spans run past their buffer")
     order = np.arange(count, dtype=np.int64)
-    if (starts[1:] < starts[:-1]).any():
+    in_order = not (starts[1:] < starts[:-1]).any()
+    if not in_order:
         order = np.argsort(starts, kind="stable")
     small = len(data) < 2**31  # 32-bit offsets: Arrow takes straight into a binary array, no second copy to narrow them
     offsets = np.empty(2 * count, dtype=np.int32 if small else np.int64)
-    offsets[0::2] = starts[order]
-    offsets[1::2] = ends[order]
-    if (np.diff(offsets) < 0).any():
+    offsets[0::2] = starts if in_order else starts[order]
+    offsets[1::2] = ends if in_order else ends[order]
+    if (offsets[2::2] < offsets[1:-1:2]).any():  # a span starts before the one before it ends
         raise ValueError("byte spans overlap")
     kind = pa.binary() if small else pa.large_binary()
     interleaved = pa.Array.from_buffers(kind, 2 * count - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-    wanted = np.empty(count, dtype=np.int64)
-    wanted[order] = 2 * np.arange(count, dtype=np.int64)  # span i sits at element 2 * (its place in buffer order)
-    taken = pc.take(interleaved, from_numpy(wanted), memory_pool=READ_POOL)
+    if in_order:  # the even elements, by a filter: one pass, 3x quicker than a take (2M spans: 35 against 100 ms)
+        taken = pc.filter(interleaved, _even_elements(2 * count - 1), memory_pool=READ_POOL)
+    else:
+        wanted = np.empty(count, dtype=np.int64)
+        wanted[order] = 2 * np.arange(count, dtype=np.int64)  # span i sits at element 2 * (its place in buffer order)
+        taken = pc.take(interleaved, from_numpy(wanted), memory_pool=READ_POOL)
     return taken if small else taken.cast(pa.binary(), memory_pool=READ_POOL)
+
+
+def _even_elements(length: int) -> pa.BooleanArray:
+    """A mask selecting elements 0, 2, 4, ... of `length` (bits 0101... from the lowest)."""
+    return pa.Array.from_buffers(pa.bool_(), length, [None, pa.py_buffer(b"\x55" * ((length + 7) // 8))])
 
 
 def as_utf8(binary: pa.Array) -> pa.StringArray:

@@ -23,7 +23,7 @@ import numpy as np
 from isal import isal_zlib  # zlib's interface, ISA-L's inflate: twice zlib's speed on these blocks
 
 from metadata.errors import HudiFormatError
-from metadata.mdt.hfile_cells import ZEROS, CellChunk, key_lengths, walk_cells
+from metadata.mdt.hfile_cells import ZEROS, CellChunk, IntArray, key_lengths, walk_cells
 from metadata.mdt.hfile_format import (
     CHECKSUM_CRC32,
     CHECKSUM_CRC32C,
@@ -96,6 +96,17 @@ class IndexEntry:
     first_row: bytes
     offset: int
     on_disk_size: int
+
+
+@dataclass(frozen=True)
+class _Block:
+    """An inflated data block: its offset, payload, quick walk (None: walk it
+    exactly) and the key prefixes its rows are checked against (None: all kept)."""
+
+    offset: int
+    payload: bytes
+    walk: IntArray | None
+    checks: list[bytes] | None
 
 
 @dataclass(frozen=True)
@@ -498,10 +509,10 @@ class HFileReader:
         return self._chunks_of([(entry, None) for entry in self.blocks_holding(rows)], chunk_bytes)
 
     def _chunks_of(self, blocks: list[tuple[IndexEntry, list[bytes] | None]], chunk_bytes: int) -> Iterator[CellChunk]:
-        pending: list[tuple[int, bytes, list[bytes] | None]] = []
+        pending: list[_Block] = []
         size = 0
-        for (entry, checks), payload in zip(blocks, self._inflated([entry.offset for entry, _ in blocks])):
-            pending.append((entry.offset, payload, checks))
+        for (entry, checks), (payload, walk) in zip(blocks, self._inflated([entry.offset for entry, _ in blocks])):
+            pending.append(_Block(entry.offset, payload, walk, checks))
             size += len(payload)
             if size >= chunk_bytes:
                 yield self._chunk(pending)
@@ -509,41 +520,47 @@ class HFileReader:
         if pending:
             yield self._chunk(pending)
 
-    def _chunk(self, blocks: list[tuple[int, bytes, list[bytes] | None]]) -> CellChunk:
-        """The cells of inflated blocks (offset, payload, prefixes to check)
-        as one chunk: walked quickly, then checked together; walked exactly
-        when the quick walk does not fit them."""
-        tail = 1 if self.includes_mvcc else 0
-        walks = None if self.includes_tags else [walk_cells(payload, tail) for _, payload, _ in blocks]
-        if walks is not None and all(w is not None for w in walks):
-            shifts = np.cumsum([0] + [len(p) for _, p, _ in blocks[:-1]])
-            starts = np.concatenate([np.asarray(w, dtype=np.int64) + s for w, s in zip(walks, shifts) if w is not None])
-            padded = b"".join([*(p for _, p, _ in blocks), ZEROS])  # one copy: the blocks end to end, then the padding
+    def _chunk(self, blocks: list[_Block]) -> CellChunk:
+        """The cells of inflated blocks as one chunk: walked quickly (as they
+        were inflated), then checked together; walked exactly when the quick
+        walk does not fit them."""
+        tail = self._fixed_tail()
+        walks = [b.walk for b in blocks]
+        if tail is not None and all(w is not None for w in walks):
+            shifts = np.cumsum([0] + [len(b.payload) for b in blocks[:-1]])
+            starts = np.concatenate([w + s for w, s in zip(walks, shifts) if w is not None])
+            padded = b"".join([*(b.payload for b in blocks), ZEROS])  # one copy: the blocks end to end, then the padding
             value_starts = starts + 8 + key_lengths(np.frombuffer(padded, dtype=np.uint8), starts)
             # blocks lie end to end: a block's end is the next one's first cell
             cell_ends = np.append(starts[1:], len(padded) - len(ZEROS)) if len(starts) else starts
             if not tail or _single_byte_vints(padded, cell_ends - 1):
                 chunk = CellChunk.from_layout(padded, starts, value_starts, cell_ends - tail - value_starts, self.path)
-                return self._select(chunk, [len(w) for w in walks if w is not None], [c for _, _, c in blocks])
+                return self._select(chunk, [len(w) for w in walks if w is not None], [b.checks for b in blocks])
         return self._exact_chunk(blocks)
 
-    def _exact_chunk(self, blocks: list[tuple[int, bytes, list[bytes] | None]]) -> CellChunk:
+    def _fixed_tail(self) -> int | None:
+        """What follows every cell's value for the quick walk: a one-byte MVCC
+        vint or nothing; None with tags (of their own length: walked exactly)."""
+        return None if self.includes_tags else 1 if self.includes_mvcc else 0
+
+    def _exact_chunk(self, blocks: list[_Block]) -> CellChunk:
         starts: list[int] = []
         value_starts: list[int] = []
         value_lengths: list[int] = []
         counts = []
         shift = 0
-        for offset, payload, _ in blocks:
-            cells = list(self._cell_positions(payload, offset))
+        for block in blocks:
+            payload = block.payload
+            cells = list(self._cell_positions(payload, block.offset))
             for start, value_start, value_length in cells:
                 starts.append(start + shift)
                 value_starts.append(value_start + shift)
                 value_lengths.append(value_length)
             counts.append(len(cells))
             shift += len(payload)
-        chunk = CellChunk.from_layout(b"".join([*(p for _, p, _ in blocks), ZEROS]), np.asarray(starts, dtype=np.int64),
+        chunk = CellChunk.from_layout(b"".join([*(b.payload for b in blocks), ZEROS]), np.asarray(starts, dtype=np.int64),
                                       np.asarray(value_starts, dtype=np.int64), np.asarray(value_lengths, dtype=np.int64), self.path)
-        return self._select(chunk, counts, [c for _, _, c in blocks])
+        return self._select(chunk, counts, [b.checks for b in blocks])
 
     @staticmethod
     def _select(chunk: CellChunk, counts: list[int], checks: list[list[bytes] | None]) -> CellChunk:
@@ -557,20 +574,22 @@ class HFileReader:
         keep[rows] = chunk.take(rows).rows_with_any_prefix(sorted({p for c in checks if c is not None for p in c}))
         return chunk.take(np.flatnonzero(keep))
 
-    def _inflated(self, offsets: list[int]) -> Iterator[bytes]:
-        """Payloads of the data blocks at `offsets`, in order; worker threads
-        read and inflate groups of blocks ahead (a group per task keeps the
-        hand-offs, each waiting for the GIL, few)."""
+    def _inflated(self, offsets: list[int]) -> Iterator[tuple[bytes, IntArray | None]]:
+        """Payloads of the data blocks at `offsets`, in order, each with its
+        quick walk (`walk_cells`; None when it does not fit); worker threads
+        read, inflate and walk groups of blocks ahead (a group per task keeps
+        the hand-offs, each waiting for the GIL, few)."""
         if len(offsets) <= INFLATE_GROUP:
-            for offset in offsets:
-                yield self._block(offset, (DATA_MAGIC,))[1]
+            yield from self._payloads(offsets)
             return
         groups = [offsets[i : i + INFLATE_GROUP] for i in range(0, len(offsets), INFLATE_GROUP)]
         for payloads in read_ahead(_decompress_pool(), groups, self._payloads, INFLATE_AHEAD):
             yield from payloads
 
-    def _payloads(self, offsets: list[int]) -> list[bytes]:
-        return [self._block(offset, (DATA_MAGIC,))[1] for offset in offsets]
+    def _payloads(self, offsets: list[int]) -> list[tuple[bytes, IntArray | None]]:
+        tail = self._fixed_tail()
+        payloads = [self._block(offset, (DATA_MAGIC,))[1] for offset in offsets]
+        return [(p, None if tail is None else walk_cells(p, tail)) for p in payloads]
 
     def get(self, row: bytes) -> bytes | None:
         for found, value in self.scan_prefix(row):

@@ -1,0 +1,401 @@
+/* The per-cell and per-record steps of reading the metadata table, compiled.
+ *
+ * The one sequential step of reading an HFile data block: where each cell
+ * starts. A cell's length is in its header (int32 key length, int32 value
+ * length, both big-endian), so the cells are walked one after the other; in
+ * Python that walk cost 150 ns a cell, here a few. The GIL is released while
+ * walking, so the threads that inflate blocks walk them too.
+ *
+ * walk_cells(payload, fixed_tail) -> bytes | None: the start of every cell
+ * as native int64s, assuming each cell ends `fixed_tail` bytes after its
+ * value; None when the block does not walk that way. The same contract as
+ * the Python `hfile_cells.walk_cells`, which stays the reference. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static int32_t be_int32(const unsigned char *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+}
+
+/* Cells found, or -1 when the block does not walk with this tail. `starts`
+ * has room for one cell per 10 bytes (a cell takes at least 8 + 2 bytes). */
+static Py_ssize_t walk(const unsigned char *data, Py_ssize_t size, Py_ssize_t fixed_tail, int64_t *starts) {
+    Py_ssize_t count = 0;
+    int64_t pos = 0;
+    const int64_t end = (int64_t)size - 8;
+    while (pos <= end) {
+        int32_t key_length = be_int32(data + pos);
+        int32_t value_length = be_int32(data + pos + 4);
+        if (key_length < 2 || value_length < 0)
+            return -1;
+        starts[count++] = pos;
+        pos += (int64_t)key_length + (int64_t)value_length + 8 + fixed_tail;
+    }
+    return pos == (int64_t)size ? count : -1;
+}
+
+static PyObject *walk_cells(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer payload;
+    Py_ssize_t fixed_tail;
+    if (!PyArg_ParseTuple(args, "y*n", &payload, &fixed_tail))
+        return NULL;
+    if (fixed_tail < 0) {
+        PyBuffer_Release(&payload);
+        PyErr_SetString(PyExc_ValueError, "fixed_tail must not be negative");
+        return NULL;
+    }
+    Py_ssize_t room = payload.len / 10 + 1;
+    int64_t *starts = PyMem_RawMalloc((size_t)room * sizeof(int64_t));
+    if (starts == NULL) {
+        PyBuffer_Release(&payload);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t count;
+    Py_BEGIN_ALLOW_THREADS
+    count = walk((const unsigned char *)payload.buf, payload.len, fixed_tail, starts);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&payload);
+    PyObject *result;
+    if (count < 0) {
+        result = Py_NewRef(Py_None);
+    } else {
+        result = PyBytes_FromStringAndSize((const char *)starts, count * (Py_ssize_t)sizeof(int64_t));
+    }
+    PyMem_RawFree(starts);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------
+ * decode_records(buffer, starts, lengths, program, kinds, names)
+ *
+ * Avro records decoded one after the other, each field appended to its path's
+ * columns: the results `columnar._Decoder` makes a field at a time with numpy
+ * (which stays the reference), at a few nanoseconds a field. `program` is the
+ * writer schema compiled by `columnar` into int64 nodes (OP_* below, a node's
+ * children are indexes of other nodes); `kinds` says per path what it holds
+ * (KIND_*); `names` names the paths for errors. Entries of maps and arrays
+ * are numbered record by record. Returns (per path: None or a tuple of
+ * bytes: rows, values[, lengths]), (per path: entries counted, -1 if the
+ * path is not a map's or array's space never reached)); None when a map or
+ * array claims more entries than its record has bytes (left to the numpy
+ * decoder); ValueError for bytes that do not decode. */
+
+enum { OP_NULL, OP_LONG, OP_BOOL, OP_FLOAT, OP_DOUBLE, OP_SPAN, OP_FIXED, OP_RECORD, OP_UNION, OP_ENTRIES };
+enum { KIND_INTS, KIND_BOOLS, KIND_FLOATS, KIND_SPAN, KIND_OWNER };
+enum { OK, ERR_VARINT_PAST, ERR_VARINT_LONG, ERR_SPAN_PAST, ERR_FIXED_PAST, ERR_BRANCH, ERR_END, ERR_MEMORY, ERR_ENTRIES, ERR_PROGRAM };
+
+typedef struct {
+    int64_t *rows; /* NULL while the rows are 0, 1, 2, ... (most paths: every record has them) */
+    int64_t *values; /* ints, owners, span starts, or doubles and bools stored in the same 8 bytes */
+    int64_t *lengths; /* spans only */
+    Py_ssize_t size, room, rows_room;
+    int64_t entries; /* owner paths: entries numbered so far; -1 until the map or array is reached */
+} Column;
+
+typedef struct {
+    const unsigned char *buf;
+    int64_t pos, end;
+    const int64_t *program;
+    Py_ssize_t program_size;
+    const int64_t *kinds;
+    Column *columns;
+    Py_ssize_t paths;
+    int error;
+    int64_t error_path, error_record, error_at;
+} Decoder;
+
+static int grow(int64_t **values, Py_ssize_t room) {
+    int64_t *grown = PyMem_RawRealloc(*values, (size_t)room * sizeof(int64_t));
+    if (grown == NULL) return ERR_MEMORY;
+    *values = grown;
+    return OK;
+}
+
+static int push(Decoder *d, int64_t path, int64_t row, int64_t value, int64_t length) {
+    Column *c = &d->columns[path];
+    if (c->size == c->room) {
+        Py_ssize_t room = c->room ? c->room * 2 : 1024;
+        if (grow(&c->values, room) || (d->kinds[path] == KIND_SPAN && grow(&c->lengths, room))) return d->error = ERR_MEMORY;
+        c->room = room;
+    }
+    if (c->rows != NULL || row != (int64_t)c->size) { /* rows kept once they stop being 0, 1, 2, ... */
+        if (c->rows_room <= c->size) {
+            if (grow(&c->rows, c->room)) return d->error = ERR_MEMORY;
+            if (c->rows_room == 0)
+                for (Py_ssize_t i = 0; i < c->size; i++) c->rows[i] = (int64_t)i;
+            c->rows_room = c->room;
+        }
+        c->rows[c->size] = row;
+    }
+    c->values[c->size] = value;
+    if (d->kinds[path] == KIND_SPAN) c->lengths[c->size] = length;
+    c->size++;
+    return OK;
+}
+
+static int varint(Decoder *d, int64_t *out) {
+    uint64_t raw = 0;
+    for (int shift = 0;; shift += 7) {
+        if (shift > 63) return d->error = ERR_VARINT_LONG;
+        if (d->pos >= d->end) return d->error = ERR_VARINT_PAST;
+        unsigned char byte = d->buf[d->pos++];
+        raw |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) break;
+    }
+    *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+    return OK;
+}
+
+static int span(Decoder *d, int64_t path, int64_t row) {
+    int64_t length;
+    if (varint(d, &length)) return d->error;
+    if (length < 0 || length > d->end - d->pos) return d->error = ERR_SPAN_PAST;
+    int64_t start = d->pos;
+    d->pos += length;
+    return push(d, path, row, start, length);
+}
+
+static int node(Decoder *d, int64_t at, int64_t row) {
+    if (at < 0 || at >= d->program_size) return d->error = ERR_PROGRAM;
+    const int64_t *n = d->program + at;
+    int64_t value;
+    switch (n[0]) {
+    case OP_NULL:
+        return OK;
+    case OP_LONG:
+        if (varint(d, &value)) return d->error;
+        return push(d, n[1], row, value, 0);
+    case OP_BOOL:
+        if (d->pos + 1 > d->end) return d->error = ERR_FIXED_PAST;
+        return push(d, n[1], row, d->buf[d->pos++] != 0, 0);
+    case OP_FLOAT: {
+        if (d->pos + 4 > d->end) return d->error = ERR_FIXED_PAST;
+        float f;
+        memcpy(&f, d->buf + d->pos, 4); /* Avro floats are little-endian, as this machine (checked at import) */
+        d->pos += 4;
+        double widened = (double)f;
+        memcpy(&value, &widened, 8);
+        return push(d, n[1], row, value, 0);
+    }
+    case OP_DOUBLE:
+        if (d->pos + 8 > d->end) return d->error = ERR_FIXED_PAST;
+        memcpy(&value, d->buf + d->pos, 8);
+        d->pos += 8;
+        return push(d, n[1], row, value, 0);
+    case OP_SPAN:
+        return span(d, n[1], row);
+    case OP_FIXED:
+        if (n[2] > d->end - d->pos) return d->error = ERR_FIXED_PAST;
+        value = d->pos;
+        d->pos += n[2];
+        return push(d, n[1], row, value, n[2]);
+    case OP_RECORD:
+        for (int64_t i = 0; i < n[1]; i++)
+            if (node(d, n[2 + i], row)) return d->error;
+        return OK;
+    case OP_UNION:
+        if (varint(d, &value)) return d->error;
+        if (value < 0 || value >= n[2]) {
+            d->error_path = n[1];
+            return d->error = ERR_BRANCH;
+        }
+        if (push(d, n[1], row, value, 0)) return d->error;
+        return node(d, n[3 + value], row);
+    case OP_ENTRIES: { /* owner path, keyed, key path, item */
+        Column *space = &d->columns[n[1]];
+        if (space->entries < 0) space->entries = 0;
+        for (;;) {
+            int64_t count;
+            if (varint(d, &count)) return d->error;
+            if (count == 0) return OK;
+            if (count < 0) { /* a negative count is followed by the block's byte size */
+                int64_t block_bytes;
+                if (varint(d, &block_bytes)) return d->error;
+                count = -count;
+            }
+            if (count > d->end - d->pos) return d->error = ERR_ENTRIES; /* more entries than bytes: left to the numpy decoder */
+            for (int64_t j = 0; j < count; j++) {
+                int64_t entry = space->entries++;
+                if (push(d, n[1], entry, row, 0)) return d->error;
+                if (n[2] && span(d, n[3], entry)) return d->error;
+                if (node(d, n[4], entry)) return d->error;
+            }
+        }
+    }
+    default:
+        return d->error = ERR_PROGRAM;
+    }
+}
+
+/* A decoded column handed to Python without a copy: the buffer protocol over
+ * memory the decoder allocated, freed with the last view of it. */
+typedef struct {
+    PyObject_HEAD
+    int64_t *data;
+    Py_ssize_t size;
+} Owned;
+
+static void owned_dealloc(Owned *self) {
+    PyMem_RawFree(self->data);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int owned_getbuffer(Owned *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->size * (Py_ssize_t)sizeof(int64_t), 0, flags);
+}
+
+static PyBufferProcs owned_buffer = {(getbufferproc)owned_getbuffer, NULL};
+
+static PyTypeObject OwnedType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "metadata.mdt._cells.Owned",
+    .tp_basicsize = sizeof(Owned),
+    .tp_dealloc = (destructor)owned_dealloc,
+    .tp_as_buffer = &owned_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "int64s the compiled decoder made, as a buffer",
+};
+
+/* The column's values as an Owned (None when `*values` is NULL); the decoder lets go of them. */
+static PyObject *hand_over(int64_t **values, Py_ssize_t size) {
+    if (*values == NULL) return Py_NewRef(Py_None);
+    Owned *owned = PyObject_New(Owned, &OwnedType);
+    if (owned == NULL) return NULL;
+    owned->data = *values;
+    owned->size = size;
+    *values = NULL;
+    return (PyObject *)owned;
+}
+
+static PyObject *decode_error(Decoder *d, PyObject *names) {
+    switch (d->error) {
+    case ERR_VARINT_PAST: return PyErr_Format(PyExc_ValueError, "a varint runs past its record");
+    case ERR_VARINT_LONG: return PyErr_Format(PyExc_ValueError, "a varint is longer than 10 bytes");
+    case ERR_SPAN_PAST: return PyErr_Format(PyExc_ValueError, "a string or bytes value runs past its record");
+    case ERR_FIXED_PAST: return PyErr_Format(PyExc_ValueError, "a fixed-size value runs past its record");
+    case ERR_BRANCH: {
+        PyObject *name = PyTuple_GetItem(names, (Py_ssize_t)d->error_path);
+        if (name == NULL) return NULL;
+        return PyErr_Format(PyExc_ValueError, "%U: union branch out of range", name);
+    }
+    case ERR_END:
+        return PyErr_Format(PyExc_ValueError, "record %lld does not end where its value ends (%lld vs %lld)", (long long)d->error_record,
+                            (long long)d->error_at, (long long)d->end);
+    case ERR_MEMORY: return PyErr_NoMemory();
+    default: return PyErr_Format(PyExc_ValueError, "the compiled record program is malformed");
+    }
+}
+
+static PyObject *decode_records(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer buffer, starts, lengths, program, kinds;
+    PyObject *names;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*O!", &buffer, &starts, &lengths, &program, &kinds, &PyTuple_Type, &names))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t records = starts.len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t paths = kinds.len / (Py_ssize_t)sizeof(int64_t);
+    Decoder d = {0};
+    d.buf = buffer.buf;
+    d.program = program.buf;
+    d.program_size = program.len / (Py_ssize_t)sizeof(int64_t);
+    d.kinds = kinds.buf;
+    d.paths = paths;
+    d.columns = PyMem_RawCalloc((size_t)(paths ? paths : 1), sizeof(Column));
+    if (lengths.len != starts.len || PyTuple_GET_SIZE(names) != paths) {
+        PyErr_SetString(PyExc_ValueError, "starts, lengths, kinds and names do not agree");
+        goto done;
+    }
+    if (d.columns == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t p = 0; p < paths; p++) d.columns[p].entries = -1;
+    const int64_t *start = starts.buf, *length = lengths.buf;
+    for (Py_ssize_t i = 0; i < records; i++)
+        if (start[i] < 0 || length[i] < 0 || start[i] + length[i] > buffer.len) {
+            PyErr_SetString(PyExc_ValueError, "records run past their buffer");
+            goto done;
+        }
+    /* The GIL is held: a chunk decodes in milliseconds, and taking the GIL back from the inflating threads cost more. */
+    for (Py_ssize_t i = 0; i < records; i++) {
+        d.pos = start[i];
+        d.end = start[i] + length[i];
+        if (node(&d, 0, (int64_t)i)) break;
+        if (d.pos != d.end) {
+            d.error = ERR_END;
+            d.error_record = (int64_t)i;
+            d.error_at = d.pos;
+            break;
+        }
+    }
+    if (d.error == ERR_ENTRIES) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (d.error) {
+        decode_error(&d, names);
+        goto done;
+    }
+    PyObject *columns = PyList_New(paths), *entries = PyList_New(paths);
+    if (columns == NULL || entries == NULL) {
+        Py_XDECREF(columns);
+        Py_XDECREF(entries);
+        goto done;
+    }
+    for (Py_ssize_t p = 0; p < paths; p++) {
+        Column *c = &d.columns[p];
+        PyObject *item;
+        if (c->size == 0) {
+            item = Py_NewRef(Py_None);
+        } else if (((const int64_t *)kinds.buf)[p] == KIND_SPAN) {
+            item = Py_BuildValue("(NNN)", hand_over(&c->rows, c->size), hand_over(&c->values, c->size), hand_over(&c->lengths, c->size));
+        } else {
+            item = Py_BuildValue("(NN)", hand_over(&c->rows, c->size), hand_over(&c->values, c->size));
+        }
+        PyObject *count = PyLong_FromLongLong((long long)c->entries);
+        if (item == NULL || count == NULL) {
+            Py_XDECREF(item);
+            Py_XDECREF(count);
+            Py_DECREF(columns);
+            Py_DECREF(entries);
+            goto done;
+        }
+        PyList_SET_ITEM(columns, p, item);
+        PyList_SET_ITEM(entries, p, count);
+    }
+    result = Py_BuildValue("(NN)", columns, entries);
+done:
+    if (d.columns != NULL) {
+        for (Py_ssize_t p = 0; p < paths; p++) {
+            PyMem_RawFree(d.columns[p].rows);
+            PyMem_RawFree(d.columns[p].values);
+            PyMem_RawFree(d.columns[p].lengths);
+        }
+        PyMem_RawFree(d.columns);
+    }
+    PyBuffer_Release(&buffer);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&lengths);
+    PyBuffer_Release(&program);
+    PyBuffer_Release(&kinds);
+    return result;
+}
+
+
+static PyMethodDef methods[] = {
+    {"walk_cells", walk_cells, METH_VARARGS, "Where each cell of an HFile data block starts (native int64s), or None."},
+    {"decode_records", decode_records, METH_VARARGS, "Avro records decoded into per-path columns (see _cells.c)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cells", "HFile cells walked and metadata records decoded, compiled.", -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__cells(void) {
+    if (PyType_Ready(&OwnedType) < 0) return NULL;
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,230 @@
+"""The compiled cell walker and record decoder (`metadata/mdt/_cells.c`)
+against their Python references: `walk_cells_in_python` for the walk, the
+numpy decoder (`decode_spans_with_numpy`) for the records. Random blocks and
+records, every fixture's metadata table, and damaged bytes, which both must
+refuse with the same message."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from metadata import HudiTable
+from metadata.mdt import columnar, hfile_cells
+from metadata.mdt.columnar import Decoded, Unsupported, decode_many, decode_spans, decode_spans_with_numpy
+from metadata.mdt.files_columns import entries_of_sizes, live_entries
+from metadata.mdt.hfile_cells import PADDING, walk_cells, walk_cells_in_python
+from metadata.mdt.reader import KeyQuery
+from metadata.mdt.record_encoding import encode_record
+from metadata.mdt.record_program import NotCompiled, compile_schema
+from metadata.mdt.record_schema import files_record, record_schema_json
+from metadata.mdt.records import decode_record, live_files, parse_schema_cached
+from tests.conftest import requires_fixtures, table_path
+from tests.test_columnar_decode import files_records, stats_records
+from tests.test_metadata_table import MDT_FIXTURES
+
+compiled = pytest.mark.skipif(columnar._native is None, reason="the compiled module was not built (no C compiler at install)")
+
+
+def test_the_compiled_module_is_built_where_a_c_compiler_is() -> None:
+    """Installed where a C compiler is (CI included), the compiled walk and decoder are there: their tests below run."""
+    if shutil.which(sysconfig.get_config_var("CC").split()[0] if sysconfig.get_config_var("CC") else "cc") is None:
+        pytest.skip("no C compiler here: the install leaves the compiled module out, and the Python walk and numpy decoder run")
+    assert hfile_cells._native is not None and columnar._native is not None
+
+
+# The cell walk ---------------------------------------------------------------------------------
+def _cell(key: bytes, value: bytes, tail: int) -> bytes:
+    return struct.pack(">ii", len(key), len(value)) + key + value + b"\x00" * tail
+
+
+@compiled
+@settings(max_examples=300)
+@given(st.lists(st.tuples(st.binary(min_size=2, max_size=30), st.binary(max_size=40)), max_size=40), st.sampled_from([0, 1, 2]),
+       st.sampled_from([0, 1, 2]), st.binary(max_size=12), st.integers(0, 2**31 - 1))
+def test_compiled_walk_equals_the_python_walk(cells: list[tuple[bytes, bytes]], tail: int, walked_with: int, garbage: bytes,
+                                              seed: int) -> None:
+    """Blocks of cells with `tail` bytes after each value, walked assuming `walked_with` (a wrong guess must give None
+    both ways), some with garbage after them or a byte flipped."""
+    block = b"".join(_cell(k, v, tail) for k, v in cells)
+    rng = np.random.default_rng(seed)
+    damaged = bytearray(block)
+    if damaged:
+        damaged[int(rng.integers(len(damaged)))] ^= int(rng.integers(1, 256))
+    for payload in (block, block + garbage, bytes(damaged)):
+        python = walk_cells_in_python(payload, walked_with)
+        native = walk_cells(payload, walked_with)
+        assert (native is None) == (python is None)
+        if native is not None:
+            assert native.tolist() == python
+    if walked_with == tail:
+        starts = walk_cells(block, tail)
+        assert starts is not None and len(starts) == len(cells)
+
+
+@compiled
+def test_compiled_walk_refuses_lengths_that_cannot_be() -> None:
+    assert walk_cells(struct.pack(">ii", 1, 0) + b"k", 0) is None  # a key shorter than its row length
+    assert walk_cells(struct.pack(">ii", 2, -1) + b"kk", 0) is None
+    assert walk_cells(struct.pack(">ii", 2**31 - 1, 2**31 - 1) + b"kk", 1) is None  # runs far past the block
+    assert walk_cells(b"", 0) is not None and len(walk_cells(b"", 0)) == 0  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        hfile_cells._native.walk_cells(b"", -1)  # type: ignore[union-attr]
+
+
+# The record decoder ----------------------------------------------------------------------------
+def _canonical(decoded: Decoded) -> dict[str, Any]:
+    """A decoding with map and array entries named by (their record, their place in it), not by their numbering
+    (which the decoders choose differently), every path's values listed by those names."""
+    names: dict[str, list[tuple[int, ...]]] = {"": [(r,) for r in range(decoded.count)]}
+    for space in sorted(decoded.entries, key=lambda s: s.count("{}")):
+        parent = space[: space[:-2].rfind("{}") + 2] if "{}" in space[:-2] else ""
+        owners = decoded.owners.get(space, np.zeros(0, dtype=np.int64))
+        rows = decoded.present.get(space, np.zeros(0, dtype=np.int64))
+        named = [()] * decoded.entries[space]
+        ordinal: dict[int, int] = {}
+        for row, owner in sorted(zip(rows.tolist(), owners.tolist())):
+            named[row] = (*names[parent][owner], ordinal.setdefault(owner, 0))
+            ordinal[owner] += 1
+        names[space] = named
+    out: dict[str, Any] = {"count": decoded.count, "entries": dict(decoded.entries)}
+    buffer = decoded.buffer.tobytes()
+    for path, rows in decoded.present.items():
+        space = path[: path.rfind("{}") + 2] if "{}" in path else ""
+        if path in decoded.spans:
+            starts, lengths = decoded.spans[path]
+            values: list[Any] = [buffer[s : s + n] for s, n in zip(starts.tolist(), lengths.tolist())]
+        elif path in decoded.owners:
+            values = [names[path[: path[:-2].rfind("{}") + 2] if "{}" in path[:-2] else ""][o] for o in decoded.owners[path].tolist()]
+        else:
+            values = (decoded.ints.get(path) if path in decoded.ints else
+                      decoded.bools.get(path) if path in decoded.bools else decoded.floats[path]).tolist()  # type: ignore[union-attr]
+        out[path] = sorted(zip((names[space if path not in decoded.owners else path][r] for r in rows.tolist()), values), key=repr)
+    return out
+
+
+def _buffer(values: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    lengths = np.array([len(v) for v in values], dtype=np.int64)
+    starts = np.cumsum(lengths) - lengths
+    return np.frombuffer(b"".join([*values, bytes(PADDING)]), dtype=np.uint8), starts, lengths
+
+
+def _both(values: list[bytes], schema_json: str) -> tuple[Any, Any]:
+    """What each decoder makes of the records: its canonical decoding, or the error it raised."""
+    parsed = parse_schema_cached(schema_json)
+    results = []
+    for decode in (decode_spans, decode_spans_with_numpy):
+        try:
+            results.append(_canonical(decode(*_buffer(values), parsed)))
+        except (ValueError, Unsupported) as exc:
+            results.append((type(exc).__name__, str(exc)))
+    return results[0], results[1]
+
+
+@compiled
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(stats_records() | files_records())
+def test_compiled_decoder_equals_numpy_on_random_records(case: tuple[int, list[tuple[str, dict[str, Any]]]]) -> None:
+    version, records = case
+    schema_json = record_schema_json(version)
+    native, numpy_ = _both([encode_record(r, schema_json) for _, r in records], schema_json)
+    assert isinstance(native, dict) and native == numpy_
+
+
+@compiled
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(stats_records() | files_records(), st.data())
+def test_compiled_decoder_refuses_damaged_records_as_numpy_does(case: tuple[int, list[tuple[str, dict[str, Any]]]],
+                                                                 data: st.DataObject) -> None:
+    """Records cut short, grown by a byte or with a byte changed: the same decoding or the same refusal."""
+    version, records = case
+    schema_json = record_schema_json(version)
+    values = [encode_record(r, schema_json) for _, r in records]
+    n = data.draw(st.integers(0, len(values) - 1))
+    value = bytearray(values[n])
+    how = data.draw(st.sampled_from(["cut", "grow", "flip"]))
+    at = data.draw(st.integers(0, len(value) - 1))
+    if how == "cut":
+        del value[at:]
+    elif how == "grow":
+        value.insert(at, data.draw(st.integers(0, 255)))
+    else:
+        value[at] ^= data.draw(st.integers(1, 255))
+    values[n] = bytes(value)
+    native, numpy_ = _both(values, schema_json)
+    if isinstance(numpy_, tuple) and numpy_[0] == "Unsupported":
+        return  # numpy leaves it to the reference (a long map); the compiled decoder may read it (checked below)
+    assert native == numpy_
+
+
+@compiled
+def test_compiled_decoder_reads_the_long_maps_numpy_leaves_to_the_reference() -> None:
+    schema_json = record_schema_json(9)
+    entries = {f"{n}.parquet": (10 + n, n % 7 == 0) for n in range(columnar.LOCKSTEP_ENTRIES + 1)}
+    values = [encode_record(files_record("p", entries), schema_json)]
+    with pytest.raises(Unsupported):
+        decode_spans_with_numpy(*_buffer(values), parse_schema_cached(schema_json))
+    found = live_entries(pa.array(["p"], pa.string()), decode_many(values, parse_schema_cached(schema_json)))
+    assert found.equals(entries_of_sizes({"p": live_files(decode_record("p", values[0], schema_json, "test"))}))
+    assert found.num_rows == len(entries) - len(range(0, len(entries), 7))
+
+
+@compiled
+def test_a_map_claiming_more_entries_than_its_bytes_is_left_to_numpy() -> None:
+    """A count no record could hold (2**40 entries in a few bytes) does not make the compiled decoder loop or allocate."""
+    schema = parse_schema_cached('{"type": "record", "name": "R", "fields": [{"name": "m", "type": {"type": "array", "items": "null"}}]}')
+    value = bytes([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40, 0])  # zigzag varint of 2**40, then the end of the array
+    with pytest.raises(Unsupported):
+        decode_spans(*_buffer([value]), schema)
+
+
+def test_recursive_schemas_are_not_compiled() -> None:
+    recursive = parse_schema_cached('{"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]}]}')
+    with pytest.raises(NotCompiled):
+        compile_schema(recursive)
+
+
+def _chunks_of_every_partition(path: str) -> list[tuple[list[bytes], str]]:
+    """Every metadata partition's base-file cells, a chunk at a time: its record values and writer schema."""
+    mdt = HudiTable.open(path).metadata_table
+    assert mdt is not None
+    found = []
+    for partition in mdt.table.config.metadata_partitions:
+        for cells in mdt.reader.read_split(partition, KeyQuery())[0]:
+            for chunk in cells.chunks():
+                found.append((chunk.value_list(), cells.schema_json))
+    return found
+
+
+@compiled
+@requires_fixtures
+def test_compiled_decoder_equals_numpy_on_fixture_tables(fixture_root: Path) -> None:
+    """Every metadata partition of every fixture with a metadata table (some keep all their records in log blocks)."""
+    compared: dict[str, int] = {}
+    for stem in MDT_FIXTURES:
+        for values, schema_json in _chunks_of_every_partition(table_path(fixture_root, stem)):
+            native, numpy_ = _both(values, schema_json)
+            assert isinstance(native, dict) and native == numpy_, stem
+            compared[stem] = compared.get(stem, 0) + len(values)
+    assert len(compared) >= len(MDT_FIXTURES) // 2, compared
+
+
+def test_the_compiled_helpers_can_be_switched_off() -> None:
+    """HUDI_BRIDGE_NATIVE=0: the Python walk and the numpy decoder, as where nothing was compiled."""
+    import os
+    import subprocess
+    import sys
+
+    code = "from metadata.mdt import native, hfile_cells, columnar; print(native.cells, hfile_cells._native, columnar._native)"
+    shown = subprocess.run([sys.executable, "-c", code], env={**os.environ, "HUDI_BRIDGE_NATIVE": "0"}, capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert shown == ["None", "None", "None"]
