@@ -8,6 +8,9 @@ one are told apart exactly, by Arrow.
 
 - `all_distinct`: strings of one byte width (metadata-table keys) are rows
   of a byte matrix, fingerprinted whole.
+- `starts_with_any`: whether strings start with one of some prefixes of
+  one width from 9 to 16 bytes (metadata-table ids): two 8-byte words read
+  in place cover the prefix, and both are compared, so the answer is exact.
 - `index_in`: file names (24 bytes and more; Hudi's are about 80) are
   fingerprinted from their length and five 8-byte words read in place at
   their head and tail, where Hudi's names differ (file id; instant), and
@@ -95,6 +98,35 @@ def _name_fingerprints(values: pa.Array) -> npt.NDArray[np.uint64] | None:
         for at in [starts + _WORD * i for i in range(_HEAD_WORDS)] + [ends - _WORD * i for i in range(_TAIL_WORDS, 0, -1)]:
             fingerprint = (fingerprint ^ words[at]) * _FNV_PRIME
     return fingerprint
+
+
+def starts_with_any(values: pa.Array | pa.ChunkedArray, prefixes: list[bytes]) -> npt.NDArray[np.bool_] | None:
+    """Per value, whether it starts with one of `prefixes`, all of one width
+    from 9 to 16 bytes; None (ask Arrow) for other widths, nulls, or two
+    prefixes sharing their first 8 bytes."""
+    width = len(prefixes[0]) if prefixes else 0
+    if not _WORD < width <= 2 * _WORD or any(len(p) != width for p in prefixes) or values.null_count:
+        return None
+    wanted = sorted((int.from_bytes(p[:_WORD], "little"), int.from_bytes(p[width - _WORD :], "little")) for p in prefixes)
+    heads = np.array([h for h, _ in wanted], dtype=np.uint64)
+    tails = np.array([t for _, t in wanted], dtype=np.uint64)
+    if len(np.unique(heads)) != len(heads):
+        return None
+    parts = []
+    for chunk in values.chunks if isinstance(values, pa.ChunkedArray) else [values]:
+        count = len(chunk)
+        if count == 0:
+            continue
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=count + 1, offset=chunk.offset * 4).astype(np.int64)
+        starts = offsets[:-1]
+        data = chunk.buffers()[2]
+        if int((offsets[1:] - starts).min()) < width:
+            return None  # a value shorter than the prefixes (its words would reach past it)
+        words = np.ndarray((data.size - _WORD + 1,), dtype="<u8", buffer=data, strides=(1,))
+        head, tail = words[starts], words[starts + (width - _WORD)]
+        at = np.minimum(np.searchsorted(heads, head), len(heads) - 1)
+        parts.append((heads[at] == head) & (tails[at] == tail))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.bool_)
 
 
 def _fingerprints_of(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uint64] | None:

@@ -50,3 +50,32 @@ def test_index_in_settles_shared_fingerprints(monkeypatch: pytest.MonkeyPatch) -
     names = [f"{i:08d}-0000-0000-0000-000000000000-0_1-2-3_2024.parquet" for i in range(50)]
     found = fingerprints.index_in(pa.array(names[::-1] + ["x" * 60], pa.string()), pa.array(names, pa.string()))
     assert found.to_pylist() == list(range(49, -1, -1)) + [None]
+
+
+@settings(max_examples=400, deadline=None)
+@given(prefixes=st.lists(st.binary(min_size=12, max_size=12), min_size=1, max_size=6, unique=True),
+       tails=st.lists(st.tuples(st.integers(0, 7), st.binary(max_size=20), st.integers(-1, 11)), max_size=30),
+       width=st.sampled_from([9, 12, 16]), chunked=st.booleans())
+def test_starts_with_any_is_exact(prefixes: list[bytes], tails: list[tuple[int, bytes, int]], width: int, chunked: bool) -> None:
+    """Values made of a wanted prefix (or one with a byte changed at `flip`) and a tail, as one array or two chunks."""
+    prefixes = sorted({p[:width].ljust(width, b"a") for p in prefixes})
+    values = []
+    for pick, tail, flip in tails:
+        head = bytearray(prefixes[pick % len(prefixes)])
+        if 0 <= flip < width:
+            head[flip] ^= 0x20
+        values.append(bytes(head) + tail)
+    array = pa.array(values, pa.binary())
+    given_ = pa.chunked_array([array[: len(values) // 2], array[len(values) // 2 :]], pa.binary()) if chunked else array
+    found = fingerprints.starts_with_any(given_, prefixes)
+    if found is None:  # two prefixes sharing their first 8 bytes: left to Arrow
+        assert len({p[:8] for p in prefixes}) < len(prefixes)
+        return
+    assert found.tolist() == [any(v.startswith(p) for p in prefixes) for v in values]
+
+
+def test_starts_with_any_leaves_other_widths_and_short_values_to_arrow() -> None:
+    assert fingerprints.starts_with_any(pa.array([b"abcdefghijkl"]), [b"abcdefgh"]) is None  # 8 bytes: not two words
+    assert fingerprints.starts_with_any(pa.array([b"abcdefghijkl"]), [b"a" * 17]) is None
+    assert fingerprints.starts_with_any(pa.array([b"short"]), [b"abcdefghij"]) is None
+    assert fingerprints.starts_with_any(pa.array([b"abcdefghijkl", None]), [b"abcdefghij"]) is None

@@ -77,7 +77,7 @@ static PyObject *walk_cells(PyObject *self, PyObject *args) {
  * (which stays the reference), at a few nanoseconds a field. `program` is the
  * writer schema compiled by `columnar` into int64 nodes (OP_* below, a node's
  * children are indexes of other nodes); `kinds` says per path what it holds
- * (KIND_*); `names` names the paths for errors. Entries of maps and arrays
+ * (KIND_*; KIND_SKIP: decoded, not kept); `names` names the paths for errors. Entries of maps and arrays
  * are numbered record by record. Returns (per path: None or a tuple of
  * bytes: rows, values[, lengths]), (per path: entries counted, -1 if the
  * path is not a map's or array's space never reached)); None when a map or
@@ -85,7 +85,7 @@ static PyObject *walk_cells(PyObject *self, PyObject *args) {
  * decoder); ValueError for bytes that do not decode. */
 
 enum { OP_NULL, OP_LONG, OP_BOOL, OP_FLOAT, OP_DOUBLE, OP_SPAN, OP_FIXED, OP_RECORD, OP_UNION, OP_ENTRIES };
-enum { KIND_INTS, KIND_BOOLS, KIND_FLOATS, KIND_SPAN, KIND_OWNER };
+enum { KIND_INTS, KIND_BOOLS, KIND_FLOATS, KIND_SPAN, KIND_OWNER, KIND_SKIP };
 enum { OK, ERR_VARINT_PAST, ERR_VARINT_LONG, ERR_SPAN_PAST, ERR_FIXED_PAST, ERR_BRANCH, ERR_END, ERR_MEMORY, ERR_ENTRIES, ERR_PROGRAM };
 
 typedef struct {
@@ -115,7 +115,8 @@ static int grow(int64_t **values, Py_ssize_t room) {
     return OK;
 }
 
-static int push(Decoder *d, int64_t path, int64_t row, int64_t value, int64_t length) {
+static inline int push(Decoder *d, int64_t path, int64_t row, int64_t value, int64_t length) {
+    if (d->kinds[path] == KIND_SKIP) return OK; /* decoded, but not read by the caller */
     Column *c = &d->columns[path];
     if (c->size == c->room) {
         Py_ssize_t room = c->room ? c->room * 2 : 1024;
@@ -137,7 +138,12 @@ static int push(Decoder *d, int64_t path, int64_t row, int64_t value, int64_t le
     return OK;
 }
 
-static int varint(Decoder *d, int64_t *out) {
+static inline int varint(Decoder *d, int64_t *out) {
+    if (d->pos < d->end && d->buf[d->pos] < 0x80) { /* one byte: most lengths, branches and counts */
+        uint64_t raw = d->buf[d->pos++];
+        *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+        return OK;
+    }
     uint64_t raw = 0;
     for (int shift = 0;; shift += 7) {
         if (shift > 63) return d->error = ERR_VARINT_LONG;
@@ -150,7 +156,7 @@ static int varint(Decoder *d, int64_t *out) {
     return OK;
 }
 
-static int span(Decoder *d, int64_t path, int64_t row) {
+static inline int span(Decoder *d, int64_t path, int64_t row) {
     int64_t length;
     if (varint(d, &length)) return d->error;
     if (length < 0 || length > d->end - d->pos) return d->error = ERR_SPAN_PAST;

@@ -300,18 +300,20 @@ class _Decoder:
                 self.decode(branch, idx[picked], rows[picked], f"{path}|{branch_name(branch)}")
 
 
-def decode_spans(buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntArray, parsed_schema: Any) -> Decoded:
+def decode_spans(buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntArray, parsed_schema: Any,
+                 read: tuple[str, ...] | None = None) -> Decoded:
     """Decode the records at buffer[start : start + length] with the
     (fastavro-parsed) writer schema; `buffer` ends with PADDING zero bytes.
     Compiled (`_cells.c`, a record at a time) where it was built, else a
     field at a time with numpy; the same results, but that the compiled
     decoder numbers map and array entries record by record. Raises
     Unsupported for shapes left to the reference decoder and ValueError for
-    bytes that do not decode."""
+    bytes that do not decode. `read`: the prefixes of the paths the caller
+    reads; the compiled decoder keeps only those (the numpy one keeps all)."""
     if len(starts) and int((starts + lengths).max()) > len(buffer) - PADDING:
         raise ValueError("records run past their buffer")
     if _native is not None and len(starts):
-        program = _program_of(parsed_schema)
+        program = _program_of(parsed_schema, read)
         if program is not None:
             decoded = _decode_compiled(program, buffer, starts, lengths)
             if decoded is not None:
@@ -324,17 +326,18 @@ def decode_spans_with_numpy(buffer: npt.NDArray[np.uint8], starts: IntArray, len
     return _Decoder(buffer, starts, lengths).run(parsed_schema)
 
 
-_PROGRAMS: dict[int, tuple[Any, RecordProgram | None]] = {}  # id of a parsed schema -> (it, kept alive; its program)
+# (id of a parsed schema, paths read) -> (the schema, kept alive so that its id stays its own; its program)
+_PROGRAMS: dict[tuple[int, tuple[str, ...] | None], tuple[Any, RecordProgram | None]] = {}
 
 
-def _program_of(parsed_schema: Any) -> RecordProgram | None:
-    held = _PROGRAMS.get(id(parsed_schema))
+def _program_of(parsed_schema: Any, read: tuple[str, ...] | None) -> RecordProgram | None:
+    held = _PROGRAMS.get((id(parsed_schema), read))
     if held is None or held[0] is not parsed_schema:
         try:
-            program: RecordProgram | None = compile_schema(parsed_schema)
+            program: RecordProgram | None = compile_schema(parsed_schema, read)
         except NotCompiled:
             program = None
-        held = _PROGRAMS[id(parsed_schema)] = (parsed_schema, program)
+        held = _PROGRAMS[(id(parsed_schema), read)] = (parsed_schema, program)
     return held[1]
 
 
@@ -351,7 +354,7 @@ def _decode_compiled(program: RecordProgram, buffer: npt.NDArray[np.uint8], star
     for path, kind, column, count in zip(program.paths, program.kinds.tolist(), columns, entries):
         if kind == Kind.OWNER and count >= 0:
             out.entries[path] = count
-        if column is None:
+        if column is None:  # no record has it, or it is not read
             continue
         size = len(memoryview(column[1])) // 8
         if column[0] is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -18,6 +19,7 @@ from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL, empty_table
 from metadata.listing import file_table_of
 from metadata.mdt.columnar import Decoded
+from metadata.mdt.hfile_cells import as_utf8, spans_to_binary
 from metadata.mdt.records import TYPE_ALL_PARTITIONS, TYPE_FILES
 
 KEY = "key"
@@ -46,10 +48,19 @@ def live_entries(record_keys: pa.StringArray, decoded: Decoded) -> pa.Table:
     if size_path in decoded.present:
         sizes[decoded.present[size_path]] = decoded.ints[size_path]
     live = ~deleted[order] & np.isin(types[owners], [TYPE_ALL_PARTITIONS, TYPE_FILES])
-    take = arrow_values.from_numpy(order[live])
+    kept = order[live]
     return pa.table({KEY: pc.take(record_keys, arrow_values.from_numpy(owners[live]), memory_pool=READ_POOL),
-                     NAME: pc.take(decoded.string_array(f"{_MAP}.key"), take, memory_pool=READ_POOL),
-                     SIZE: arrow_values.from_numpy(sizes[order[live]])}, schema=ENTRIES_SCHEMA)
+                     NAME: _names(decoded, kept), SIZE: arrow_values.from_numpy(sizes[kept])}, schema=ENTRIES_SCHEMA)
+
+
+def _names(decoded: Decoded, entries: npt.NDArray[np.int64]) -> pa.StringArray:
+    """The map keys (file names) of these entry rows, copied once: every
+    entry has a key, so its span is at its entry row."""
+    key_path = f"{_MAP}.key"
+    starts, lengths = decoded.spans[key_path]
+    if len(decoded.present[key_path]) != decoded.entries[_MAP]:  # not one key per entry: by the general path
+        return pc.take(decoded.string_array(key_path), arrow_values.from_numpy(entries), memory_pool=READ_POOL)
+    return as_utf8(spans_to_binary(decoded.buffer, starts[entries], lengths[entries]))
 
 
 def entries_of_sizes(sizes: Mapping[str, Mapping[str, int]]) -> pa.Table:

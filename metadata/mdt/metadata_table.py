@@ -329,25 +329,26 @@ def fill_flat_stats(flat: FlatStats, raw: list[RawCells], merged: dict[str, Meta
             flat.add_record(key, decode_record(key, value, cells.schema_json, cells.where))
 
     _decode_base_cells(raw, columnar=lambda chunk, decoded: flat.add_decoded(chunk.keys(skip=keys.ID_LENGTH), decoded),
-                       reference=one_by_one, offsets=offsets)
+                       reference=one_by_one, offsets=offsets, read=flat.paths_read())
     for key, record in merged.items():
         flat.add_record(key, record)
 
 
 def _decode_base_cells(raw: list[RawCells], columnar: Callable[[CellChunk, Decoded], None],
                        reference: Callable[[RawCells, CellChunk], None], columnar_from: int = 0,
-                       offsets: tuple[int, int] | None = None) -> None:
+                       offsets: tuple[int, int] | None = None, read: tuple[str, ...] | None = None) -> None:
     """Hand each chunk of base-file cells to `columnar` with its vectorised
-    decoding, or to `reference` (one record at a time) when the decoder
-    leaves its shape alone or it holds fewer than `columnar_from` records.
-    Bytes that do not decode are an error naming the file."""
+    decoding (of the paths under `read`, at least), or to `reference` (one
+    record at a time) when the decoder leaves its shape alone or it holds
+    fewer than `columnar_from` records. Bytes that do not decode are an
+    error naming the file."""
     for cells in raw:
         parsed = parse_schema_cached(cells.schema_json)
         for chunk in cells.chunks(offsets):
             try:
                 if len(chunk) < columnar_from:
                     raise Unsupported("few records: each decoded whole is quicker")
-                columnar(chunk, decode_spans(chunk.data, chunk.value_start, chunk.value_length, parsed))
+                columnar(chunk, decode_spans(chunk.data, chunk.value_start, chunk.value_length, parsed, read))
             except Unsupported:
                 reference(cells, chunk)
             except (ValueError, IndexError, pa.ArrowInvalid) as exc:

@@ -41,6 +41,7 @@ class Kind(IntEnum):
     FLOATS = 2
     SPAN = 3
     OWNER = 4  # a map's or array's space: per entry, the row that holds it
+    SKIP = 5  # decoded and not kept: a path the caller does not read
 
 
 class NotCompiled(Exception):
@@ -57,12 +58,15 @@ class RecordProgram:
 
 @dataclass
 class _Compiler:
+    read: tuple[str, ...] | None = None  # prefixes of the paths kept (None: all)
     nodes: list[int] = field(default_factory=list)
     paths: dict[str, int] = field(default_factory=dict)
     kinds: list[int] = field(default_factory=list)
     named: dict[str, Any] = field(default_factory=dict)
 
     def path(self, name: str, kind: Kind) -> int:
+        if kind != Kind.OWNER and self.read is not None and not name.startswith(self.read):
+            kind = Kind.SKIP  # spaces stay: their entries are numbered for the paths below them
         if name not in self.paths:
             self.paths[name] = len(self.kinds)
             self.kinds.append(kind)
@@ -138,9 +142,10 @@ def branch_name(branch: Any) -> str:
     return "union"
 
 
-def compile_schema(parsed_schema: Any) -> RecordProgram:
-    """The program of a (fastavro-parsed) writer schema; its root is node 0."""
-    compiler = _Compiler()
+def compile_schema(parsed_schema: Any, read: tuple[str, ...] | None = None) -> RecordProgram:
+    """The program of a (fastavro-parsed) writer schema; its root is node 0.
+    With `read`, only paths starting with one of those prefixes are kept."""
+    compiler = _Compiler(read)
     compiler.compile(parsed_schema, "", ())
     paths = list(compiler.paths)
     names = tuple(p[:-1] if p.endswith("|") else p for p in paths)  # a union is named by its own path

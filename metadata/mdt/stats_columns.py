@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL
 from metadata.arrow_values import scalar, to_numpy
-from metadata.fingerprints import all_distinct, fixed_width
+from metadata.fingerprints import all_distinct, fixed_width, starts_with_any
 from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded
 from metadata.mdt.hfile_cells import as_utf8
@@ -98,6 +98,12 @@ class FlatStats:
             piece.total_sizes.append(stats.total_size)
             piece.total_uncompressed_sizes.append(stats.total_uncompressed_size)
 
+    def paths_read(self) -> tuple[str, ...]:
+        """The prefixes of the decoded paths `add_decoded` reads."""
+        read = tuple(f"{STATS}.{name}" for name in ("isDeleted", "columnName|", "fileName|", "valueCount|", "nullCount|", "minValue|",
+                                                     "maxValue|", "valueType|"))
+        return (*read, f"{STATS}.totalSize|", f"{STATS}.totalUncompressedSize|") if self.sizes else read
+
     def add_decoded(self, identities: pa.StringArray, decoded: Decoded) -> None:
         """Records decoded columnar; `identities` are their keys without the
         column id (partition id and file id: the same file in every column)."""
@@ -116,9 +122,12 @@ class FlatStats:
         for column in pc.unique(column_names).to_pylist():
             chosen = rows[np.flatnonzero(to_numpy(pc.equal(column_names, scalar(column, column_names.type))))]
             every = len(chosen) == decoded.count  # one column, all with stats: nothing to pick
+            picked = np.zeros(decoded.count, dtype=np.bool_)
+            picked[chosen] = True  # `chosen` ascends: a filter picks them, in one pass (a take costs 3x on strings)
+            mask = arrow_values.from_numpy(picked)
 
-            def pick(values: pa.Array, chosen: npt.NDArray[np.int64] = chosen, every: bool = every) -> pa.Array:
-                return values if every else pc.take(values, arrow_values.from_numpy(chosen), memory_pool=READ_POOL)
+            def pick(values: pa.Array, mask: pa.Array = mask, every: bool = every) -> pa.Array:
+                return values if every else pc.filter(values, mask, memory_pool=READ_POOL)
 
             dtype = self.types.get(column)
             mins, maxs = bounds.typed("minValue", chosen, dtype, column), bounds.typed("maxValue", chosen, dtype, column)
@@ -153,8 +162,10 @@ class FlatStats:
 
 def of_partitions(table: pa.Table, partition_ids: pa.Array) -> pa.Table:
     """Records (`FlatStats.table_of`) of the partitions with these ids (the identity's first characters)."""
-    ids = pc.utf8_slice_codeunits(table.column("identity"), 0, keys.ID_LENGTH)
-    return table.filter(pc.is_in(ids, value_set=partition_ids))
+    keep = starts_with_any(table.column("identity"), [p.encode("ascii") for p in partition_ids.to_pylist()])
+    if keep is None:  # ids of another width: by Arrow
+        return table.filter(pc.is_in(pc.utf8_slice_codeunits(table.column("identity"), 0, keys.ID_LENGTH), value_set=partition_ids))
+    return table if keep.all() else table.filter(arrow_values.from_numpy(keep))
 
 
 def _ints(decoded: Decoded, path: str) -> pa.Array:
