@@ -104,13 +104,7 @@ def starts_with_any(values: pa.Array | pa.ChunkedArray, prefixes: list[bytes]) -
     """Per value, whether it starts with one of `prefixes`, all of one width
     from 9 to 16 bytes; None (ask Arrow) for other widths, nulls, or two
     prefixes sharing their first 8 bytes."""
-    width = len(prefixes[0]) if prefixes else 0
-    if not _WORD < width <= 2 * _WORD or any(len(p) != width for p in prefixes) or values.null_count:
-        return None
-    wanted = sorted((int.from_bytes(p[:_WORD], "little"), int.from_bytes(p[width - _WORD :], "little")) for p in prefixes)
-    heads = np.array([h for h, _ in wanted], dtype=np.uint64)
-    tails = np.array([t for _, t in wanted], dtype=np.uint64)
-    if len(np.unique(heads)) != len(heads):
+    if values.null_count:
         return None
     parts = []
     for chunk in values.chunks if isinstance(values, pa.ChunkedArray) else [values]:
@@ -118,15 +112,39 @@ def starts_with_any(values: pa.Array | pa.ChunkedArray, prefixes: list[bytes]) -
         if count == 0:
             continue
         offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=count + 1, offset=chunk.offset * 4).astype(np.int64)
-        starts = offsets[:-1]
         data = chunk.buffers()[2]
-        if int((offsets[1:] - starts).min()) < width:
-            return None  # a value shorter than the prefixes (its words would reach past it)
-        words = np.ndarray((data.size - _WORD + 1,), dtype="<u8", buffer=data, strides=(1,))
-        head, tail = words[starts], words[starts + (width - _WORD)]
-        at = np.minimum(np.searchsorted(heads, head), len(heads) - 1)
-        parts.append((heads[at] == head) & (tails[at] == tail))
+        found = _words_match(np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8), offsets[:-1],
+                            offsets[1:] - offsets[:-1], prefixes)
+        if found is None:
+            return None
+        parts.append(found)
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.bool_)
+
+
+def _words_match(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], room: npt.NDArray[np.int64],
+                prefixes: list[bytes]) -> npt.NDArray[np.bool_] | None:
+    """Per start, whether the bytes of `data` there begin with one of
+    `prefixes` (one width from 9 to 16 bytes, no two sharing their first 8
+    bytes; else None), where each has `room` bytes to its end. Exact: the
+    two 8-byte words at the head and at width - 8 cover the prefix."""
+    width = len(prefixes[0]) if prefixes else 0
+    if not _WORD < width <= 2 * _WORD or any(len(p) != width for p in prefixes):
+        return None
+    wanted = sorted((int.from_bytes(p[:_WORD], "little"), int.from_bytes(p[width - _WORD :], "little")) for p in prefixes)
+    heads = np.array([h for h, _ in wanted], dtype=np.uint64)
+    tails = np.array([t for _, t in wanted], dtype=np.uint64)
+    if len(np.unique(heads)) != len(heads):
+        return None
+    if not len(starts):
+        return np.zeros(0, dtype=np.bool_)
+    long_enough = room >= width
+    at_start = np.where(long_enough, starts, 0)  # a short one is read at 0 (in bounds) and answered False
+    if len(data) < width or int(at_start.max()) + width > len(data):
+        return None
+    words = np.ndarray((len(data) - _WORD + 1,), dtype="<u8", buffer=data, strides=(1,))
+    head, tail = words[at_start], words[at_start + (width - _WORD)]
+    at = np.minimum(np.searchsorted(heads, head), len(heads) - 1)
+    return long_enough & (heads[at] == head) & (tails[at] == tail)
 
 
 def _fingerprints_of(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uint64] | None:

@@ -74,8 +74,8 @@ def test_starts_with_any_is_exact(prefixes: list[bytes], tails: list[tuple[int, 
     assert found.tolist() == [any(v.startswith(p) for p in prefixes) for v in values]
 
 
-def test_starts_with_any_leaves_other_widths_and_short_values_to_arrow() -> None:
+def test_starts_with_any_leaves_other_widths_to_arrow_and_answers_short_values() -> None:
     assert fingerprints.starts_with_any(pa.array([b"abcdefghijkl"]), [b"abcdefgh"]) is None  # 8 bytes: not two words
     assert fingerprints.starts_with_any(pa.array([b"abcdefghijkl"]), [b"a" * 17]) is None
-    assert fingerprints.starts_with_any(pa.array([b"short"]), [b"abcdefghij"]) is None
     assert fingerprints.starts_with_any(pa.array([b"abcdefghijkl", None]), [b"abcdefghij"]) is None
+    assert fingerprints.starts_with_any(pa.array([b"ab", b"", b"abcdefghijkl"]), [b"abcdefghij"]).tolist() == [False, False, True]

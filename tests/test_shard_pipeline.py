@@ -160,3 +160,27 @@ def test_a_streamed_plan_keeps_the_whole_statistics_for_the_next(monkeypatch: py
             assert [s.to_dict() for s in second.files] == [s.to_dict() for s in first.files], (table, where)
         checked += 1
     assert checked >= 3, checked
+
+
+def test_a_streamed_run_that_does_not_decode_names_its_hfile(tmp_path: Path) -> None:
+    """A run's statistics are read on a thread while the run before is evaluated: what fails there reaches the plan,
+    naming the file, as in a whole read."""
+    from metadata.errors import HudiFormatError
+    from metadata.mdt.hfile_reader import HFileReader
+    from metadata.mdt.write.hfile_writer import HFileWriter
+    from metadata.mdt.write.writer import MetadataTableWriter
+    from tests.test_index_writer import _builder, _rows
+
+    path = tmp_path / "t"
+    builder = _builder(path, 8, "COPY_ON_WRITE")
+    for n, city in enumerate(["sf", "nyc", "la"]):
+        builder.write(_rows(10 * n, 9, city))
+    MetadataTableWriter(str(path)).build(columns=["fare"])
+    assert plan(str(path), "fare > 0", column_stats_runner=runs_of_partitions(run_files=2)).files  # sound before the damage
+    for base in (path / ".hoodie/metadata/column_stats").glob("*.hfile"):
+        reader = HFileReader.from_bytes(base.read_bytes(), str(base))
+        writer = HFileWriter()
+        writer.add_all((row, value[:-5]) for row, value in reader.scan_prefixes([b""]))  # every record cut short
+        base.write_bytes(writer.finish({b"schema": (reader.schema_json() or "").encode()}))
+    with pytest.raises(HudiFormatError, match=r"column_stats/col-stats-.*\.hfile"):
+        plan(str(path), "fare > 0", column_stats_runner=runs_of_partitions(run_files=2))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +36,7 @@ from metadata.mdt import keys
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.process import worker_count, worker_pool
+from metadata.read_ahead import read_ahead
 from metadata.stats_table import PARTITION, stats_rows_of
 
 # Listed files a run evaluates, with their statistics. Smaller runs stay in
@@ -62,7 +63,11 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
             kept = KeptRuns() if set(partitions).issuperset(mdt.partitions()) and \
                 whole_stats_bytes(files, len(columns)) <= mdt.stats_cache.max_bytes else None
             runs = _runs(files, partitions, run_files)
-            here = [evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate, kept, positions) for chosen, rows, positions in runs]
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stats-run") as reader:
+                # a run's statistics are read on a thread while the run before is matched and evaluated here
+                read = read_ahead(reader, runs, lambda run: (*run, run_stats(mdt, columns, types, run[0], run[1])), depth=1)
+                here = [evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate, kept, positions, stats)
+                        for chosen, rows, positions, stats in read]
             if kept is not None:
                 whole = kept.whole()
                 mdt.keep_column_stats(columns, whole)
@@ -119,14 +124,23 @@ class KeptRuns:
         return rows
 
 
-def evaluate_run(mdt: MetadataTable, columns: list[str], types: dict[str, pa.DataType], partitions: list[str], rows: pa.Table,
-                 predicate: BoundPredicate, kept: KeptRuns | None = None, positions: npt.NDArray[np.int64] | None = None) -> Candidates:
-    """One run: its partitions' records read by key prefix, evaluated with its
-    listing rows (at `positions` of the listing); what it read added to `kept`."""
+def run_stats(mdt: MetadataTable, columns: list[str], types: dict[str, pa.DataType], partitions: list[str], rows: pa.Table) -> pa.Table:
+    """A run's statistics table: its partitions' records read by key prefix,
+    pivoted over its listing rows."""
     records = mdt.stats_records(MdtPartition.COLUMN_STATS.value, columns, partitions, types)
     stats = pivoted(rows, {c: [table] for c, table in records.items()}, columns, types, partitions)
     if stats is None:  # a key in two metadata file groups: the reference merge decides
         stats = mdt.column_stats(columns, partitions, ordered=False)
+    return stats
+
+
+def evaluate_run(mdt: MetadataTable, columns: list[str], types: dict[str, pa.DataType], partitions: list[str], rows: pa.Table,
+                 predicate: BoundPredicate, kept: KeptRuns | None = None, positions: npt.NDArray[np.int64] | None = None,
+                 stats: pa.Table | None = None) -> Candidates:
+    """One run: its statistics (read here unless given) evaluated with its
+    listing rows (at `positions` of the listing); what it read added to `kept`."""
+    if stats is None:
+        stats = run_stats(mdt, columns, types, partitions, rows)
     found = stats_rows_of(rows, stats)
     if kept is not None and positions is not None:
         kept.add(stats, positions, found)

@@ -70,14 +70,15 @@ static PyObject *walk_cells(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------
- * decode_records(buffer, starts, lengths, program, kinds, names)
+ * decode_records(buffer, starts, lengths, program, kinds, names, release=False)
  *
  * Avro records decoded one after the other, each field appended to its path's
  * columns: the results `columnar._Decoder` makes a field at a time with numpy
  * (which stays the reference), at a few nanoseconds a field. `program` is the
  * writer schema compiled by `columnar` into int64 nodes (OP_* below, a node's
  * children are indexes of other nodes); `kinds` says per path what it holds
- * (KIND_*; KIND_SKIP: decoded, not kept); `names` names the paths for errors. Entries of maps and arrays
+ * (KIND_*; KIND_SKIP: decoded, not kept); `names` names the paths for errors;
+ * `release` lets the GIL go while decoding. Entries of maps and arrays
  * are numbered record by record. Returns (per path: None or a tuple of
  * bytes: rows, values[, lengths]), (per path: entries counted, -1 if the
  * path is not a map's or array's space never reached)); None when a map or
@@ -299,7 +300,8 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer buffer, starts, lengths, program, kinds;
     PyObject *names;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*O!", &buffer, &starts, &lengths, &program, &kinds, &PyTuple_Type, &names))
+    int release = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*O!|p", &buffer, &starts, &lengths, &program, &kinds, &PyTuple_Type, &names, &release))
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t records = starts.len / (Py_ssize_t)sizeof(int64_t);
@@ -326,7 +328,9 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "records run past their buffer");
             goto done;
         }
-    /* The GIL is held: a chunk decodes in milliseconds, and taking the GIL back from the inflating threads cost more. */
+    /* The GIL is let go only when asked (off the main thread): the main thread taking it back from the inflating threads
+     * after every chunk cost more than the decode. */
+    PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
     for (Py_ssize_t i = 0; i < records; i++) {
         d.pos = start[i];
         d.end = start[i] + length[i];
@@ -338,6 +342,7 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
             break;
         }
     }
+    if (saved != NULL) PyEval_RestoreThread(saved);
     if (d.error == ERR_ENTRIES) {
         result = Py_NewRef(Py_None);
         goto done;

@@ -1,4 +1,5 @@
 def walk_cells(payload: bytes, fixed_tail: int, /) -> bytes | None: ...
-def decode_records(buffer: object, starts: object, lengths: object, program: object, kinds: object, names: tuple[str, ...], /) -> (
+def decode_records(buffer: object, starts: object, lengths: object, program: object, kinds: object, names: tuple[str, ...],
+                   release: bool = False, /) -> (
     tuple[list[tuple[object, ...] | None], list[int]] | None
 ): ...
