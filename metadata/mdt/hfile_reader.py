@@ -15,7 +15,7 @@ import zlib
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import cast
 
@@ -63,8 +63,14 @@ INFLATE_GROUP = 16  # data blocks (about 1 MiB) a worker reads and inflates per 
 # Groups inflated ahead of the reader: more than a chunk's worth, so the workers
 # keep inflating while the reader walks and decodes a chunk instead of idling.
 INFLATE_AHEAD = 24
+PREFETCH_GROUPS = 64  # groups a reader inflates ahead of scans not yet asked for (`prefetch_covering`): about 64 MiB at most
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+
+
+def _groups(offsets: list[int]) -> list[list[int]]:
+    """Block offsets cut into the groups a worker inflates per task."""
+    return [offsets[i : i + INFLATE_GROUP] for i in range(0, len(offsets), INFLATE_GROUP)]
 
 
 def _decompress_pool() -> ThreadPoolExecutor:
@@ -143,6 +149,8 @@ class HFileReader:
         self._lock = threading.Lock()
         self._count_lock = threading.Lock()
         self._block_cache: OrderedDict[int, tuple[list[bytes], list[bytes]]] = OrderedDict()
+        # groups of blocks being inflated ahead of a scan that will ask for them (`prefetch_covering`), by their offsets
+        self._ahead: dict[tuple[int, ...], Future[list[tuple[bytes, IntArray | None]]]] = {}
         self.trailer = self._read_trailer()
         codec = self.trailer.compression_codec
         if codec not in (CODEC_GZ, CODEC_NONE):
@@ -574,15 +582,32 @@ class HFileReader:
         keep[rows] = chunk.take(rows).rows_with_any_prefix(sorted({p for c in checks if c is not None for p in c}))
         return chunk.take(np.flatnonzero(keep))
 
+    def prefetch_covering(self, prefixes: list[bytes] | None) -> None:
+        """Start inflating the blocks a loose scan of these prefixes
+        (`scan_chunks(prefixes, check=False)`) will read, on the reading
+        threads, behind what they are already doing: a caller that knows its
+        next scan keeps them busy across its scans. The same thread then
+        scans; a group asked for twice is inflated once."""
+        for group in _groups([entry.offset for entry in self.blocks_covering(prefixes)]):
+            if len(self._ahead) >= PREFETCH_GROUPS:
+                return  # a scan that never came (a failed plan) holds no more than this
+            if tuple(group) not in self._ahead:
+                self._ahead[tuple(group)] = _decompress_pool().submit(self._payloads, group)
+
     def _inflated(self, offsets: list[int]) -> Iterator[tuple[bytes, IntArray | None]]:
         """Payloads of the data blocks at `offsets`, in order, each with its
         quick walk (`walk_cells`; None when it does not fit); worker threads
         read, inflate and walk groups of blocks ahead (a group per task keeps
-        the hand-offs, each waiting for the GIL, few)."""
+        the hand-offs, each waiting for the GIL, few), unless a prefetch
+        started them all already."""
+        groups = _groups(offsets)
+        if groups and all(tuple(group) in self._ahead for group in groups):
+            for group in groups:
+                yield from self._ahead.pop(tuple(group)).result()
+            return
         if len(offsets) <= INFLATE_GROUP:
             yield from self._payloads(offsets)
             return
-        groups = [offsets[i : i + INFLATE_GROUP] for i in range(0, len(offsets), INFLATE_GROUP)]
         for payloads in read_ahead(_decompress_pool(), groups, self._payloads, INFLATE_AHEAD):
             yield from payloads
 

@@ -215,12 +215,20 @@ class MetadataTable:
         (checking each row's prefix cost more), then only these partitions'
         records are kept: a neighbour's may be stale, as its keys' log
         changes were not merged."""
-        prefixes = [keys.partition_stats_key(c, p) for c in columns for p in sorted(partitions)]
-        raw, merged = self.reader.read_split(mdt_partition, KeyQuery(prefixes=prefixes, loose=True))
+        raw, merged = self.reader.read_split(mdt_partition, self._run_query(columns, partitions))
         flat = FlatStats(types or self.column_types())
         fill_flat_stats(flat, raw, merged)
         ids = arrow_values.array(sorted(keys.partition_index_id(p) for p in partitions), pa.string())
         return {c: of_partitions(table, ids) for c in columns if (table := flat.table_of(c)) is not None}
+
+    def prefetch_stats_records(self, mdt_partition: str, columns: list[str], partitions: list[str]) -> None:
+        """Start inflating the blocks `stats_records` of these partitions will
+        read (a streamed plan's next run, while this one decodes)."""
+        self.reader.prefetch(mdt_partition, self._run_query(columns, partitions))
+
+    @staticmethod
+    def _run_query(columns: list[str], partitions: list[str]) -> KeyQuery:
+        return KeyQuery(prefixes=[keys.partition_stats_key(c, p) for c in columns for p in sorted(partitions)], loose=True)
 
     def _stats(self, mdt_partition: str, columns: list[str], partitions: list[str] | None, per_file: bool,
                types: dict[str, pa.DataType] | None = None) -> pa.Table:

@@ -500,6 +500,16 @@ class MetadataTableReader:
                 merged[key] = current
         return (base.without(changes) if base is not None and changes else base), merged
 
+    def prefetch(self, mdt_partition: str, query: KeyQuery) -> None:
+        """Start inflating the base-file blocks a loose prefix query will scan
+        (`read_split` then takes them): for a caller that reads one query
+        after another, from one thread."""
+        if query.keys is not None or not query.loose:
+            return
+        for file_slice, part in self.routed(mdt_partition, query):
+            if file_slice.base_file:
+                self._hfile(file_slice.base_file).prefetch_covering(part.scan_prefixes())
+
     def read_split(self, mdt_partition: str, query: KeyQuery) -> tuple[list[RawCells], dict[str, MetadataRecord]]:
         """`read` split for columnar decoding: the cells of base HFiles whose
         key no log block touches, undecoded (one RawCells per file), and every
