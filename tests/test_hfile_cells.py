@@ -147,3 +147,38 @@ def test_blocks_covering_prefixes_are_the_blocks_a_checked_scan_reads(rows: set[
     assert reader.blocks_covering(prefixes) == [entry for entry, _ in reader.blocks_for(prefixes)]
     loose = [row for chunk in reader.scan_chunks(prefixes, check=False) for row in chunk.rows().to_pylist()]
     assert set(loose) >= {row for row, _ in reader.scan_prefixes(prefixes)}
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.sets(st.text(ALPHABET, min_size=1, max_size=6), min_size=1, max_size=300),
+       first=st.lists(st.text(ALPHABET, max_size=3), min_size=1, max_size=4),
+       second=st.lists(st.text(ALPHABET, max_size=3), min_size=1, max_size=4),
+       block_size=st.sampled_from([64, 256]), seed=st.integers(0, 2**16))
+def test_a_prefetched_loose_scan_reads_what_a_plain_one_does(rows: set[str], first: list[str], second: list[str], block_size: int,
+                                                              seed: int) -> None:
+    """Blocks inflated ahead (`prefetch_covering`) are taken by the scan they were started for, whole; a scan of other
+    prefixes reads its own blocks as if nothing were ahead."""
+    rng = random.Random(seed)
+    reader = _reader(sorted((r.encode(), rng.randbytes(rng.randint(0, 40))) for r in rows), block_size)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hfile_reader, "INFLATE_GROUP", 3)  # many groups, even in small files
+        scans = [[p.encode() for p in first], [p.encode() for p in second]]
+        plain = [[(r, v) for chunk in reader.scan_chunks(s, 700, check=False) for r, v in zip(chunk.rows().to_pylist(), chunk.value_list())]
+                 for s in scans]
+        for scan in scans:
+            reader.prefetch_covering(scan)
+        ahead = [[(r, v) for chunk in reader.scan_chunks(s, 700, check=False) for r, v in zip(chunk.rows().to_pylist(), chunk.value_list())]
+                 for s in scans]
+        assert ahead == plain
+        if scans[0] == scans[1] or reader.blocks_covering(scans[0]) == reader.blocks_covering(scans[1]):
+            assert not reader._ahead  # every group started was taken
+
+
+def test_prefetching_holds_no_more_than_its_cap() -> None:
+    reader = _reader([(f"k{i:04d}".encode(), b"v" * 30) for i in range(2000)], 64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hfile_reader, "INFLATE_GROUP", 1)
+        patch.setattr(hfile_reader, "PREFETCH_GROUPS", 5)
+        reader.prefetch_covering([b"k"])
+        assert len(reader._ahead) == 5
+        assert [r for chunk in reader.scan_chunks([b"k0"], check=False) for r in chunk.rows().to_pylist()][:2] == [b"k0000", b"k0001"]
