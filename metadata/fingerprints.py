@@ -100,12 +100,14 @@ def _name_fingerprints(values: pa.Array) -> npt.NDArray[np.uint64] | None:
     return fingerprint
 
 
-def starts_with_any(values: pa.Array | pa.ChunkedArray, prefixes: list[bytes]) -> npt.NDArray[np.bool_] | None:
-    """Per value, whether it starts with one of `prefixes`, all of one width
-    from 9 to 16 bytes; None (ask Arrow) for other widths, nulls, or two
-    prefixes sharing their first 8 bytes."""
-    if values.null_count:
+def starts_with_any(values: pa.Array | pa.ChunkedArray, prefixes: pa.Array) -> npt.NDArray[np.bool_] | None:
+    """Per value, whether it starts with one of `prefixes` (a string or
+    binary array), all of one width from 9 to 16 bytes; None (ask Arrow) for
+    other widths, nulls, or two prefixes sharing their first 8 bytes."""
+    wanted = _prefix_words(prefixes)
+    if wanted is None or values.null_count:
         return None
+    heads, tails, width = wanted
     parts = []
     for chunk in values.chunks if isinstance(values, pa.ChunkedArray) else [values]:
         count = len(chunk)
@@ -114,27 +116,34 @@ def starts_with_any(values: pa.Array | pa.ChunkedArray, prefixes: list[bytes]) -
         offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=count + 1, offset=chunk.offset * 4).astype(np.int64)
         data = chunk.buffers()[2]
         found = _words_match(np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8), offsets[:-1],
-                            offsets[1:] - offsets[:-1], prefixes)
+                             offsets[1:] - offsets[:-1], heads, tails, width)
         if found is None:
             return None
         parts.append(found)
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.bool_)
 
 
-def _words_match(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], room: npt.NDArray[np.int64],
-                prefixes: list[bytes]) -> npt.NDArray[np.bool_] | None:
-    """Per start, whether the bytes of `data` there begin with one of
-    `prefixes` (one width from 9 to 16 bytes, no two sharing their first 8
-    bytes; else None), where each has `room` bytes to its end. Exact: the
-    two 8-byte words at the head and at width - 8 cover the prefix."""
-    width = len(prefixes[0]) if prefixes else 0
-    if not _WORD < width <= 2 * _WORD or any(len(p) != width for p in prefixes):
+def _prefix_words(prefixes: pa.Array) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], int] | None:
+    """The prefixes' head words (sorted, each once) and tail words, and their width."""
+    matrix = fixed_width(prefixes)
+    if matrix is None or not _WORD < matrix.shape[1] <= 2 * _WORD:
         return None
-    wanted = sorted((int.from_bytes(p[:_WORD], "little"), int.from_bytes(p[width - _WORD :], "little")) for p in prefixes)
-    heads = np.array([h for h, _ in wanted], dtype=np.uint64)
-    tails = np.array([t for _, t in wanted], dtype=np.uint64)
-    if len(np.unique(heads)) != len(heads):
+    width = matrix.shape[1]
+    heads = np.ascontiguousarray(matrix[:, :_WORD]).view("<u8").ravel()
+    tails = np.ascontiguousarray(matrix[:, width - _WORD :]).view("<u8").ravel()
+    order = np.argsort(heads, kind="stable")
+    heads, tails = heads[order], tails[order]
+    if (heads[1:] == heads[:-1]).any():
         return None
+    return heads, tails, width
+
+
+def _words_match(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], room: npt.NDArray[np.int64], heads: npt.NDArray[np.uint64],
+                 tails: npt.NDArray[np.uint64], width: int) -> npt.NDArray[np.bool_] | None:
+    """Per start, whether the bytes of `data` there begin with a prefix of
+    `width` bytes whose head word is in `heads` (sorted, distinct) with the
+    matching tail word (the word at width - 8), where each start has `room`
+    bytes to its end. Exact: the two words cover the prefix."""
     if not len(starts):
         return np.zeros(0, dtype=np.bool_)
     long_enough = room >= width

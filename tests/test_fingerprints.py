@@ -67,7 +67,7 @@ def test_starts_with_any_is_exact(prefixes: list[bytes], tails: list[tuple[int, 
         values.append(bytes(head) + tail)
     array = pa.array(values, pa.binary())
     given_ = pa.chunked_array([array[: len(values) // 2], array[len(values) // 2 :]], pa.binary()) if chunked else array
-    found = fingerprints.starts_with_any(given_, prefixes)
+    found = fingerprints.starts_with_any(given_, pa.array(prefixes, pa.binary()))
     if found is None:  # two prefixes sharing their first 8 bytes: left to Arrow
         assert len({p[:8] for p in prefixes}) < len(prefixes)
         return
@@ -75,7 +75,12 @@ def test_starts_with_any_is_exact(prefixes: list[bytes], tails: list[tuple[int, 
 
 
 def test_starts_with_any_leaves_other_widths_to_arrow_and_answers_short_values() -> None:
-    assert fingerprints.starts_with_any(pa.array([b"abcdefghijkl"]), [b"abcdefgh"]) is None  # 8 bytes: not two words
-    assert fingerprints.starts_with_any(pa.array([b"abcdefghijkl"]), [b"a" * 17]) is None
-    assert fingerprints.starts_with_any(pa.array([b"abcdefghijkl", None]), [b"abcdefghij"]) is None
-    assert fingerprints.starts_with_any(pa.array([b"ab", b"", b"abcdefghijkl"]), [b"abcdefghij"]).tolist() == [False, False, True]
+    def starts(values: list[bytes | None], prefixes: list[bytes]) -> list[bool] | None:
+        found = fingerprints.starts_with_any(pa.array(values, pa.binary()), pa.array(prefixes, pa.binary()))
+        return None if found is None else found.tolist()
+
+    assert starts([b"abcdefghijkl"], [b"abcdefgh"]) is None  # 8 bytes: not two words
+    assert starts([b"abcdefghijkl"], [b"a" * 17]) is None
+    assert starts([b"abcdefghijkl"], [b"abcdefghij", b"abcdefghi"]) is None  # two widths
+    assert starts([b"abcdefghijkl", None], [b"abcdefghij"]) is None
+    assert starts([b"ab", b"", b"abcdefghijkl"], [b"abcdefghij"]) == [False, False, True]

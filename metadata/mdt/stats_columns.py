@@ -162,7 +162,7 @@ class FlatStats:
 
 def of_partitions(table: pa.Table, partition_ids: pa.Array) -> pa.Table:
     """Records (`FlatStats.table_of`) of the partitions with these ids (the identity's first characters)."""
-    keep = starts_with_any(table.column("identity"), [p.encode("ascii") for p in partition_ids.to_pylist()])
+    keep = starts_with_any(table.column("identity"), partition_ids)
     if keep is None:  # ids of another width: by Arrow
         return table.filter(pc.is_in(pc.utf8_slice_codeunits(table.column("identity"), 0, keys.ID_LENGTH), value_set=partition_ids))
     return table if keep.all() else table.filter(arrow_values.from_numpy(keep))
