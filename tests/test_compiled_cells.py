@@ -185,6 +185,10 @@ def test_a_map_claiming_more_entries_than_its_bytes_is_left_to_numpy() -> None:
     value = bytes([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40, 0])  # zigzag varint of 2**40, then the end of the array
     with pytest.raises(Unsupported):
         decode_spans(*_buffer([value]), schema)
+    lowest = bytes([0xFF] * 9 + [0x01])  # a count of -2**63, which has no positive: both decoders give numpy's answer
+    schema_json = '{"type": "record", "name": "R", "fields": [{"name": "m", "type": {"type": "array", "items": "null"}}]}'
+    native, numpy_ = _both([lowest + b"\x00"], schema_json)
+    assert native == numpy_
 
 
 def test_recursive_schemas_are_not_compiled() -> None:

@@ -10,7 +10,10 @@ meet in the executors' bucket evaluator (`pivoted`, `candidates_of`), so the
 local stream and a Spark plan take their verdicts by one code path. A run
 holds about `run_files` listed files. With worker processes, each evaluates
 whole runs (it opens the table once and reads its runs' statistics itself);
-the listing is read here meanwhile, as the workers start.
+the listing is read here meanwhile, as the workers start. In one process, a
+thread reads each run's statistics (the only thread reading the metadata
+table meanwhile) while the run before is evaluated, and starts the next
+run's blocks inflating before it decodes its own.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +51,7 @@ RUN_FILES = 25_000
 # beside it. At 1M files, every 4 runs: peak 494 to 485 MiB, about 0.1 s slower (every run: 478 MiB, 0.3 s slower).
 RELEASE_EVERY_RUNS = 4
 RUNS_IN_FLIGHT = 2  # runs per worker handed over ahead (their listing rows are held until they finish)
+Run = tuple[list[str], pa.Table, npt.NDArray[np.int64]]  # a run's partitions, its listing rows, and where they are in the listing
 
 
 def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) -> CandidatesRunner:
@@ -67,7 +70,8 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
             kept = KeptRuns() if set(partitions).issuperset(mdt.partitions()) and \
                 whole_stats_bytes(files, len(columns)) <= mdt.stats_cache.max_bytes else None
             runs = _runs(files, partitions, run_files)
-            def read(run: tuple[list[str], pa.Table, npt.NDArray[np.int64]], following: list[str] | None) -> tuple[Any, ...]:
+
+            def read(run: Run, following: list[str] | None) -> tuple[list[str], pa.Table, npt.NDArray[np.int64], pa.Table]:
                 for ahead in (run[0], following):  # this run's blocks (if not started), then the next one's behind them
                     if ahead is not None:
                         mdt.prefetch_stats_records(MdtPartition.COLUMN_STATS.value, columns, ahead)
@@ -106,8 +110,7 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
     return run
 
 
-def _with_next(runs: Iterator[tuple[list[str], pa.Table, npt.NDArray[np.int64]]]) -> Iterator[
-        tuple[tuple[list[str], pa.Table, npt.NDArray[np.int64]], list[str] | None]]:
+def _with_next(runs: Iterator[Run]) -> Iterator[tuple[Run, list[str] | None]]:
     """Each run with the next one's partitions (None after the last)."""
     current = next(runs, None)
     while current is not None:
@@ -116,7 +119,7 @@ def _with_next(runs: Iterator[tuple[list[str], pa.Table, npt.NDArray[np.int64]]]
         current = following
 
 
-def _runs(files: pa.Table, partitions: list[str], run_files: int) -> Iterator[tuple[list[str], pa.Table, npt.NDArray[np.int64]]]:
+def _runs(files: pa.Table, partitions: list[str], run_files: int) -> Iterator[Run]:
     runs = partition_runs(files, partitions, run_files)
     release_unused()  # what reading the listing left free goes back before the runs
     return runs
@@ -196,7 +199,7 @@ def _worker_run(uri: str, options: Mapping[str, str], columns: list[str], types:
     return evaluate_run(mdt, columns, types, partitions, rows, predicate)
 
 
-def partition_runs(files: pa.Table, partitions: list[str], run_files: int) -> Iterator[tuple[list[str], pa.Table, npt.NDArray[np.int64]]]:
+def partition_runs(files: pa.Table, partitions: list[str], run_files: int) -> Iterator[Run]:
     """The partitions in the order of their ids, cut into runs of about
     `run_files` listed files, each with its listing rows (taken from each
     batch of the listing as the run comes: the listing is never copied whole)

@@ -79,9 +79,10 @@ static PyObject *walk_cells(PyObject *self, PyObject *args) {
  * children are indexes of other nodes); `kinds` says per path what it holds
  * (KIND_*; KIND_SKIP: decoded, not kept); `names` names the paths for errors;
  * `release` lets the GIL go while decoding. Entries of maps and arrays
- * are numbered record by record. Returns (per path: None or a tuple of
- * bytes: rows, values[, lengths]), (per path: entries counted, -1 if the
- * path is not a map's or array's space never reached)); None when a map or
+ * are numbered record by record. Returns (per path: None, or a tuple of
+ * int64 buffers: rows (None when they are 0, 1, 2, ...), values[, lengths]),
+ * (per path: entries counted; -1 for a path that is not a map's or array's
+ * space, or one never reached)); None when a map or
  * array claims more entries than its record has bytes (left to the numpy
  * decoder); ValueError for bytes that do not decode. */
 
@@ -220,6 +221,7 @@ static int node(Decoder *d, int64_t at, int64_t row) {
             if (varint(d, &count)) return d->error;
             if (count == 0) return OK;
             if (count < 0) { /* a negative count is followed by the block's byte size */
+                if (count == INT64_MIN) return d->error = ERR_ENTRIES; /* no positive count: left to the numpy decoder */
                 int64_t block_bytes;
                 if (varint(d, &block_bytes)) return d->error;
                 count = -count;
