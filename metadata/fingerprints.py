@@ -41,7 +41,7 @@ def fixed_width(values: pa.Array) -> npt.NDArray[np.uint8] | None:
     count = len(values)
     if count == 0 or values.null_count:
         return None
-    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32, count=count + 1, offset=values.offset * 4)
+    offsets = _offsets(values)
     width = int(offsets[1] - offsets[0])
     if width == 0 or not (np.diff(offsets) == width).all():
         return None
@@ -85,14 +85,12 @@ def _name_fingerprints(values: pa.Array) -> npt.NDArray[np.uint64] | None:
     count = len(values)
     if count == 0:
         return np.zeros(0, dtype=np.uint64)
-    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32, count=count + 1, offset=values.offset * 4).astype(np.int64)
+    offsets = _offsets(values)
     starts, ends = offsets[:-1], offsets[1:]
     lengths = ends - starts
     if int(lengths.min()) < _SHORTEST:
         return None
-    data = values.buffers()[2]
-    # every 8-byte word of the buffer, at any byte offset (numpy reads them unaligned)
-    words = np.ndarray((data.size - _WORD + 1,), dtype="<u8", buffer=data, strides=(1,))
+    words = _words_at_every_byte(np.frombuffer(values.buffers()[2], dtype=np.uint8))
     fingerprint = lengths.astype(np.uint64)
     with np.errstate(over="ignore"):
         for at in [starts + _WORD * i for i in range(_HEAD_WORDS)] + [ends - _WORD * i for i in range(_TAIL_WORDS, 0, -1)]:
@@ -113,7 +111,7 @@ def starts_with_any(values: pa.Array | pa.ChunkedArray, prefixes: pa.Array) -> n
         count = len(chunk)
         if count == 0:
             continue
-        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=count + 1, offset=chunk.offset * 4).astype(np.int64)
+        offsets = _offsets(chunk)
         data = chunk.buffers()[2]
         found = _words_match(np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8), offsets[:-1],
                              offsets[1:] - offsets[:-1], heads, tails, width)
@@ -150,10 +148,20 @@ def _words_match(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], roo
     at_start = np.where(long_enough, starts, 0)  # a short one is read at 0 (in bounds) and answered False
     if len(data) < width or int(at_start.max()) + width > len(data):
         return None
-    words = np.ndarray((len(data) - _WORD + 1,), dtype="<u8", buffer=data, strides=(1,))
+    words = _words_at_every_byte(data)
     head, tail = words[at_start], words[at_start + (width - _WORD)]
     at = np.minimum(np.searchsorted(heads, head), len(heads) - 1)
     return long_enough & (heads[at] == head) & (tails[at] == tail)
+
+
+def _offsets(values: pa.Array) -> npt.NDArray[np.int64]:
+    """A string or binary array's value offsets (one more than its values), as int64."""
+    return np.frombuffer(values.buffers()[1], dtype=np.int32, count=len(values) + 1, offset=values.offset * 4).astype(np.int64)
+
+
+def _words_at_every_byte(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
+    """Every 8-byte little-endian word of a buffer, at any byte offset (numpy reads them unaligned, in place)."""
+    return np.ndarray((len(data) - _WORD + 1,), dtype="<u8", buffer=data, strides=(1,))
 
 
 def _fingerprints_of(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uint64] | None:

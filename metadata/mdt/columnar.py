@@ -319,7 +319,7 @@ def decode_spans(buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntAr
             decoded = _decode_compiled(program, buffer, starts, lengths)
             if decoded is not None:
                 return decoded
-    return _Decoder(buffer, starts, lengths).run(parsed_schema)
+    return decode_spans_with_numpy(buffer, starts, lengths, parsed_schema)
 
 
 def decode_spans_with_numpy(buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntArray, parsed_schema: Any) -> Decoded:
@@ -358,10 +358,10 @@ def _decode_compiled(program: RecordProgram, buffer: npt.NDArray[np.uint8], star
             out.entries[path] = count
         if column is None:  # no record has it, or it is not read
             continue
-        size = len(memoryview(column[1])) // 8
         if column[0] is not None:
             out.present[path] = np.frombuffer(column[0], dtype=np.int64)
         else:  # rows 0, 1, 2, ...: all records, or the first entries of a space
+            size = len(memoryview(column[1])) // 8
             out.present[path] = every[:size] if size <= len(every) else np.arange(size, dtype=np.int64)
         if kind == Kind.INTS:
             out.ints[path] = np.frombuffer(column[1], dtype=np.int64)

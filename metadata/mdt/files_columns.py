@@ -57,9 +57,10 @@ def _names(decoded: Decoded, entries: npt.NDArray[np.int64]) -> pa.StringArray:
     """The map keys (file names) of these entry rows, copied once: every
     entry has a key, so its span is at its entry row."""
     key_path = f"{_MAP}.key"
-    starts, lengths = decoded.spans[key_path]
-    if len(decoded.present[key_path]) != decoded.entries[_MAP]:  # not one key per entry: by the general path
+    present = decoded.present.get(key_path)
+    if present is None or len(present) != decoded.entries[_MAP]:  # not one key per entry: by the general path
         return pc.take(decoded.string_array(key_path), arrow_values.from_numpy(entries), memory_pool=READ_POOL)
+    starts, lengths = decoded.spans[key_path]
     return as_utf8(spans_to_binary(decoded.buffer, starts[entries], lengths[entries]))
 
 

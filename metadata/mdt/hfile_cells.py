@@ -184,7 +184,7 @@ def spans_to_binary(data: npt.NDArray[np.uint8], starts: IntArray, lengths: IntA
         raise ValueError("byte spans overlap")
     kind = pa.binary() if small else pa.large_binary()
     interleaved = pa.Array.from_buffers(kind, 2 * count - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-    if in_order:  # the even elements, by a filter: one pass, 3x quicker than a take (2M spans: 35 against 100 ms)
+    if in_order:  # the even elements, by a filter: one pass (2M spans in a loop: 35 to 70 ms, a take 100 to 140 ms)
         taken = pc.filter(interleaved, _even_elements(2 * count - 1), memory_pool=READ_POOL)
     else:
         wanted = np.empty(count, dtype=np.int64)
