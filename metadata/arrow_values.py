@@ -154,6 +154,23 @@ def to_numpy(values: pa.Array | pa.ChunkedArray, null: Any = None) -> npt.NDArra
     return result
 
 
+SLICES_KEPT = 16  # runs of kept rows at most taken as slices rather than filtered
+
+
+def kept_rows(table: pa.Table, keep: npt.NDArray[np.bool_]) -> pa.Table:
+    """`table.filter(keep)`, as zero-copy slices when the kept rows lie in a
+    few runs (a loose read's records less its neighbours' at each end): a
+    filter copies every string column."""
+    if keep.all():
+        return table
+    edges = np.flatnonzero(np.diff(keep.view(np.int8), prepend=np.int8(0), append=np.int8(0)))
+    if len(edges) > 2 * SLICES_KEPT:
+        return table.filter(from_numpy(keep))
+    if not len(edges):
+        return table.slice(0, 0)
+    return pa.concat_tables([table.slice(start, stop - start) for start, stop in zip(edges[0::2].tolist(), edges[1::2].tolist())])
+
+
 TRUE = from_numpy(np.array([True]))[0]
 EMPTY_STRING = strings([""])[0]
 ZERO = from_numpy(np.array([0], dtype=np.int64))[0]

@@ -10,8 +10,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from metadata import arrow_values
+from metadata.arrow_values import kept_rows
 
 CASES: list[tuple[list[Any], pa.DataType]] = [
     ([1, None, -3, 2**62], pa.int64()),
@@ -66,3 +69,17 @@ def test_numpy_round_trips_and_narrowing_is_checked() -> None:
         arrow_values.array(np.array([1.5]), pa.int64())
     with pytest.raises(ValueError, match="needs a value"):
         arrow_values.to_numpy(pa.array([1, None]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(keep=st.lists(st.booleans(), max_size=80), chunk=st.integers(1, 30))
+def test_kept_rows_equal_a_filter(keep: list[bool], chunk: int) -> None:
+    """Slices (few runs of kept rows) or a filter (many): the rows, in order, that `Table.filter` keeps."""
+    count = len(keep)
+    names = [f"file-{i}" for i in range(count)]
+    table = pa.Table.from_batches([pa.record_batch({"name": names[i : i + chunk], "n": list(range(i, min(count, i + chunk)))})
+                                   for i in range(0, count, chunk)], schema=pa.schema({"name": pa.string(), "n": pa.int64()}))
+    mask = np.array(keep, dtype=np.bool_)
+    kept = kept_rows(table, mask)
+    assert kept.schema == table.schema
+    assert kept.to_pydict() == table.filter(pa.array(mask, pa.bool_())).to_pydict()

@@ -140,13 +140,28 @@ def test_rows_with_any_prefix_equals_one_prefix_at_a_time(rows: set[bytes], pref
        seed=st.integers(0, 2**16))
 def test_blocks_covering_prefixes_are_the_blocks_a_checked_scan_reads(rows: set[bytes], prefixes: list[bytes], block_size: int,
                                                                       seed: int) -> None:
-    """The binary searches of a loose scan choose the blocks the per-prefix walk does (0xFF bytes included: no successor)."""
+    """The binary searches of a loose scan choose the blocks the per-prefix walk does (0xFF bytes included: no successor),
+    in numpy for prefixes without NUL bytes, in Python for those with one."""
     rng = random.Random(seed)
     reader = _reader(sorted((r, rng.randbytes(rng.randint(0, 40))) for r in rows), block_size)
     prefixes = prefixes + [b"\xff", rng.choice(sorted(rows)) + b"\xff"]
     assert reader.blocks_covering(prefixes) == [entry for entry, _ in reader.blocks_for(prefixes)]
+    without_nul = [p.replace(b"\x00", b"\x01") for p in prefixes]
+    one_width = [p.ljust(3, b"\x01")[:3] for p in without_nul]  # successors made in place, unless one ends in 0xFF
+    for query in (without_nul, one_width, one_width[:-2]):
+        assert reader.blocks_covering(query) == reader._blocks_covering_in_python(query) == [
+            entry for entry, _ in reader.blocks_for(query)]
     loose = [row for chunk in reader.scan_chunks(prefixes, check=False) for row in chunk.rows().to_pylist()]
     assert set(loose) >= {row for row, _ in reader.scan_prefixes(prefixes)}
+
+
+def test_blocks_covering_with_nul_bytes_in_index_rows_walks_in_python() -> None:
+    """Rows holding NUL bytes sort apart in numpy's byte strings: the block index is searched a prefix at a time."""
+    rows = sorted({bytes([a, b, c]) for a in (0, 1, 2) for b in (0, 7, 255) for c in (0, 9)})
+    reader = _reader([(r, b"v" * 30) for r in rows], 64)
+    assert reader._index_row_array() is None
+    for prefixes in ([b"\x01"], [b"\x00\x00", b"\x02\xff"], [b"\x01\x07\x00", b"\x02"]):
+        assert reader.blocks_covering(prefixes) == [entry for entry, _ in reader.blocks_for(prefixes)]
 
 
 @settings(max_examples=100, deadline=None)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 from isal import isal_zlib  # zlib's interface, ISA-L's inflate: twice zlib's speed on these blocks
 
 from metadata.errors import HudiFormatError
@@ -159,6 +160,7 @@ class HFileReader:
         self._data_index: list[IndexEntry] | None = None
         self._leaves: dict[int, _IndexBlock] = {}  # two-level index: leaf blocks read so far
         self._root_rows: list[bytes] | None = None
+        self._row_array: npt.NDArray[np.bytes_] | bool | None = None  # `_index_row_array` (False: not usable)
 
     # Opening -----------------------------------------------------------------------------
     @classmethod
@@ -476,12 +478,50 @@ class HFileReader:
 
     def blocks_covering(self, prefixes: list[bytes] | None) -> list[IndexEntry]:
         """The data blocks that can hold a row starting with one of the
-        prefixes (every block when None), each once, in order: two binary
-        searches of the block index a prefix (a streamed plan asks for
-        thousands of partitions' prefixes at once)."""
+        prefixes (every block when None), each once, in order. A streamed plan
+        asks for thousands of partitions' prefixes at once: each gives the
+        blocks from the one holding where its rows would start to the last
+        starting before every row past them, found by two binary searches of
+        the block index, all prefixes at once in numpy."""
         index = self.data_index
         if prefixes is None:
             return list(index)
+        if not prefixes or not index:
+            return []
+        rows = self._index_row_array()
+        if rows is None or b"\x00" in b"".join(prefixes):  # numpy pads with NULs: such rows would sort apart from bytes
+            return self._blocks_covering_in_python(prefixes)
+        wanted = np.array(prefixes, dtype=np.bytes_)
+        first = np.maximum(np.searchsorted(rows, wanted, side="right") - 1, 0)
+        last = np.full(len(prefixes), len(index) - 1, dtype=np.int64)
+        width = wanted.dtype.itemsize
+        ends = wanted.view(np.uint8).reshape(len(prefixes), width)[:, -1]
+        if all(len(p) == width for p in prefixes) and (ends < 0xFF).all():  # one width (a run's keys): successors in place
+            past = wanted.view(np.uint8).reshape(len(prefixes), width).copy()
+            past[:, -1] += 1
+            last[:] = np.searchsorted(rows, past.view(wanted.dtype).ravel(), side="left") - 1
+        else:
+            successors = [prefix_successor(p) for p in prefixes]
+            bounded = np.flatnonzero([s is not None for s in successors])
+            if len(bounded):
+                last[bounded] = np.searchsorted(rows, np.array([successors[i] for i in bounded.tolist()], dtype=np.bytes_), side="left") - 1
+        stop = np.minimum(np.maximum(first, last) + 1, len(index))
+        # the union of the ranges [first, stop): +1 where one opens, -1 where one closes
+        depth = np.cumsum(np.bincount(first, minlength=len(index) + 1) - np.bincount(stop, minlength=len(index) + 1))
+        return [index[i] for i in np.flatnonzero(depth[: len(index)] > 0).tolist()]
+
+    def _index_row_array(self) -> npt.NDArray[np.bytes_] | None:
+        """The block index's rows as one numpy bytes array, made once; None
+        when a row holds a NUL byte."""
+        if self._row_array is None:
+            self.data_index  # noqa: B018 - loads the index and the row list
+            rows = self._index_rows
+            self._row_array = np.array(rows, dtype=np.bytes_) if rows and not any(b"\x00" in r for r in rows) else False
+        return None if self._row_array is False else self._row_array
+
+    def _blocks_covering_in_python(self, prefixes: list[bytes]) -> list[IndexEntry]:
+        """`blocks_covering` with bisect, a prefix at a time (the reference)."""
+        index = self.data_index
         rows = self._index_rows
         found: set[int] = set()
         for prefix in covering_prefixes(prefixes):

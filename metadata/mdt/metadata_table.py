@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +48,7 @@ COLUMNAR_RECORDS = 64  # files records decoded columnar from this many in a chun
 # A stats read of more rows than this hands its freed pages back: a small read that did so took 1.8 ms more
 # (9.7 ms against 7.9 ms for three partitions), the next read faulting the pages in again.
 RELEASE_AFTER_ROWS = 100_000
+RUN_QUERIES_KEPT = 4  # a streamed plan's runs' queries: its current run and the one read ahead
 
 
 class MetadataTable:
@@ -60,6 +62,8 @@ class MetadataTable:
         self.stats_cache = StatsCache()
         self.columnar = True  # False: the per-record reference decoder (tests compare the two)
         self.persistent_cache: PersistentStatsCache | None = None  # set by plan(cache_dir=...)
+        self._run_queries: OrderedDict[tuple[tuple[str, ...], tuple[str, ...]], KeyQuery] = OrderedDict()
+        self._run_queries_lock = threading.Lock()
 
     @classmethod
     def open(cls, table_or_path: StoredTable | str) -> MetadataTable:
@@ -226,9 +230,18 @@ class MetadataTable:
         read (a streamed plan's next run, while this one decodes)."""
         self.reader.prefetch(mdt_partition, self._run_query(columns, partitions))
 
-    @staticmethod
-    def _run_query(columns: list[str], partitions: list[str]) -> KeyQuery:
-        return KeyQuery(prefixes=[keys.partition_stats_key(c, p) for c in columns for p in sorted(partitions)], loose=True)
+    def _run_query(self, columns: list[str], partitions: list[str]) -> KeyQuery:
+        """A run's loose prefix query, made once for its read ahead and its read."""
+        asked = (tuple(columns), tuple(partitions))
+        with self._run_queries_lock:
+            query = self._run_queries.get(asked)
+        if query is None:
+            query = KeyQuery(prefixes=[keys.partition_stats_key(c, p) for c in columns for p in sorted(partitions)], loose=True)
+            with self._run_queries_lock:
+                self._run_queries[asked] = query
+                while len(self._run_queries) > RUN_QUERIES_KEPT:
+                    self._run_queries.popitem(last=False)
+        return query
 
     def _stats(self, mdt_partition: str, columns: list[str], partitions: list[str] | None, per_file: bool,
                types: dict[str, pa.DataType] | None = None) -> pa.Table:

@@ -159,7 +159,12 @@ class KeyQuery:
 
     def scan_prefixes(self) -> list[bytes] | None:
         """Row prefixes covering the query (None: every row); exact keys are
-        their own prefixes and need an exact check after."""
+        their own prefixes and need an exact check after. Made once: a
+        streamed plan asks for a run's twice (to read ahead, then to read)."""
+        return self._scan_prefixes
+
+    @cached_property
+    def _scan_prefixes(self) -> list[bytes] | None:
         if self.keys is not None:
             return sorted(k.encode("utf-8") for k in self.keys)
         if self.prefixes is not None:

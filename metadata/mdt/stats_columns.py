@@ -165,7 +165,7 @@ def of_partitions(table: pa.Table, partition_ids: pa.Array) -> pa.Table:
     keep = starts_with_any(table.column("identity"), partition_ids)
     if keep is None:  # ids of another width: by Arrow
         return table.filter(pc.is_in(pc.utf8_slice_codeunits(table.column("identity"), 0, keys.ID_LENGTH), value_set=partition_ids))
-    return table if keep.all() else table.filter(arrow_values.from_numpy(keep))
+    return arrow_values.kept_rows(table, keep)
 
 
 def _ints(decoded: Decoded, path: str) -> pa.Array:
@@ -184,6 +184,7 @@ class _Bounds:
         self.ordinals = np.full(decoded.count, -1, dtype=np.int64)  # -1: no valueType (before v9)
         if ordinal_path in decoded.present:
             self.ordinals[decoded.present[ordinal_path]] = decoded.ints[ordinal_path]
+        self.logical = np.isin(self.ordinals, list(LOGICAL_VALUE_TYPES))  # bounds the reference rules type (dates, decimals, ...)
 
     def _leaves(self, which: str) -> list[tuple[str, str]]:
         """(path, wrapper name) of each decoded value of a bound."""
@@ -194,9 +195,11 @@ class _Bounds:
         """The bounds as an array of `dtype`, or None when the reference rules must type them."""
         if dtype is None:
             return None
-        if np.isin(self.ordinals[chosen], list(LOGICAL_VALUE_TYPES)).any():
+        if self.logical[chosen].any():
             return None
-        leaves = [(leaf, wrapper) for leaf, wrapper in self._leaves(which) if np.isin(self.decoded.present[leaf], chosen).any()]
+        picked = np.zeros(self.decoded.count, dtype=np.bool_)
+        picked[chosen] = True
+        leaves = [(leaf, wrapper) for leaf, wrapper in self._leaves(which) if picked[self.decoded.present[leaf]].any()]
         if not leaves:
             return pa.nulls(len(chosen), dtype)
         if len(leaves) > 1:
