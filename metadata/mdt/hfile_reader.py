@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import cast
+from typing import Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -160,7 +160,7 @@ class HFileReader:
         self._data_index: list[IndexEntry] | None = None
         self._leaves: dict[int, _IndexBlock] = {}  # two-level index: leaf blocks read so far
         self._root_rows: list[bytes] | None = None
-        self._row_array: npt.NDArray[np.bytes_] | bool | None = None  # `_index_row_array` (False: not usable)
+        self._row_array: npt.NDArray[np.bytes_] | Literal[False] | None = None  # `_index_row_array` (False: not usable)
 
     # Opening -----------------------------------------------------------------------------
     @classmethod
@@ -517,7 +517,7 @@ class HFileReader:
             self.data_index  # noqa: B018 - loads the index and the row list
             rows = self._index_rows
             self._row_array = np.array(rows, dtype=np.bytes_) if rows and not any(b"\x00" in r for r in rows) else False
-        return None if self._row_array is False else self._row_array
+        return self._row_array if isinstance(self._row_array, np.ndarray) else None
 
     def _blocks_covering_in_python(self, prefixes: list[bytes]) -> list[IndexEntry]:
         """`blocks_covering` with bisect, a prefix at a time (the reference)."""
