@@ -496,7 +496,7 @@ class HFileReader:
         last = np.full(len(prefixes), len(index) - 1, dtype=np.int64)
         width = wanted.dtype.itemsize
         ends = wanted.view(np.uint8).reshape(len(prefixes), width)[:, -1]
-        if all(len(p) == width for p in prefixes) and (ends < 0xFF).all():  # one width (a run's keys): successors in place
+        if sum(map(len, prefixes)) == width * len(prefixes) and (ends < 0xFF).all():  # one width (a run's keys): successors in place
             past = wanted.view(np.uint8).reshape(len(prefixes), width).copy()
             past[:, -1] += 1
             last[:] = np.searchsorted(rows, past.view(wanted.dtype).ravel(), side="left") - 1

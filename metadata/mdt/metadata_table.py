@@ -220,7 +220,7 @@ class MetadataTable:
         records are kept: a neighbour's may be stale, as its keys' log
         changes were not merged."""
         raw, merged = self.reader.read_split(mdt_partition, self._run_query(columns, partitions))
-        flat = FlatStats(types or self.column_types())
+        flat = FlatStats(types or self.column_types(), columns=columns)
         fill_flat_stats(flat, raw, merged)
         ids = arrow_values.array(sorted(keys.partition_index_id(p) for p in partitions), pa.string())
         return {c: of_partitions(table, ids) for c in columns if (table := flat.table_of(c)) is not None}
@@ -307,7 +307,7 @@ class MetadataTable:
         if not self.columnar:
             return self._transpose(self.reader.read(mdt_partition, query), columns, partitions, per_file, types)
         raw, merged = self.reader.read_split(mdt_partition, query)
-        flat = FlatStats(types)
+        flat = FlatStats(types, columns=columns)
         fill_flat_stats(flat, raw, merged)
         table = pivot(flat, columns, partitions if partitions is not None else self.partitions(), per_file, types)
         del flat

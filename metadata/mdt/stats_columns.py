@@ -14,7 +14,7 @@ Arrow hash lookups, not a join.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,15 +76,17 @@ class _PythonPiece:
 class FlatStats:
     """Column-stats records gathered per column; `pivot` makes the stats table."""
 
-    def __init__(self, types: Mapping[str, pa.DataType], sizes: bool = False) -> None:
+    def __init__(self, types: Mapping[str, pa.DataType], sizes: bool = False, columns: Collection[str] | None = None) -> None:
         self.types = types
         self.sizes = sizes  # also each record's totalSize and totalUncompressedSize (a roll-up sums them; a plan does not read them)
+        # the columns gathered (None: all); a loose read's blocks also hold its neighbours' columns, left undecoded
+        self.columns = None if columns is None else frozenset(columns)
         self.pieces: dict[str, list[pa.Table]] = {}
         self.python: dict[str, _PythonPiece] = {}
 
     def add_record(self, key: str, record: MetadataRecord) -> None:
         stats = record.column_stats
-        if stats is None:
+        if stats is None or (self.columns is not None and stats.column_name not in self.columns):
             return
         piece = self.python.setdefault(stats.column_name, _PythonPiece())
         piece.identities.append(key[keys.ID_LENGTH :])
@@ -120,6 +122,8 @@ class FlatStats:
         deleted = decoded.scatter(deleted_path, arrow_values.from_numpy(decoded.bools[deleted_path]))
         bounds = _Bounds(decoded)
         for column in pc.unique(column_names).to_pylist():
+            if self.columns is not None and column not in self.columns:
+                continue
             chosen = rows[np.flatnonzero(to_numpy(pc.equal(column_names, scalar(column, column_names.type))))]
             every = len(chosen) == decoded.count  # one column, all with stats: nothing to pick
             picked = np.zeros(decoded.count, dtype=np.bool_)

@@ -72,7 +72,7 @@ def read_shard(mdt: MetadataTable, shard: StatsShard, columns: list[str], types:
     if file_slice is None:
         return {}
     base, changed = mdt.reader.slice_split(file_slice, KeyQuery(prefixes=[keys.column_index_id(c) for c in columns]))
-    flat = FlatStats(types or mdt.column_types())
+    flat = FlatStats(types or mdt.column_types(), columns=columns)
     fill_flat_stats(flat, [base] if base is not None else [], changed if shard.with_changes else {}, shard.offsets)
     return {c: table for c in columns if (table := flat.table_of(c)) is not None}
 

@@ -107,7 +107,7 @@ class PartitionRollUp:
         except HudiError:
             return _Held()
         types = {c: leaf_type(self.schema, c) or pa.string() for c in self.columns}
-        flat = FlatStats(types, sizes=True)
+        flat = FlatStats(types, sizes=True, columns=self.columns)
         fill_flat_stats(flat, raw, merged)
         held = _Held()
         names = arrow_values.array(list(latest), pa.string())
