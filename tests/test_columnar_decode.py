@@ -70,7 +70,8 @@ def _both(version: int, records: list[tuple[str, dict[str, Any]]], types: dict[s
     values = [encode_record(r, schema_json) for _, r in records]
     columnar, reference = FlatStats(types), FlatStats(types)
     try:
-        columnar.add_decoded(pa.array([k[ID_LENGTH:] for k in keys], pa.string()), decode_many(values, parse_schema_cached(schema_json)))
+        identities = pa.array([k[ID_LENGTH:] for k in keys], pa.string())
+        columnar.add_decoded(lambda rows: identities.take(pa.array(rows, pa.int64())), decode_many(values, parse_schema_cached(schema_json)))
     except Unsupported:
         for key, value in zip(keys, values):
             columnar.add_record(key, decode_record(key, value, schema_json, "test"))

@@ -81,6 +81,35 @@ def test_compiled_walk_refuses_lengths_that_cannot_be() -> None:
         hfile_cells._native.walk_cells(b"", -1)  # type: ignore[union-attr]
 
 
+# The span gather ---------------------------------------------------------------------------------
+def _binary_or_refusal(call: Any, *args: Any) -> Any:
+    try:
+        return call(*args).to_pylist()
+    except ValueError as exc:
+        return f"ValueError: {exc}"
+
+
+@compiled
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=60), spans=st.lists(st.tuples(st.integers(-2, 64), st.integers(-1, 12)), max_size=12),
+       in_order=st.booleans(), release=st.booleans())
+def test_compiled_gather_equals_the_arrow_spans(data: bytes, spans: list[tuple[int, int]], in_order: bool, release: bool) -> None:
+    """Spans in buffer order (gathered in one pass) or not (the general path), overlapping, empty, or running outside the
+    buffer: the same binary array or the same refusal as numpy and Arrow give."""
+    if in_order:
+        spans = sorted(spans)
+    buffer = np.frombuffer(data + bytes(PADDING), dtype=np.uint8)
+    starts = np.array([s for s, _ in spans], dtype=np.int64)
+    lengths = np.array([n for _, n in spans], dtype=np.int64)
+    expected = _binary_or_refusal(hfile_cells.spans_to_binary_with_arrow, buffer, starts, lengths) if spans else []
+    assert _binary_or_refusal(hfile_cells.spans_to_binary, buffer, starts, lengths) == expected
+    gathered = hfile_cells._native.gather_spans(buffer, starts, lengths, release) if spans and not isinstance(expected, str) else None
+    if gathered is not None:
+        offsets, copied = gathered
+        assert np.frombuffer(offsets, dtype=np.int32).tolist() == np.concatenate([[0], np.cumsum(lengths)]).tolist()
+        assert copied == b"".join(bytes(buffer[s : s + n]) for s, n in spans)
+
+
 # The record decoder ----------------------------------------------------------------------------
 def _canonical(decoded: Decoded) -> dict[str, Any]:
     """A decoding with map and array entries named by (their record, their place in it), not by their numbering

@@ -9,7 +9,10 @@
  * walk_cells(payload, fixed_tail) -> bytes | None: the start of every cell
  * as native int64s, assuming each cell ends `fixed_tail` bytes after its
  * value; None when the block does not walk that way. The same contract as
- * the Python `hfile_cells.walk_cells`, which stays the reference. */
+ * the Python `hfile_cells.walk_cells`, which stays the reference.
+ *
+ * gather_spans copies byte spans (keys, file names) into an Arrow binary
+ * array's buffers in one pass, where numpy and Arrow took several. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -399,9 +402,82 @@ done:
 }
 
 
+/* gather_spans(data, starts, lengths, release) -> (offsets, bytes) | None:
+ * byte spans of `data` in the order given, which must be buffer order, copied
+ * end to end, with their int32 offsets (count + 1, native order): an Arrow
+ * binary array's two buffers, in one pass. None (the caller's general path)
+ * when the spans are not in buffer order or do not fit int32 offsets;
+ * ValueError when one runs outside `data` or overlaps the one before, as
+ * `hfile_cells.spans_to_binary` says. The copy lets the GIL go when
+ * `release` (off the main thread). */
+static PyObject *gather_spans(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer data, starts, lengths;
+    int release = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*|p", &data, &starts, &lengths, &release))
+        return NULL;
+    PyObject *result = NULL, *offsets = NULL, *copied = NULL;
+    Py_ssize_t count = starts.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *start = starts.buf, *length = lengths.buf;
+    if (lengths.len != starts.len) {
+        PyErr_SetString(PyExc_ValueError, "starts and lengths do not agree");
+        goto done;
+    }
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {  /* every span inside the buffer first, as the general path checks */
+        if (start[i] < 0 || length[i] < 0 || start[i] + length[i] > (int64_t)data.len) {
+            PyErr_SetString(PyExc_ValueError, "byte spans run past their buffer");
+            goto done;
+        }
+        total += length[i];
+    }
+    for (Py_ssize_t i = 1; i < count; i++)
+        if (start[i] < start[i - 1]) {  /* not in buffer order: the general path sorts them */
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    for (Py_ssize_t i = 1; i < count; i++)
+        if (start[i] < start[i - 1] + length[i - 1]) {
+            PyErr_SetString(PyExc_ValueError, "byte spans overlap");
+            goto done;
+        }
+    if (total > INT32_MAX) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    offsets = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((count + 1) * (Py_ssize_t)sizeof(int32_t)));
+    copied = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (offsets == NULL || copied == NULL)
+        goto done;
+    {
+        int32_t *offset = (int32_t *)PyBytes_AS_STRING(offsets);
+        char *to = PyBytes_AS_STRING(copied);
+        const char *from = data.buf;
+        PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
+        int32_t at = 0;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            offset[i] = at;
+            memcpy(to + at, from + start[i], (size_t)length[i]);
+            at += (int32_t)length[i];
+        }
+        offset[count] = at;
+        if (saved != NULL)
+            PyEval_RestoreThread(saved);
+    }
+    result = PyTuple_Pack(2, offsets, copied);
+done:
+    Py_XDECREF(offsets);
+    Py_XDECREF(copied);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&lengths);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk_cells", walk_cells, METH_VARARGS, "Where each cell of an HFile data block starts (native int64s), or None."},
     {"decode_records", decode_records, METH_VARARGS, "Avro records decoded into per-path columns (see _cells.c)."},
+    {"gather_spans", gather_spans, METH_VARARGS, "Byte spans copied end to end, with int32 offsets (see _cells.c), or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -103,6 +103,37 @@ class Decoded:
     def strings(self, path: str) -> list[str | None]:
         return self.string_array(path).to_pylist()
 
+    def locate(self, path: str, rows: IntArray) -> tuple[IntArray, npt.NDArray[np.bool_] | None]:
+        """Where each of `rows` (ascending) is among a path's present rows,
+        and which of them are present (None: all)."""
+        present = self.present[path]
+        if len(present) == self.size_of(path):  # every row: row i is the i-th
+            return rows, None
+        if not len(present):
+            return np.zeros(len(rows), dtype=np.int64), np.zeros(len(rows), dtype=np.bool_)
+        at = np.minimum(np.searchsorted(present, rows), len(present) - 1)
+        return at, present[at] == rows
+
+    def values_at(self, path: str, rows: IntArray) -> pa.Array:
+        """A numeric or boolean path's values at `rows` (ascending; null where absent)."""
+        at, found = self.locate(path, rows)
+        for table in (self.ints, self.floats, self.bools):
+            if path in table:
+                return arrow_values.from_numpy(table[path][at], valid=found)
+        raise KeyError(path)
+
+    def binary_at(self, path: str, rows: IntArray) -> pa.BinaryArray:
+        """A span path's bytes at `rows` (ascending; null where absent), copied once."""
+        if path not in self.spans:
+            return pa.nulls(len(rows), pa.binary())
+        at, found = self.locate(path, rows)
+        starts, lengths = self.spans[path]
+        if found is None or found.all():
+            return spans_to_binary(self.buffer, starts[at], lengths[at])
+        values = spans_to_binary(self.buffer, starts[at[found]], lengths[at[found]])
+        where = np.cumsum(found) - 1
+        return pc.take(values, arrow_values.from_numpy(where, valid=found), memory_pool=READ_POOL)
+
 
 def _joined(parts: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -349,7 +349,7 @@ def fill_flat_stats(flat: FlatStats, raw: list[RawCells], merged: dict[str, Meta
         for key, value in zip(chunk.key_list(), chunk.value_list()):
             flat.add_record(key, decode_record(key, value, cells.schema_json, cells.where))
 
-    _decode_base_cells(raw, columnar=lambda chunk, decoded: flat.add_decoded(chunk.keys(skip=keys.ID_LENGTH), decoded),
+    _decode_base_cells(raw, columnar=lambda chunk, decoded: flat.add_decoded(lambda rows: chunk.take(rows).keys(skip=keys.ID_LENGTH), decoded),
                        reference=one_by_one, offsets=offsets, read=flat.paths_read())
     for key, record in merged.items():
         flat.add_record(key, record)

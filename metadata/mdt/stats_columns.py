@@ -14,7 +14,7 @@ Arrow hash lookups, not a join.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,7 @@ from metadata.arrow_memory import READ_POOL
 from metadata.arrow_values import scalar, to_numpy
 from metadata.fingerprints import all_distinct, fixed_width, starts_with_any
 from metadata.mdt import keys
-from metadata.mdt.columnar import Decoded
+from metadata.mdt.columnar import Decoded, IntArray
 from metadata.mdt.hfile_cells import as_utf8
 from metadata.mdt.records import LOGICAL_VALUE_TYPES, MetadataRecord, stat_value
 from metadata.stats_table import FILE_NAME, PARTITION, VALUE_COUNT, build_stats_table, max_field, min_field, null_count_field, typed_array
@@ -106,53 +106,42 @@ class FlatStats:
                                                      "maxValue|", "valueType|"))
         return (*read, f"{STATS}.totalSize|", f"{STATS}.totalUncompressedSize|") if self.sizes else read
 
-    def add_decoded(self, identities: pa.StringArray, decoded: Decoded) -> None:
-        """Records decoded columnar; `identities` are their keys without the
-        column id (partition id and file id: the same file in every column)."""
+    def add_decoded(self, identities_of: Callable[[IntArray], pa.StringArray], decoded: Decoded) -> None:
+        """Records decoded columnar; `identities_of(records)` gives their keys
+        without the column id (partition id and file id: the same file in
+        every column). Each column's fields are gathered at its records once
+        (no array of every record's to filter after)."""
         deleted_path = f"{STATS}.isDeleted"  # a plain field: present exactly in the records with column stats
         if deleted_path not in decoded.present:
             return
-        rows = decoded.present[deleted_path]
-        column_names = pc.fill_null(decoded.string_array(f"{STATS}.columnName|string"), arrow_values.EMPTY_STRING).take(arrow_values.from_numpy(rows))
-        files = pc.fill_null(decoded.string_array(f"{STATS}.fileName|string"), arrow_values.EMPTY_STRING)
-        value_counts = _ints(decoded, f"{STATS}.valueCount|long")
-        null_counts = _ints(decoded, f"{STATS}.nullCount|long")
-        sizes = _ints(decoded, f"{STATS}.totalSize|long") if self.sizes else None
-        uncompressed = _ints(decoded, f"{STATS}.totalUncompressedSize|long") if self.sizes else None
-        deleted = decoded.scatter(deleted_path, arrow_values.from_numpy(decoded.bools[deleted_path]))
         bounds = _Bounds(decoded)
-        for column in pc.unique(column_names).to_pylist():
+        for column, chosen in _records_by_column(decoded, f"{STATS}.columnName|string", decoded.present[deleted_path]):
             if self.columns is not None and column not in self.columns:
                 continue
-            chosen = rows[np.flatnonzero(to_numpy(pc.equal(column_names, scalar(column, column_names.type))))]
-            every = len(chosen) == decoded.count  # one column, all with stats: nothing to pick
-            picked = np.zeros(decoded.count, dtype=np.bool_)
-            picked[chosen] = True  # `chosen` ascends: a filter picks them, in one pass (a take costs 3x on strings)
-            mask = arrow_values.from_numpy(picked)
-
-            def pick(values: pa.Array, mask: pa.Array = mask, every: bool = every) -> pa.Array:
-                return values if every else pc.filter(values, mask, memory_pool=READ_POOL)
-
             dtype = self.types.get(column)
             mins, maxs = bounds.typed("minValue", chosen, dtype, column), bounds.typed("maxValue", chosen, dtype, column)
+            fields = {"identity": identities_of(chosen),
+                      "file": pc.fill_null(as_utf8(decoded.binary_at(f"{STATS}.fileName|string", chosen)), arrow_values.EMPTY_STRING),
+                      "value_count": _ints_at(decoded, f"{STATS}.valueCount|long", chosen),
+                      "null_count": _ints_at(decoded, f"{STATS}.nullCount|long", chosen),
+                      "deleted": decoded.values_at(deleted_path, chosen)}
+            if self.sizes:
+                fields.update(total_size=_ints_at(decoded, f"{STATS}.totalSize|long", chosen),
+                              total_uncompressed_size=_ints_at(decoded, f"{STATS}.totalUncompressedSize|long", chosen))
             if mins is None or maxs is None:  # typed by the reference rules, with the merged records
                 piece = self.python.setdefault(column, _PythonPiece())
-                piece.identities += pick(identities).to_pylist()
-                piece.files += pick(files).to_pylist()
+                piece.identities += fields["identity"].to_pylist()
+                piece.files += fields["file"].to_pylist()
                 piece.mins += bounds.python("minValue", chosen)
                 piece.maxs += bounds.python("maxValue", chosen)
-                piece.value_counts += pick(value_counts).to_pylist()
-                piece.null_counts += pick(null_counts).to_pylist()
-                piece.deleted += pick(deleted).to_pylist()
-                if sizes is not None and uncompressed is not None:
-                    piece.total_sizes += pick(sizes).to_pylist()
-                    piece.total_uncompressed_sizes += pick(uncompressed).to_pylist()
+                piece.value_counts += fields["value_count"].to_pylist()
+                piece.null_counts += fields["null_count"].to_pylist()
+                piece.deleted += fields["deleted"].to_pylist()
+                if self.sizes:
+                    piece.total_sizes += fields["total_size"].to_pylist()
+                    piece.total_uncompressed_sizes += fields["total_uncompressed_size"].to_pylist()
                 continue
-            piece_columns = {"identity": pick(identities), "file": pick(files), "value_count": pick(value_counts),
-                             "null_count": pick(null_counts), "deleted": pick(deleted), "min": mins, "max": maxs}
-            if sizes is not None and uncompressed is not None:
-                piece_columns.update(total_size=pick(sizes), total_uncompressed_size=pick(uncompressed))
-            self.pieces.setdefault(column, []).append(pa.table(piece_columns))
+            self.pieces.setdefault(column, []).append(pa.table({**fields, "min": mins, "max": maxs}))
 
     def table_of(self, column: str) -> pa.Table | None:
         """Every record of a column (identity, file, min, max, counts, deleted; sizes when asked)."""
@@ -172,10 +161,41 @@ def of_partitions(table: pa.Table, partition_ids: pa.Array) -> pa.Table:
     return arrow_values.kept_rows(table, keep)
 
 
-def _ints(decoded: Decoded, path: str) -> pa.Array:
+def _ints_at(decoded: Decoded, path: str, records: IntArray) -> pa.Array:
     if path not in decoded.present:
-        return pa.nulls(decoded.count, pa.int64())
-    return decoded.scatter(path, arrow_values.array(decoded.ints[path], pa.int64()))
+        return pa.nulls(len(records), pa.int64())
+    return decoded.values_at(path, records)
+
+
+NAMES_GATHERED = 32  # column names up to this many bytes are compared in place; longer ones by Arrow
+
+
+def _records_by_column(decoded: Decoded, path: str, records: IntArray) -> list[tuple[str, IntArray]]:
+    """Each column named at `path` (a missing name is ""), in order of first
+    appearance, with its records among `records` (ascending). Keys sort by
+    column id first, so each column's records are usually one run: names are
+    compared with their neighbours' in place, and each run's is read once."""
+    if path not in decoded.spans or not len(records):
+        return [("", records)] if len(records) else []
+    at, found = decoded.locate(path, records)
+    starts, lengths = decoded.spans[path]
+    starts, lengths = starts[at], np.where(found, lengths[at], 0) if found is not None else lengths[at]
+    widest = int(lengths.max())
+    if widest <= NAMES_GATHERED:
+        width = np.arange(max(widest, 1))
+        names = decoded.buffer[np.minimum(starts[:, None] + width, len(decoded.buffer) - 1)]
+        names[width[None, :] >= lengths[:, None]] = 0  # bytes past a name are not its own
+        same = (lengths[1:] == lengths[:-1]) & (names[1:] == names[:-1]).all(axis=1)
+        firsts = np.concatenate([[0], np.flatnonzero(~same) + 1])
+        if len(firsts) <= max(4, len(records) // 64):
+            by_name: dict[str, list[IntArray]] = {}
+            for first, stop in zip(firsts.tolist(), [*firsts[1:].tolist(), len(records)]):
+                name = names[first, : lengths[first]].tobytes().decode("utf-8")  # not UTF-8: ValueError, the read's error
+                by_name.setdefault(name, []).append(records[first:stop])
+            return [(name, parts[0] if len(parts) == 1 else np.concatenate(parts)) for name, parts in by_name.items()]
+    column_names = pc.fill_null(as_utf8(decoded.binary_at(path, records)), arrow_values.EMPTY_STRING)
+    return [(column, records[np.flatnonzero(to_numpy(pc.equal(column_names, scalar(column, column_names.type))))])
+            for column in pc.unique(column_names).to_pylist()]
 
 
 class _Bounds:
@@ -211,10 +231,12 @@ class _Bounds:
         leaf, wrapper = leaves[0]
         if dtype not in _AS_DECODED.get(wrapper, ()):
             return None
-        values = self._leaf_array(leaf, wrapper)
         try:
-            spread = self.decoded.scatter(leaf, values)
-            chosen_values = spread if len(chosen) == self.decoded.count else pc.take(spread, arrow_values.from_numpy(chosen), memory_pool=READ_POOL)
+            if leaf in self.decoded.spans:
+                chosen_values = self.decoded.binary_at(leaf, chosen)
+                chosen_values = as_utf8(chosen_values) if wrapper == "StringWrapper" else chosen_values
+            else:
+                chosen_values = self.decoded.values_at(leaf, chosen)
             return chosen_values.cast(dtype, safe=True, memory_pool=READ_POOL)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None  # a value that does not fit: the reference rules null it alone
