@@ -56,7 +56,7 @@ class BlockHeader:
     on_disk_data_size_with_header: int
 
     @classmethod
-    def parse(cls, data: bytes, offset: int = 0) -> BlockHeader:
+    def parse(cls, data: bytes | memoryview, offset: int = 0) -> BlockHeader:
         return cls(*_HEADER.unpack_from(data, offset))
 
     def encode(self) -> bytes:
@@ -142,11 +142,11 @@ def checksum_bytes_per_chunk(data_with_header_size: int) -> int:
         chunk -= 64
 
 
-def block_checksums(data_with_header: bytes, bytes_per_checksum: int, checksum_type: int = CHECKSUM_CRC32C) -> bytes:
+def block_checksums(data_with_header: bytes | memoryview, bytes_per_checksum: int, checksum_type: int = CHECKSUM_CRC32C) -> bytes:
     """The checksum of each chunk, as HBase writes them after a block's data."""
     digest = google_crc32c.value if checksum_type == CHECKSUM_CRC32C else zlib.crc32
     return b"".join(
-        struct.pack(">I", digest(data_with_header[start : start + bytes_per_checksum]))
+        struct.pack(">I", digest(bytes(data_with_header[start : start + bytes_per_checksum])))  # google_crc32c takes bytes only
         for start in range(0, len(data_with_header), bytes_per_checksum)
     )
 

@@ -69,9 +69,9 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
-def _groups(offsets: list[int]) -> list[list[int]]:
-    """Block offsets cut into the groups a worker inflates per task."""
-    return [offsets[i : i + INFLATE_GROUP] for i in range(0, len(offsets), INFLATE_GROUP)]
+def _groups(entries: list[IndexEntry]) -> list[list[IndexEntry]]:
+    """Data blocks cut into the groups a worker reads and inflates per task."""
+    return [entries[i : i + INFLATE_GROUP] for i in range(0, len(entries), INFLATE_GROUP)]
 
 
 def _decompress_pool() -> ThreadPoolExecutor:
@@ -219,6 +219,12 @@ class HFileReader:
     def _block(self, offset: int, expected_magic: tuple[bytes, ...]) -> tuple[BlockHeader, bytes, int]:
         """(header, uncompressed payload, offset after the block)."""
         header_bytes = self._read(offset, HEADER_SIZE, "block header")
+        header = self._header(header_bytes, offset, expected_magic)
+        raw = self._read(offset + HEADER_SIZE, header.on_disk_size_without_header, f"{header.magic.decode()} block")
+        payload = self._payload(header, header_bytes + raw, offset)
+        return header, payload, offset + HEADER_SIZE + header.on_disk_size_without_header
+
+    def _header(self, header_bytes: bytes | memoryview, offset: int, expected_magic: tuple[bytes, ...]) -> BlockHeader:
         header = BlockHeader.parse(header_bytes)
         if header.magic not in expected_magic:
             raise HudiFormatError(
@@ -227,25 +233,47 @@ class HFileReader:
         payload_size = header.on_disk_data_size_with_header - HEADER_SIZE
         if payload_size < 0 or payload_size > header.on_disk_size_without_header:
             raise HudiFormatError(self.path, f"block sizes disagree ({header})", offset=offset)
-        raw = self._read(offset + HEADER_SIZE, header.on_disk_size_without_header, f"{header.magic.decode()} block")
-        self._verify_checksums(header, header_bytes, raw, offset)
-        raw = raw[:payload_size]
+        return header
+
+    def _payload(self, header: BlockHeader, block: bytes | memoryview, offset: int) -> bytes:
+        """A block's payload from its bytes on disk (header first): checked, then inflated."""
+        self._verify_checksums(header, block, offset)
         with self._count_lock:
             self.blocks_read += 1
-        payload = self._decompress(raw, header, offset)
-        return header, payload, offset + HEADER_SIZE + header.on_disk_size_without_header
+        return self._decompress(block[HEADER_SIZE : header.on_disk_data_size_with_header], header, offset)
 
-    def _verify_checksums(self, header: BlockHeader, header_bytes: bytes, raw: bytes, offset: int) -> None:
+    def _data_payloads(self, entries: list[IndexEntry]) -> list[bytes]:
+        """The payloads of data blocks, read with one read when they lie end
+        to end (as a writer leaves them; on a local disk, two reads a block
+        cost more than inflating it); a block whose header does not say the
+        size its index entry does is read on its own, which names the fault."""
+        first, last = entries[0], entries[-1]
+        end = last.offset + last.on_disk_size
+        if len(entries) == 1 or end > self.size or any(e.on_disk_size < HEADER_SIZE for e in entries) or any(
+                a.offset + a.on_disk_size != b.offset for a, b in zip(entries, entries[1:])):
+            return [self._block(e.offset, (DATA_MAGIC,))[1] for e in entries]
+        span = memoryview(self._read(first.offset, end - first.offset, "data blocks"))
+        payloads = []
+        for entry in entries:
+            block = span[entry.offset - first.offset : entry.offset - first.offset + entry.on_disk_size]
+            header = BlockHeader.parse(block)
+            if header.magic != DATA_MAGIC or HEADER_SIZE + header.on_disk_size_without_header != entry.on_disk_size:
+                payloads.append(self._block(entry.offset, (DATA_MAGIC,))[1])
+            else:
+                payloads.append(self._payload(self._header(block, entry.offset, (DATA_MAGIC,)), block, entry.offset))
+        return payloads
+
+    def _verify_checksums(self, header: BlockHeader, block: bytes | memoryview, offset: int) -> None:
         if header.checksum_type not in (CHECKSUM_CRC32, CHECKSUM_CRC32C) or header.bytes_per_checksum <= 0:
             return  # checksum type 0: nothing to verify (Hudi 1.1's own writer)
-        data_size = header.on_disk_data_size_with_header - HEADER_SIZE
-        expected = block_checksums(header_bytes + raw[:data_size], header.bytes_per_checksum, header.checksum_type)
-        if raw[data_size : data_size + len(expected)] != expected:
+        data_end = header.on_disk_data_size_with_header
+        expected = block_checksums(block[:data_end], header.bytes_per_checksum, header.checksum_type)
+        if block[data_end : data_end + len(expected)] != expected:
             raise HudiFormatError(self.path, f"{header.magic.decode()} block fails its checksum (damaged file)", offset=offset)
 
-    def _decompress(self, raw: bytes, header: BlockHeader, offset: int) -> bytes:
+    def _decompress(self, raw: bytes | memoryview, header: BlockHeader, offset: int) -> bytes:
         if self.trailer.compression_codec == CODEC_NONE:
-            payload = raw
+            payload = bytes(raw)
         else:
             try:
                 # the inflater reads the gzip header and checks the CRC in C (gzip.decompress does both
@@ -559,7 +587,7 @@ class HFileReader:
     def _chunks_of(self, blocks: list[tuple[IndexEntry, list[bytes] | None]], chunk_bytes: int) -> Iterator[CellChunk]:
         pending: list[_Block] = []
         size = 0
-        for (entry, checks), (payload, walk) in zip(blocks, self._inflated([entry.offset for entry, _ in blocks])):
+        for (entry, checks), (payload, walk) in zip(blocks, self._inflated([entry for entry, _ in blocks])):
             pending.append(_Block(entry.offset, payload, walk, checks))
             size += len(payload)
             if size >= chunk_bytes:
@@ -628,33 +656,34 @@ class HFileReader:
         threads, behind what they are already doing: a caller that knows its
         next scan keeps them busy across its scans. The same thread then
         scans; a group asked for twice is inflated once."""
-        for group in _groups([entry.offset for entry in self.blocks_covering(prefixes)]):
+        for group in _groups(self.blocks_covering(prefixes)):
             if len(self._ahead) >= PREFETCH_GROUPS:
                 return  # a scan that never came (a failed plan) holds no more than this
-            if tuple(group) not in self._ahead:
-                self._ahead[tuple(group)] = _decompress_pool().submit(self._payloads, group)
+            key = tuple(entry.offset for entry in group)
+            if key not in self._ahead:
+                self._ahead[key] = _decompress_pool().submit(self._payloads, group)
 
-    def _inflated(self, offsets: list[int]) -> Iterator[tuple[bytes, IntArray | None]]:
-        """Payloads of the data blocks at `offsets`, in order, each with its
-        quick walk (`walk_cells`; None when it does not fit); worker threads
-        read, inflate and walk groups of blocks ahead (a group per task keeps
-        the hand-offs, each waiting for the GIL, few), unless a prefetch
-        started them all already."""
-        groups = _groups(offsets)
-        if groups and all(tuple(group) in self._ahead for group in groups):
-            for group in groups:
-                yield from self._ahead.pop(tuple(group)).result()
+    def _inflated(self, entries: list[IndexEntry]) -> Iterator[tuple[bytes, IntArray | None]]:
+        """Payloads of these data blocks, in order, each with its quick walk
+        (`walk_cells`; None when it does not fit); worker threads read,
+        inflate and walk groups of blocks ahead (a group per task keeps the
+        hand-offs, each waiting for the GIL, few), unless a prefetch started
+        them all already."""
+        groups = _groups(entries)
+        keys = [tuple(entry.offset for entry in group) for group in groups]
+        if keys and all(key in self._ahead for key in keys):
+            for key in keys:
+                yield from self._ahead.pop(key).result()
             return
-        if len(offsets) <= INFLATE_GROUP:
-            yield from self._payloads(offsets)
+        if len(entries) <= INFLATE_GROUP:
+            yield from self._payloads(entries)
             return
         for payloads in read_ahead(_decompress_pool(), groups, self._payloads, INFLATE_AHEAD):
             yield from payloads
 
-    def _payloads(self, offsets: list[int]) -> list[tuple[bytes, IntArray | None]]:
+    def _payloads(self, entries: list[IndexEntry]) -> list[tuple[bytes, IntArray | None]]:
         tail = self._fixed_tail()
-        payloads = [self._block(offset, (DATA_MAGIC,))[1] for offset in offsets]
-        return [(p, None if tail is None else walk_cells(p, tail)) for p in payloads]
+        return [(p, None if tail is None else walk_cells(p, tail)) for p in self._data_payloads(entries)] if entries else []
 
     def get(self, row: bytes) -> bytes | None:
         for found, value in self.scan_prefix(row):
