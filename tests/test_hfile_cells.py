@@ -197,3 +197,29 @@ def test_prefetching_holds_no_more_than_its_cap() -> None:
         reader.prefetch_covering([b"k"])
         assert len(reader._ahead) == 5
         assert [r for chunk in reader.scan_chunks([b"k0"], check=False) for r in chunk.rows().to_pylist()][:2] == [b"k0000", b"k0001"]
+
+
+def test_blocks_read_by_the_group_equal_blocks_read_one_by_one() -> None:
+    """A group of blocks lying end to end is read at once; every cell is what reading them one by one gives."""
+    cells = [(f"k{i:05d}".encode(), bytes([i % 251]) * (i % 40)) for i in range(3000)]
+    reader = _reader(cells, 256)
+    grouped = [(r, v) for chunk in reader.scan_chunks(None) for r, v in zip(chunk.rows().to_pylist(), chunk.value_list())]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hfile_reader, "INFLATE_GROUP", 1)
+        one_by_one = [(r, v) for chunk in reader.scan_chunks(None) for r, v in zip(chunk.rows().to_pylist(), chunk.value_list())]
+    assert grouped == one_by_one == cells
+
+
+def test_a_block_header_disagreeing_with_its_index_entry_is_named() -> None:
+    """Inside a group read at once, a block whose header gives another size than its index entry is read alone, and
+    what is wrong with it is named with its offset."""
+    writer = HFileWriter(block_size=256)
+    writer.add_all([(f"k{i:05d}".encode(), b"v" * 30) for i in range(2000)])
+    data = bytearray(writer.finish({b"schema": b"{}"}))
+    reader = HFileReader.from_bytes(bytes(data), "grouped.hfile")
+    damaged_at = reader.data_index[5].offset
+    size_field = damaged_at + 8  # the header's on-disk size without header, after the 8-byte magic
+    data[size_field : size_field + 4] = (int.from_bytes(data[size_field : size_field + 4], "big") + 7).to_bytes(4, "big")
+    with pytest.raises(HudiFormatError, match=rf"grouped\.hfile at offset {damaged_at}: ") as caught:
+        list(HFileReader.from_bytes(bytes(data), "grouped.hfile").scan_chunks(None))
+    assert "block" in str(caught.value)
