@@ -402,28 +402,30 @@ done:
 }
 
 
-/* gather_spans(data, starts, lengths, release) -> (offsets, bytes) | None:
- * byte spans of `data` in the order given, which must be buffer order, copied
- * end to end, with their int32 offsets (count + 1, native order): an Arrow
- * binary array's two buffers, in one pass. None (the caller's general path)
- * when the spans are not in buffer order or do not fit int32 offsets;
- * ValueError when one runs outside `data` or overlaps the one before, as
+/* gather_spans(data, starts, lengths, offsets, out, release) -> bool: byte
+ * spans of `data` in the order given, which must be buffer order, copied end
+ * to end into `out` (writable, exactly their total length) with their int32
+ * offsets into `offsets` (writable, count + 1 of them, native order): an
+ * Arrow binary array's two buffers, filled in one pass, in memory the caller
+ * chose (the read path's pool). False (the caller's general path) when the
+ * spans are not in buffer order; ValueError when one runs outside `data`,
+ * overlaps the one before, or the buffers do not fit, as
  * `hfile_cells.spans_to_binary` says. The copy lets the GIL go when
  * `release` (off the main thread). */
 static PyObject *gather_spans(PyObject *self, PyObject *args) {
     (void)self;
-    Py_buffer data, starts, lengths;
+    Py_buffer data, starts, lengths, offsets, out;
     int release = 0;
-    if (!PyArg_ParseTuple(args, "y*y*y*|p", &data, &starts, &lengths, &release))
+    if (!PyArg_ParseTuple(args, "y*y*y*w*w*|p", &data, &starts, &lengths, &offsets, &out, &release))
         return NULL;
-    PyObject *result = NULL, *offsets = NULL, *copied = NULL;
+    PyObject *result = NULL;
     Py_ssize_t count = starts.len / (Py_ssize_t)sizeof(int64_t);
     const int64_t *start = starts.buf, *length = lengths.buf;
+    int64_t total = 0;
     if (lengths.len != starts.len) {
         PyErr_SetString(PyExc_ValueError, "starts and lengths do not agree");
         goto done;
     }
-    int64_t total = 0;
     for (Py_ssize_t i = 0; i < count; i++) {  /* every span inside the buffer first, as the general path checks */
         if (start[i] < 0 || length[i] < 0 || start[i] + length[i] > (int64_t)data.len) {
             PyErr_SetString(PyExc_ValueError, "byte spans run past their buffer");
@@ -433,7 +435,7 @@ static PyObject *gather_spans(PyObject *self, PyObject *args) {
     }
     for (Py_ssize_t i = 1; i < count; i++)
         if (start[i] < start[i - 1]) {  /* not in buffer order: the general path sorts them */
-            result = Py_NewRef(Py_None);
+            result = Py_NewRef(Py_False);
             goto done;
         }
     for (Py_ssize_t i = 1; i < count; i++)
@@ -441,17 +443,13 @@ static PyObject *gather_spans(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "byte spans overlap");
             goto done;
         }
-    if (total > INT32_MAX) {
-        result = Py_NewRef(Py_None);
+    if (total > INT32_MAX || total != (int64_t)out.len || offsets.len < (Py_ssize_t)((count + 1) * (Py_ssize_t)sizeof(int32_t))) {
+        PyErr_SetString(PyExc_ValueError, "the buffers given do not fit the spans");
         goto done;
     }
-    offsets = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((count + 1) * (Py_ssize_t)sizeof(int32_t)));
-    copied = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
-    if (offsets == NULL || copied == NULL)
-        goto done;
     {
-        int32_t *offset = (int32_t *)PyBytes_AS_STRING(offsets);
-        char *to = PyBytes_AS_STRING(copied);
+        int32_t *offset = offsets.buf;
+        char *to = out.buf;
         const char *from = data.buf;
         PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
         int32_t at = 0;
@@ -464,20 +462,20 @@ static PyObject *gather_spans(PyObject *self, PyObject *args) {
         if (saved != NULL)
             PyEval_RestoreThread(saved);
     }
-    result = PyTuple_Pack(2, offsets, copied);
+    result = Py_NewRef(Py_True);
 done:
-    Py_XDECREF(offsets);
-    Py_XDECREF(copied);
     PyBuffer_Release(&data);
     PyBuffer_Release(&starts);
     PyBuffer_Release(&lengths);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&out);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"walk_cells", walk_cells, METH_VARARGS, "Where each cell of an HFile data block starts (native int64s), or None."},
     {"decode_records", decode_records, METH_VARARGS, "Avro records decoded into per-path columns (see _cells.c)."},
-    {"gather_spans", gather_spans, METH_VARARGS, "Byte spans copied end to end, with int32 offsets (see _cells.c), or None."},
+    {"gather_spans", gather_spans, METH_VARARGS, "Byte spans copied end to end into given buffers, with int32 offsets (see _cells.c)."},
     {NULL, NULL, 0, NULL},
 };
 

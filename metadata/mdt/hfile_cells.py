@@ -170,11 +170,13 @@ def spans_to_binary(data: npt.NDArray[np.uint8], starts: IntArray, lengths: IntA
     count = len(starts)
     if count == 0:
         return arrow_values.array([], pa.binary())
-    if _native is not None:  # in buffer order: copied in one pass, compiled
-        gathered = _native.gather_spans(data, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(lengths, dtype=np.int64),
-                                        threading.current_thread() is not threading.main_thread())
-        if gathered is not None:
-            return pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(gathered[0]), pa.py_buffer(gathered[1])])
+    total = int(lengths.sum())
+    if _native is not None and 0 <= total < 2**31:  # in buffer order: copied in one pass, compiled, into the read pool
+        offsets = pa.allocate_buffer(4 * (count + 1), memory_pool=READ_POOL)
+        copied = pa.allocate_buffer(total, memory_pool=READ_POOL)
+        if _native.gather_spans(data, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(lengths, dtype=np.int64),
+                                offsets, copied, threading.current_thread() is not threading.main_thread()):
+            return pa.Array.from_buffers(pa.binary(), count, [None, offsets, copied])
     return spans_to_binary_with_arrow(data, starts, lengths)
 
 
