@@ -9,20 +9,21 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from metadata import HudiTable
-from metadata.mdt.columnar import GROUP_RECORDS, LOCKSTEP_ENTRIES, Unsupported, decode_many
+from metadata.mdt.columnar import GROUP_RECORDS, LOCKSTEP_ENTRIES, Decoded, Unsupported, decode_many
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.files_columns import entries_of_sizes, live_entries
 from metadata.mdt.keys import ID_LENGTH, column_stats_key
 from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_schema import files_record, range_record, record_schema_json
 from metadata.mdt.records import decode_record, live_files, live_sizes, parse_schema_cached
-from metadata.mdt.stats_columns import FlatStats, in_file_order, pivot
+from metadata.mdt.stats_columns import FlatStats, _records_by_column, in_file_order, pivot
 from metadata.stats_table import max_field, min_field
 from tests.conftest import requires_fixtures, table_path
 from tests.test_metadata_table import MDT_FIXTURES
@@ -281,3 +282,43 @@ def test_columnar_files_equal_reference_with_log_updates_and_deletes(tmp_path: P
         builder.clean()
         MetadataTableWriter(str(path), compact_after=100).sync()
         assert _file_tables_both_ways(str(path)) > 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(names=st.lists(st.one_of(st.none(), st.sampled_from(["a", "b", "fare", "é", "x" * 40, "x" * 41, ""])), min_size=1, max_size=300),
+       runs=st.booleans(), with_stats=st.integers(0, 3))
+def test_records_by_column_group_as_their_names_say(names: list[str | None], runs: bool, with_stats: int) -> None:
+    """Each column's records, found by comparing names in place (short names, few runs) or by Arrow (long names,
+    many runs), are the records whose name it is; a missing name is ""; records without stats are not counted."""
+    if runs:
+        names = sorted(names, key=lambda n: (n is None, n or ""))  # keys sort by column id: a column is one run
+    encoded = [b"" if n is None else n.encode() for n in names]
+    buffer = np.frombuffer(b"".join(encoded) + bytes(16), dtype=np.uint8)
+    lengths = np.array([len(e) for e in encoded], dtype=np.int64)
+    starts = np.cumsum(lengths) - lengths
+    named = np.array([n is not None for n in names])
+    decoded = Decoded(len(names), buffer, present={"name": np.flatnonzero(named)},
+                      spans={"name": (starts[named], lengths[named])})
+    records = np.array([i for i in range(len(names)) if i % 4 >= with_stats or i == 0], dtype=np.int64)  # those with stats
+    expected: dict[str, list[int]] = {}
+    for i in records.tolist():
+        expected.setdefault(names[i] or "", []).append(i)
+    found = _records_by_column(decoded, "name", records)
+    assert [(column, chosen.tolist()) for column, chosen in found] == list(expected.items())
+
+
+@settings(max_examples=200, deadline=None)
+@given(present=st.lists(st.booleans(), min_size=1, max_size=60), picked=st.lists(st.booleans(), min_size=60, max_size=60))
+def test_values_at_records_equal_spreading_then_taking(present: list[bool], picked: list[bool]) -> None:
+    """A path's values and bytes at some records (null where absent) are what spreading them over every record and
+    taking those gives, with the path present in every record, some or none."""
+    count = len(present)
+    rows = np.flatnonzero(present)
+    texts = [f"v{i}".encode() * (i % 3) for i in rows.tolist()]
+    lengths = np.array([len(t) for t in texts], dtype=np.int64)
+    decoded = Decoded(count, np.frombuffer(b"".join(texts) + bytes(16), dtype=np.uint8),
+                      present={"n": rows, "s": rows}, ints={"n": rows * 7}, spans={"s": (np.cumsum(lengths) - lengths, lengths)})
+    records = np.flatnonzero(picked[:count])
+    taken = pa.array(records, pa.int64())
+    assert decoded.values_at("n", records).to_pylist() == decoded.scatter("n", pa.array(rows * 7, pa.int64())).take(taken).to_pylist()
+    assert decoded.binary_at("s", records).to_pylist() == decoded.binary_array("s").take(taken).to_pylist()

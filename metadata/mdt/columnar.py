@@ -119,7 +119,10 @@ class Decoded:
         at, found = self.locate(path, rows)
         for table in (self.ints, self.floats, self.bools):
             if path in table:
-                return arrow_values.from_numpy(table[path][at], valid=found)
+                values = table[path]
+                if not len(values):  # present in no row: all null
+                    return arrow_values.from_numpy(np.zeros(len(rows), dtype=values.dtype), valid=np.zeros(len(rows), dtype=np.bool_))
+                return arrow_values.from_numpy(values[at], valid=found)
         raise KeyError(path)
 
     def binary_at(self, path: str, rows: IntArray) -> pa.BinaryArray:

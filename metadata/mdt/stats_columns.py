@@ -175,7 +175,7 @@ def _records_by_column(decoded: Decoded, path: str, records: IntArray) -> list[t
     appearance, with its records among `records` (ascending). Keys sort by
     column id first, so each column's records are usually one run: names are
     compared with their neighbours' in place, and each run's is read once."""
-    if path not in decoded.spans or not len(records):
+    if path not in decoded.spans or not len(decoded.present[path]) or not len(records):
         return [("", records)] if len(records) else []
     at, found = decoded.locate(path, records)
     starts, lengths = decoded.spans[path]
