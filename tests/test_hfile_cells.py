@@ -210,6 +210,29 @@ def test_blocks_read_by_the_group_equal_blocks_read_one_by_one() -> None:
     assert grouped == one_by_one == cells
 
 
+def test_a_group_of_blocks_in_two_stretches_is_read_with_a_read_each() -> None:
+    """A loose scan of two key ranges apart gives a group two stretches of blocks lying end to end: each is read at
+    once, and the cells are those reading the blocks one by one gives."""
+    cells = [(f"{p}{i:05d}".encode(), b"v" * 30) for p in "abc" for i in range(300)]
+    reader = _reader(cells, 256)
+    reads: list[str] = []
+    read = reader._read
+
+    def counted(offset: int, length: int, what: str) -> bytes:
+        reads.append(what)
+        return read(offset, length, what)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hfile_reader, "INFLATE_GROUP", 10_000)  # every block in one group
+        patch.setattr(reader, "_read", counted)
+        loose = [r for chunk in reader.scan_chunks([b"a", b"c"], check=False) for r in chunk.rows().to_pylist()]
+        assert reads.count("data blocks") == 2 and "DATABLK* block" not in reads  # no block read on its own
+        patch.setattr(hfile_reader, "INFLATE_GROUP", 1)
+        assert [r for chunk in reader.scan_chunks([b"a", b"c"], check=False) for r in chunk.rows().to_pylist()] == loose
+    assert {r[:1] for r in loose} == {b"a", b"c"} or {r[:1] for r in loose} == {b"a", b"b", b"c"}
+    assert {row for row, _ in cells if row[:1] in (b"a", b"c")} <= set(loose)
+
+
 def test_a_block_header_disagreeing_with_its_index_entry_is_named() -> None:
     """Inside a group read at once, a block whose header gives another size than its index entry is read alone, and
     what is wrong with it is named with its offset."""

@@ -243,14 +243,24 @@ class HFileReader:
         return self._decompress(block[HEADER_SIZE : header.on_disk_data_size_with_header], header, offset)
 
     def _data_payloads(self, entries: list[IndexEntry]) -> list[bytes]:
-        """The payloads of data blocks, read with one read when they lie end
-        to end (as a writer leaves them; on a local disk, two reads a block
-        cost more than inflating it); a block whose header does not say the
-        size its index entry does is read on its own, which names the fault."""
+        """The payloads of data blocks, each stretch of them lying end to end
+        read with one read (as a writer leaves them; on a local disk, two
+        reads a block cost more than inflating it)."""
+        payloads: list[bytes] = []
+        stretch: list[IndexEntry] = []
+        for entry in entries:
+            if stretch and stretch[-1].offset + stretch[-1].on_disk_size != entry.offset:
+                payloads += self._stretch_payloads(stretch)
+                stretch = []
+            stretch.append(entry)
+        return payloads + self._stretch_payloads(stretch) if stretch else payloads
+
+    def _stretch_payloads(self, entries: list[IndexEntry]) -> list[bytes]:
+        """Blocks lying end to end, read at once; a block whose header does not
+        say the size its index entry does is read on its own, which names the fault."""
         first, last = entries[0], entries[-1]
         end = last.offset + last.on_disk_size
-        if len(entries) == 1 or end > self.size or any(e.on_disk_size < HEADER_SIZE for e in entries) or any(
-                a.offset + a.on_disk_size != b.offset for a, b in zip(entries, entries[1:])):
+        if len(entries) == 1 or end > self.size or any(e.on_disk_size < HEADER_SIZE for e in entries):
             return [self._block(e.offset, (DATA_MAGIC,))[1] for e in entries]
         span = memoryview(self._read(first.offset, end - first.offset, "data blocks"))
         payloads = []
