@@ -229,8 +229,8 @@ def test_a_group_of_blocks_in_two_stretches_is_read_with_a_read_each() -> None:
         assert reads.count("data blocks") == 2 and "DATABLK* block" not in reads  # no block read on its own
         patch.setattr(hfile_reader, "INFLATE_GROUP", 1)
         assert [r for chunk in reader.scan_chunks([b"a", b"c"], check=False) for r in chunk.rows().to_pylist()] == loose
-    assert {r[:1] for r in loose} == {b"a", b"c"} or {r[:1] for r in loose} == {b"a", b"b", b"c"}
     assert {row for row, _ in cells if row[:1] in (b"a", b"c")} <= set(loose)
+    assert sum(r[:1] == b"b" for r in loose) < 100  # of the range between, only what the stretches' edge blocks hold
 
 
 def test_a_block_header_disagreeing_with_its_index_entry_is_named() -> None:
