@@ -253,7 +253,9 @@ class HFileReader:
                 payloads += self._stretch_payloads(stretch)
                 stretch = []
             stretch.append(entry)
-        return payloads + self._stretch_payloads(stretch) if stretch else payloads
+        if stretch:
+            payloads += self._stretch_payloads(stretch)
+        return payloads
 
     def _stretch_payloads(self, entries: list[IndexEntry]) -> list[bytes]:
         """Blocks lying end to end, read at once; a block whose header does not
@@ -266,11 +268,11 @@ class HFileReader:
         payloads = []
         for entry in entries:
             block = span[entry.offset - first.offset : entry.offset - first.offset + entry.on_disk_size]
-            header = BlockHeader.parse(block)
-            if header.magic != DATA_MAGIC or HEADER_SIZE + header.on_disk_size_without_header != entry.on_disk_size:
+            header = self._header(block, entry.offset, (DATA_MAGIC,))  # a wrong magic refuses as a read of this block alone
+            if HEADER_SIZE + header.on_disk_size_without_header != entry.on_disk_size:
                 payloads.append(self._block(entry.offset, (DATA_MAGIC,))[1])
             else:
-                payloads.append(self._payload(self._header(block, entry.offset, (DATA_MAGIC,)), block, entry.offset))
+                payloads.append(self._payload(header, block, entry.offset))
         return payloads
 
     def _verify_checksums(self, header: BlockHeader, block: bytes | memoryview, offset: int) -> None:
@@ -533,9 +535,9 @@ class HFileReader:
         first = np.maximum(np.searchsorted(rows, wanted, side="right") - 1, 0)
         last = np.full(len(prefixes), len(index) - 1, dtype=np.int64)
         width = wanted.dtype.itemsize
-        ends = wanted.view(np.uint8).reshape(len(prefixes), width)[:, -1]
-        if sum(map(len, prefixes)) == width * len(prefixes) and (ends < 0xFF).all():  # one width (a run's keys): successors in place
-            past = wanted.view(np.uint8).reshape(len(prefixes), width).copy()
+        matrix = wanted.view(np.uint8).reshape(len(prefixes), width)
+        if sum(map(len, prefixes)) == width * len(prefixes) and (matrix[:, -1] < 0xFF).all():  # one width (a run's keys): successors in place
+            past = matrix.copy()
             past[:, -1] += 1
             last[:] = np.searchsorted(rows, past.view(wanted.dtype).ravel(), side="left") - 1
         else:
@@ -693,7 +695,7 @@ class HFileReader:
 
     def _payloads(self, entries: list[IndexEntry]) -> list[tuple[bytes, IntArray | None]]:
         tail = self._fixed_tail()
-        return [(p, None if tail is None else walk_cells(p, tail)) for p in self._data_payloads(entries)] if entries else []
+        return [(p, None if tail is None else walk_cells(p, tail)) for p in self._data_payloads(entries)]
 
     def get(self, row: bytes) -> bytes | None:
         for found, value in self.scan_prefix(row):

@@ -232,25 +232,16 @@ class _Bounds:
         if dtype not in _AS_DECODED.get(wrapper, ()):
             return None
         try:
-            if leaf in self.decoded.spans:
-                chosen_values = self.decoded.binary_at(leaf, chosen)
-                chosen_values = as_utf8(chosen_values) if wrapper == "StringWrapper" else chosen_values
-            else:
-                chosen_values = self.decoded.values_at(leaf, chosen)
-            return chosen_values.cast(dtype, safe=True, memory_pool=READ_POOL)
+            return self._leaf_at(leaf, wrapper, chosen).cast(dtype, safe=True, memory_pool=READ_POOL)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None  # a value that does not fit: the reference rules null it alone
 
-    def _leaf_array(self, leaf: str, wrapper: str) -> pa.Array:
-        """A bound's decoded values, in `present` order."""
-        decoded = self.decoded
-        if leaf in decoded.spans:
-            values = decoded.present_bytes(leaf)
+    def _leaf_at(self, leaf: str, wrapper: str, rows: npt.NDArray[np.int64]) -> pa.Array:
+        """A bound's decoded values at `rows` (ascending; null where absent)."""
+        if leaf in self.decoded.spans:
+            values = self.decoded.binary_at(leaf, rows)
             return as_utf8(values) if wrapper == "StringWrapper" else values
-        for table in (decoded.ints, decoded.floats, decoded.bools):
-            if leaf in table:
-                return arrow_values.from_numpy(table[leaf])
-        raise KeyError(leaf)
+        return self.decoded.values_at(leaf, rows)
 
     def python(self, which: str, chosen: npt.NDArray[np.int64]) -> list[Any]:
         """The bounds of chosen records as the reference decoder gives them."""
@@ -259,7 +250,7 @@ class _Bounds:
         out: list[Any] = [None] * len(chosen)
         infos: list[str | None] | None = None
         for leaf, wrapper in self._leaves(which):
-            values = self._leaf_array(leaf, wrapper).to_pylist()
+            values = self._leaf_at(leaf, wrapper, decoded.present[leaf]).to_pylist()
             plain = wrapper in PLAIN_WRAPPERS
             for row, value in zip(decoded.present[leaf].tolist(), values):
                 at = position.get(row)
