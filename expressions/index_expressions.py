@@ -29,9 +29,8 @@ import pyarrow as pa
 
 from expressions.bound import BoundPredicate, bound_as
 from expressions.errors import ExpressionError
-from expressions.functions import DatePart, Function, SessionZone, ToDate, Unit, all_total, apply_all, image_all, result_type
+from expressions.functions import DatePart, Function, SessionZone, ToDate, Unit, all_total, apply_all, image_all, normalise, result_type
 from expressions.sql import parse_sql
-from expressions.sql_functions import normalise
 from expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,

@@ -291,3 +291,22 @@ class UnixSeconds(Function):
 
 def _quote(text: str) -> str:
     return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+# functions of a date's calendar, equal on a date and on its local midnight
+_CALENDAR = (ToDate, DatePart, DateFormat, UnixSeconds)
+
+
+def normalise(functions: tuple[Function, ...]) -> tuple[Function, ...]:
+    """The shortest equal chain: to_date(to_date(c)) is to_date(c) (sqlglot
+    wraps `year(c)` in one), and a cast to TIMESTAMP under a calendar
+    function changes nothing (a date is its local midnight either way;
+    Trino's SQL prints such casts)."""
+    result: list[Function] = []
+    for function in functions:
+        if isinstance(function, _CALENDAR) and result and isinstance(result[-1], ToTimestamp):
+            result.pop()
+        if isinstance(function, ToDate) and result and isinstance(result[-1], ToDate):
+            continue
+        result.append(function)
+    return tuple(result)
