@@ -4,6 +4,9 @@ fingerprint forced equal."""
 
 from __future__ import annotations
 
+import contextlib
+from unittest import mock
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -13,6 +16,7 @@ from hypothesis import strategies as st
 
 from metadata import fingerprints
 from metadata.fingerprints import all_distinct
+from metadata.mdt import native
 
 
 @settings(max_examples=400, deadline=None)
@@ -32,24 +36,70 @@ def test_a_shared_fingerprint_is_settled_exactly(monkeypatch: pytest.MonkeyPatch
 _NAME = st.text(alphabet="0af-_.é", min_size=20, max_size=30)
 
 
+MATCHERS = ["compiled", "numpy"]
+
+
+def _matching(matcher: str) -> contextlib.AbstractContextManager[object]:
+    """`index_in` compiled (`_cells.index_in_strings`), or by numpy fingerprints (where it was not built)."""
+    if matcher == "numpy":
+        return mock.patch.object(native, "cells", None)
+    if native.cells is None:
+        pytest.skip("the compiled module was not built here (no C compiler): the numpy path answers")
+    return contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("matcher", MATCHERS)
 @settings(max_examples=300, deadline=None)
-@given(values=st.lists(_NAME, max_size=30), value_set=st.lists(_NAME, max_size=30), split=st.integers(0, 30))
-def test_index_in_equals_arrow(values: list[str], value_set: list[str], split: int) -> None:
-    """Names of 20 to 30 characters (some under the fingerprinted width), with
-    repeats, as arrays and as chunked arrays: the same indexes as Arrow's."""
+@given(values=st.lists(_NAME | st.text(alphabet="ab", max_size=3), max_size=30),
+       value_set=st.lists(_NAME | st.text(alphabet="ab", max_size=3), max_size=30), split=st.integers(0, 30), skip=st.integers(0, 3))
+def test_index_in_equals_arrow(matcher: str, values: list[str], value_set: list[str], split: int, skip: int) -> None:
+    """Names of 20 to 30 characters and short strings (empty ones too), with
+    repeats, as arrays, slices and chunked arrays: the same indexes as Arrow's."""
     expected = pc.index_in(pa.array(values, pa.string()), value_set=pa.array(value_set, pa.string()))
     chunked = pa.chunked_array([values[:split], values[split:]], pa.string())
-    set_chunked = pa.chunked_array([value_set[:split], value_set[split:]], pa.string())
-    for given_values, given_set in ((pa.array(values, pa.string()), pa.array(value_set, pa.string())), (chunked, set_chunked)):
-        assert fingerprints.index_in(given_values, given_set).to_pylist() == expected.to_pylist()
+    set_chunked = pa.chunked_array([value_set[:split], [], value_set[split:]], pa.string())
+    sliced = pa.array(["x"] * skip + values, pa.string()).slice(skip)
+    set_sliced = pa.array(["y"] * skip + value_set, pa.string()).slice(skip)
+    for given_values, given_set in ((pa.array(values, pa.string()), pa.array(value_set, pa.string())), (chunked, set_chunked),
+                                    (sliced, set_sliced)):
+        with _matching(matcher):
+            assert fingerprints.index_in(given_values, given_set).to_pylist() == expected.to_pylist()
 
 
 def test_index_in_settles_shared_fingerprints(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every name of one length shares a fingerprint: matches are still exact."""
+    monkeypatch.setattr(native, "cells", None)
     monkeypatch.setattr(fingerprints, "_FNV_PRIME", np.uint64(0))
     names = [f"{i:08d}-0000-0000-0000-000000000000-0_1-2-3_2024.parquet" for i in range(50)]
     found = fingerprints.index_in(pa.array(names[::-1] + ["x" * 60], pa.string()), pa.array(names, pa.string()))
     assert found.to_pylist() == list(range(49, -1, -1)) + [None]
+
+
+@pytest.mark.parametrize("matcher", MATCHERS)
+def test_index_in_leaves_nulls_and_other_types_to_arrow(matcher: str) -> None:
+    values = pa.array(["a", None, "b"], pa.string())
+    large = pa.array(["a", "b"], pa.large_string())
+    with _matching(matcher):
+        assert fingerprints.index_in(values, pa.array(["b", "a"], pa.string())).to_pylist() == [1, None, 0]
+        assert fingerprints.index_in(large, pa.array(["b"], pa.large_string())).to_pylist() == [None, 0]
+
+
+def test_the_compiled_match_refuses_offsets_its_buffers_do_not_hold() -> None:
+    if native.cells is None:
+        pytest.skip("the compiled module was not built here (no C compiler)")
+    out = np.empty(2, dtype=np.int32)
+    good = (np.array([0, 1, 2], dtype=np.int32), b"ab", 0, 2)
+    for bad in ((np.array([0, 1, 3], dtype=np.int32), b"ab", 0, 2),  # past the bytes
+                (np.array([0, 2, 1], dtype=np.int32), b"ab", 0, 2),  # going backwards
+                (np.array([0, 1], dtype=np.int32), b"ab", 0, 2),  # fewer offsets than strings
+                (np.array([0, 1, 2], dtype=np.int32), b"ab", -1, 2)):
+        for sides in (([bad], [good]), ([good], [bad])):
+            with pytest.raises(ValueError, match="string offsets do not fit their buffers"):
+                native.cells.index_in_strings(*sides, out)
+    with pytest.raises(ValueError, match="the output does not fit"):
+        native.cells.index_in_strings([good], [good], np.empty(1, dtype=np.int32))
+    native.cells.index_in_strings([good], [good], out)
+    assert out.tolist() == [0, 1]
 
 
 @settings(max_examples=400, deadline=None)

@@ -23,9 +23,10 @@ static int32_t be_int32(const unsigned char *p) {
     return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
 }
 
-/* Cells found, or -1 when the block does not walk with this tail. `starts`
- * has room for one cell per 10 bytes (a cell takes at least 8 + 2 bytes). */
-static Py_ssize_t walk(const unsigned char *data, Py_ssize_t size, Py_ssize_t fixed_tail, int64_t *starts) {
+/* Cells found, or -1 when the block does not walk with this tail. `cells`
+ * has room for two int64s per 10 bytes (a cell takes at least 8 + 2 bytes):
+ * each cell's start, then where its value starts. */
+static Py_ssize_t walk(const unsigned char *data, Py_ssize_t size, Py_ssize_t fixed_tail, int64_t *cells) {
     Py_ssize_t count = 0;
     int64_t pos = 0;
     const int64_t end = (int64_t)size - 8;
@@ -34,7 +35,9 @@ static Py_ssize_t walk(const unsigned char *data, Py_ssize_t size, Py_ssize_t fi
         int32_t value_length = be_int32(data + pos + 4);
         if (key_length < 2 || value_length < 0)
             return -1;
-        starts[count++] = pos;
+        cells[2 * count] = pos;
+        cells[2 * count + 1] = pos + 8 + (int64_t)key_length;
+        count++;
         pos += (int64_t)key_length + (int64_t)value_length + 8 + fixed_tail;
     }
     return pos == (int64_t)size ? count : -1;
@@ -51,7 +54,7 @@ static PyObject *walk_cells(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "fixed_tail must not be negative");
         return NULL;
     }
-    Py_ssize_t room = payload.len / 10 + 1;
+    Py_ssize_t room = 2 * (payload.len / 10 + 1);
     int64_t *starts = PyMem_RawMalloc((size_t)room * sizeof(int64_t));
     if (starts == NULL) {
         PyBuffer_Release(&payload);
@@ -66,7 +69,7 @@ static PyObject *walk_cells(PyObject *self, PyObject *args) {
     if (count < 0) {
         result = Py_NewRef(Py_None);
     } else {
-        result = PyBytes_FromStringAndSize((const char *)starts, count * (Py_ssize_t)sizeof(int64_t));
+        result = PyBytes_FromStringAndSize((const char *)starts, 2 * count * (Py_ssize_t)sizeof(int64_t));
     }
     PyMem_RawFree(starts);
     return result;
@@ -109,6 +112,7 @@ typedef struct {
     const int64_t *kinds;
     Column *columns;
     Py_ssize_t paths;
+    Py_ssize_t first_room; /* a column's first allocation: one value per record (most paths have one), grown past it */
     int error;
     int64_t error_path, error_record, error_at;
 } Decoder;
@@ -124,7 +128,7 @@ static inline int push(Decoder *d, int64_t path, int64_t row, int64_t value, int
     if (d->kinds[path] == KIND_SKIP) return OK; /* decoded, but not read by the caller */
     Column *c = &d->columns[path];
     if (c->size == c->room) {
-        Py_ssize_t room = c->room ? c->room * 2 : 1024;
+        Py_ssize_t room = c->room ? c->room * 2 : d->first_room;
         if (grow(&c->values, room) || (d->kinds[path] == KIND_SPAN && grow(&c->lengths, room))) return d->error = ERR_MEMORY;
         c->room = room;
     }
@@ -317,6 +321,7 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     d.program_size = program.len / (Py_ssize_t)sizeof(int64_t);
     d.kinds = kinds.buf;
     d.paths = paths;
+    d.first_room = records > 16 ? records : 16;
     d.columns = PyMem_RawCalloc((size_t)(paths ? paths : 1), sizeof(Column));
     if (lengths.len != starts.len || PyTuple_GET_SIZE(names) != paths) {
         PyErr_SetString(PyExc_ValueError, "starts, lengths, kinds and names do not agree");
@@ -472,14 +477,186 @@ done:
     return result;
 }
 
+/* index_in_strings(set_chunks, chunks, out[, release]): for each string of
+ * `chunks`, the index (across the chunks) of the first equal string of
+ * `set_chunks`, or -1, into `out` (int32s, one per string): Arrow's index_in
+ * for null-free string arrays, by one open-addressing table of the set's
+ * hashes, each match compared in full. A chunk is (offsets, data, first,
+ * count): a string array's int32 offsets and bytes, its first element and
+ * its length. ValueError when a chunk's buffers do not hold what its
+ * offsets say. */
+static uint64_t string_hash(const unsigned char *p, int32_t length) {
+    uint64_t h = (uint64_t)length * 0x9E3779B97F4A7C15ULL;
+    while (length >= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        h = (h ^ word) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+        p += 8;
+        length -= 8;
+    }
+    if (length > 0) {
+        uint64_t word = 0;
+        memcpy(&word, p, (size_t)length);
+        h = (h ^ word) * 0xC4CEB9FE1A85EC53ULL;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+typedef struct {
+    Py_buffer offsets, data;
+    Py_ssize_t first, count;
+} StringChunk;
+
+/* The chunks of a sequence, their buffers held (released by release_chunks); NULL with an exception set. */
+static StringChunk *string_chunks(PyObject *sequence, Py_ssize_t *chunk_count, Py_ssize_t *total) {
+    PyObject *items = PySequence_Fast(sequence, "string chunks must be a sequence");
+    if (items == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+    StringChunk *chunks = PyMem_Calloc((size_t)(n ? n : 1), sizeof(StringChunk));
+    if (chunks == NULL) {
+        Py_DECREF(items);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    *total = 0;
+    for (Py_ssize_t c = 0; c < n; c++) {
+        StringChunk *chunk = &chunks[c];
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(items, c), "y*y*nn", &chunk->offsets, &chunk->data, &chunk->first, &chunk->count)) {
+            *chunk_count = c;
+            goto fail;
+        }
+        *chunk_count = c + 1;
+        const int32_t *at = (const int32_t *)chunk->offsets.buf + chunk->first;
+        int fits = chunk->first >= 0 && chunk->count >= 0 &&
+                   chunk->offsets.len >= (chunk->first + chunk->count + 1) * (Py_ssize_t)sizeof(int32_t);
+        for (Py_ssize_t i = 0; fits && i < chunk->count; i++)
+            fits = at[i] >= 0 && at[i + 1] >= at[i];
+        if (!fits || (chunk->count > 0 && (Py_ssize_t)at[chunk->count] > chunk->data.len)) {
+            PyErr_SetString(PyExc_ValueError, "string offsets do not fit their buffers");
+            goto fail;
+        }
+        *total += chunk->count;
+    }
+    *chunk_count = n;
+    Py_DECREF(items);
+    return chunks;
+fail:
+    for (Py_ssize_t c = 0; c < *chunk_count; c++) {
+        PyBuffer_Release(&chunks[c].offsets);
+        PyBuffer_Release(&chunks[c].data);
+    }
+    PyMem_Free(chunks);
+    Py_DECREF(items);
+    return NULL;
+}
+
+static void release_chunks(StringChunk *chunks, Py_ssize_t count) {
+    if (chunks == NULL) return;
+    for (Py_ssize_t c = 0; c < count; c++) {
+        PyBuffer_Release(&chunks[c].offsets);
+        PyBuffer_Release(&chunks[c].data);
+    }
+    PyMem_Free(chunks);
+}
+
+static PyObject *index_in_strings(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *set_sequence, *sequence;
+    Py_buffer out;
+    int release = 0;
+    if (!PyArg_ParseTuple(args, "OOw*|p", &set_sequence, &sequence, &out, &release)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t set_chunk_count = 0, chunk_count = 0, set_count = 0, count = 0;
+    StringChunk *set_chunks = NULL, *chunks = NULL;
+    int32_t *slots = NULL, *lengths = NULL;
+    uint64_t *hashes = NULL;
+    const unsigned char **heads = NULL;
+    set_chunks = string_chunks(set_sequence, &set_chunk_count, &set_count);
+    if (set_chunks == NULL) goto done;
+    chunks = string_chunks(sequence, &chunk_count, &count);
+    if (chunks == NULL) goto done;
+    if (out.len < count * (Py_ssize_t)sizeof(int32_t) || set_count > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "the output does not fit the strings");
+        goto done;
+    }
+    Py_ssize_t size = 16;
+    while (size < 2 * set_count) size *= 2;
+    size_t held = (size_t)(set_count ? set_count : 1);
+    slots = PyMem_RawMalloc((size_t)size * sizeof(int32_t));
+    hashes = PyMem_RawMalloc(held * sizeof(uint64_t));
+    lengths = PyMem_RawMalloc(held * sizeof(int32_t));
+    heads = PyMem_RawMalloc(held * sizeof(unsigned char *));
+    if (slots == NULL || hashes == NULL || lengths == NULL || heads == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        Py_ssize_t mask = size - 1, index = 0;
+        int32_t *found = out.buf;
+        PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
+        memset(slots, 0xFF, (size_t)size * sizeof(int32_t));
+        for (Py_ssize_t c = 0; c < set_chunk_count; c++) {
+            const int32_t *at = (const int32_t *)set_chunks[c].offsets.buf + set_chunks[c].first;
+            const unsigned char *bytes = set_chunks[c].data.buf;
+            for (Py_ssize_t i = 0; i < set_chunks[c].count; i++, index++) {
+                int32_t length = lengths[index] = at[i + 1] - at[i];
+                const unsigned char *head = heads[index] = bytes + at[i];
+                uint64_t h = hashes[index] = string_hash(head, length);
+                for (Py_ssize_t slot = (Py_ssize_t)(h & (uint64_t)mask);; slot = (slot + 1) & mask) {
+                    int32_t other = slots[slot];
+                    if (other < 0) {
+                        slots[slot] = (int32_t)index;
+                        break;
+                    }
+                    if (hashes[other] == h && lengths[other] == length && memcmp(heads[other], head, (size_t)length) == 0)
+                        break; /* a repeat: the first one stays */
+                }
+            }
+        }
+        index = 0;
+        for (Py_ssize_t c = 0; c < chunk_count; c++) {
+            const int32_t *at = (const int32_t *)chunks[c].offsets.buf + chunks[c].first;
+            const unsigned char *bytes = chunks[c].data.buf;
+            for (Py_ssize_t i = 0; i < chunks[c].count; i++, index++) {
+                int32_t length = at[i + 1] - at[i];
+                const unsigned char *value = bytes + at[i];
+                uint64_t h = string_hash(value, length);
+                found[index] = -1;
+                for (Py_ssize_t slot = (Py_ssize_t)(h & (uint64_t)mask);; slot = (slot + 1) & mask) {
+                    int32_t other = slots[slot];
+                    if (other < 0) break;
+                    if (hashes[other] == h && lengths[other] == length && memcmp(heads[other], value, (size_t)length) == 0) {
+                        found[index] = other;
+                        break;
+                    }
+                }
+            }
+        }
+        if (saved != NULL) PyEval_RestoreThread(saved);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_RawFree(slots);
+    PyMem_RawFree(hashes);
+    PyMem_RawFree(lengths);
+    PyMem_RawFree(heads);
+    release_chunks(set_chunks, set_chunk_count);
+    release_chunks(chunks, chunk_count);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
-    {"walk_cells", walk_cells, METH_VARARGS, "Where each cell of an HFile data block starts (native int64s), or None."},
+    {"walk_cells", walk_cells, METH_VARARGS, "Where each cell of an HFile data block and its value start (native int64 pairs), or None."},
     {"decode_records", decode_records, METH_VARARGS, "Avro records decoded into per-path columns (see _cells.c)."},
     {"gather_spans", gather_spans, METH_VARARGS, "Byte spans copied end to end into given buffers, with int32 offsets (see _cells.c)."},
+    {"index_in_strings", index_in_strings, METH_VARARGS, "Per string, the index of the first equal one of a set, or -1 (see _cells.c)."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cells", "HFile cells walked and metadata records decoded, compiled.", -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cells", "HFile cells walked, metadata records decoded and file names matched, compiled.", -1, methods,
                                     NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__cells(void) {

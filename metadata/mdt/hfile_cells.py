@@ -40,17 +40,20 @@ _LENGTHS = struct.Struct(">ii")
 
 
 def walk_cells(payload: bytes, fixed_tail: int) -> IntArray | None:
-    """Where each cell of a data block starts, assuming every cell ends with
-    `fixed_tail` bytes after its value (a one-byte MVCC vint, no tags); None
-    when the block does not walk that way (the caller then walks it exactly).
-    Values end `fixed_tail` bytes before the next cell (or the block's end):
-    the caller checks those bytes, and finds where values start with numpy
-    (`key_lengths`). A cell starts where the lengths of the one before say."""
+    """Where each cell of a data block starts and where its value starts (a
+    row of two per cell), assuming every cell ends with `fixed_tail` bytes
+    after its value (a one-byte MVCC vint, no tags); None when the block does
+    not walk that way (the caller then walks it exactly). Values end
+    `fixed_tail` bytes before the next cell (or the block's end): the caller
+    checks those bytes. A cell starts where the lengths of the one before say."""
     if _native is not None:
         found = _native.walk_cells(payload, fixed_tail)
-        return None if found is None else np.frombuffer(found, dtype=np.int64)
+        return None if found is None else np.frombuffer(found, dtype=np.int64).reshape(-1, 2)
     starts = walk_cells_in_python(payload, fixed_tail)
-    return None if starts is None else np.asarray(starts, dtype=np.int64)
+    if starts is None:
+        return None
+    at = np.asarray(starts, dtype=np.int64)
+    return np.stack([at, at + 8 + key_lengths(np.frombuffer(payload, dtype=np.uint8), at)], axis=1)
 
 
 def walk_cells_in_python(payload: bytes, fixed_tail: int) -> list[int] | None:

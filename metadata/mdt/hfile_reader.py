@@ -24,7 +24,7 @@ import numpy.typing as npt
 from isal import isal_zlib  # zlib's interface, ISA-L's inflate: twice zlib's speed on these blocks
 
 from metadata.errors import HudiFormatError
-from metadata.mdt.hfile_cells import ZEROS, CellChunk, IntArray, key_lengths, walk_cells
+from metadata.mdt.hfile_cells import ZEROS, CellChunk, IntArray, walk_cells
 from metadata.mdt.hfile_format import (
     CHECKSUM_CRC32,
     CHECKSUM_CRC32C,
@@ -64,6 +64,7 @@ INFLATE_GROUP = 16  # data blocks (about 1 MiB) a worker reads and inflates per 
 # Groups inflated ahead of the reader: more than a chunk's worth, so the workers
 # keep inflating while the reader walks and decodes a chunk instead of idling.
 INFLATE_AHEAD = 24
+COVERINGS_KEPT = 4  # prefix lists whose blocks a reader keeps (`blocks_covering`)
 PREFETCH_GROUPS = 64  # groups a reader inflates ahead of scans not yet asked for (`prefetch_covering`): about 64 MiB at most
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -161,6 +162,9 @@ class HFileReader:
         self._leaves: dict[int, _IndexBlock] = {}  # two-level index: leaf blocks read so far
         self._root_rows: list[bytes] | None = None
         self._row_array: npt.NDArray[np.bytes_] | Literal[False] | None = None  # `_index_row_array` (False: not usable)
+        # the blocks of the last few prefix lists: a streamed run asks for its blocks to read them ahead, then to read them
+        self._covering: OrderedDict[tuple[bytes, ...], list[IndexEntry]] = OrderedDict()
+        self._covering_lock = threading.Lock()
 
     # Opening -----------------------------------------------------------------------------
     @classmethod
@@ -528,6 +532,20 @@ class HFileReader:
             return list(index)
         if not prefixes or not index:
             return []
+        asked = tuple(prefixes)
+        with self._covering_lock:
+            known = self._covering.get(asked)
+        if known is not None:
+            return list(known)
+        found = self._blocks_covering(prefixes)
+        with self._covering_lock:
+            self._covering[asked] = found
+            while len(self._covering) > COVERINGS_KEPT:
+                self._covering.popitem(last=False)
+        return list(found)
+
+    def _blocks_covering(self, prefixes: list[bytes]) -> list[IndexEntry]:
+        index = self.data_index
         rows = self._index_row_array()
         if rows is None or b"\x00" in b"".join(prefixes):  # numpy pads with NULs: such rows would sort apart from bytes
             return self._blocks_covering_in_python(prefixes)
@@ -616,9 +634,9 @@ class HFileReader:
         walks = [b.walk for b in blocks]
         if tail is not None and all(w is not None for w in walks):
             shifts = np.cumsum([0] + [len(b.payload) for b in blocks[:-1]])
-            starts = np.concatenate([w + s for w, s in zip(walks, shifts) if w is not None])
+            cells = np.concatenate([w + s for w, s in zip(walks, shifts) if w is not None])  # rows: cell start, value start
+            starts, value_starts = np.ascontiguousarray(cells.T)
             padded = b"".join([*(b.payload for b in blocks), ZEROS])  # one copy: the blocks end to end, then the padding
-            value_starts = starts + 8 + key_lengths(np.frombuffer(padded, dtype=np.uint8), starts)
             # blocks lie end to end: a block's end is the next one's first cell
             cell_ends = np.append(starts[1:], len(padded) - len(ZEROS)) if len(starts) else starts
             if not tail or _single_byte_vints(padded, cell_ends - 1):
