@@ -20,8 +20,6 @@ one are told apart exactly, by Arrow.
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
@@ -212,8 +210,8 @@ def _compiled_index_in(values: pa.Array | pa.ChunkedArray, value_set: pa.Array |
     if any(chunk.null_count or chunk.type != pa.string() for side in sides for chunk in side):
         return None
     found = np.empty(len(values), dtype=np.int32)
-    native.cells.index_in_strings(*([_string_buffers(chunk) for chunk in side] for side in sides), found,
-                                  threading.current_thread() is not threading.main_thread())
+    # the GIL goes while it matches, on any thread: the main thread matches a run while another reads the next one
+    native.cells.index_in_strings(*([_string_buffers(chunk) for chunk in side] for side in sides), found, True)
     return from_numpy(found, valid=found >= 0)
 
 

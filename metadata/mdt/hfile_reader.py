@@ -21,7 +21,7 @@ from typing import Literal, cast
 
 import numpy as np
 import numpy.typing as npt
-from isal import isal_zlib  # zlib's interface, ISA-L's inflate: twice zlib's speed on these blocks
+from isal import igzip_lib, isal_zlib  # ISA-L's inflate: twice zlib's speed on these blocks
 
 from metadata.errors import HudiFormatError
 from metadata.mdt.hfile_cells import ZEROS, CellChunk, IntArray, walk_cells
@@ -293,9 +293,11 @@ class HFileReader:
         else:
             try:
                 # the inflater reads the gzip header and checks the CRC in C (gzip.decompress does both
-                # in Python, holding the GIL the reading-ahead threads share); several members: gzip's way
-                inflater = isal_zlib.decompressobj(31)
-                payload = inflater.decompress(raw)
+                # in Python, holding the GIL the reading-ahead threads share); several members: gzip's way.
+                # Its output is sized from the header (a byte more shows a longer block) and it lets the GIL
+                # go once: zlib's interface grows its output from 16 KiB, taking the GIL back at each step
+                inflater = igzip_lib.IgzipDecompressor(flag=igzip_lib.DECOMP_GZIP)
+                payload = inflater.decompress(raw, header.uncompressed_size_without_header + 1)
                 if inflater.unused_data or not inflater.eof:
                     payload = gzip.decompress(raw)
             except (OSError, EOFError, zlib.error, _ISAL_ERROR) as exc:
@@ -633,15 +635,16 @@ class HFileReader:
         tail = self._fixed_tail()
         walks = [b.walk for b in blocks]
         if tail is not None and all(w is not None for w in walks):
-            shifts = np.cumsum([0] + [len(b.payload) for b in blocks[:-1]])
-            cells = np.concatenate([w + s for w, s in zip(walks, shifts) if w is not None])  # rows: cell start, value start
-            starts, value_starts = np.ascontiguousarray(cells.T)
+            counts = [len(w) for w in walks if w is not None]
+            shifts = np.repeat(np.cumsum([0] + [len(b.payload) for b in blocks[:-1]]), counts)  # each block's place in the chunk
+            cells = np.concatenate([w for w in walks if w is not None])  # rows: cell start, value start, in their blocks
+            starts, value_starts = cells[:, 0] + shifts, cells[:, 1] + shifts
             padded = b"".join([*(b.payload for b in blocks), ZEROS])  # one copy: the blocks end to end, then the padding
             # blocks lie end to end: a block's end is the next one's first cell
             cell_ends = np.append(starts[1:], len(padded) - len(ZEROS)) if len(starts) else starts
             if not tail or _single_byte_vints(padded, cell_ends - 1):
                 chunk = CellChunk.from_layout(padded, starts, value_starts, cell_ends - tail - value_starts, self.path)
-                return self._select(chunk, [len(w) for w in walks if w is not None], [b.checks for b in blocks])
+                return self._select(chunk, counts, [b.checks for b in blocks])
         return self._exact_chunk(blocks)
 
     def _fixed_tail(self) -> int | None:
