@@ -5,13 +5,14 @@
 BETWEEN, IN, IS NULL, AND, OR, NOT) are read without sqlglot, whose import
 is most of a cold plan's or scan's start; the rest, and every error, are
 sqlglot's front end's. Both give the same tree. `to_sql` prints a tree back
-in a dialect (through sqlglot, imported then).
+in a dialect: a plain one as sqlglot would, without it; the rest through
+sqlglot, imported then.
 """
 
 from __future__ import annotations
 
 from expressions.dialect import Dialect
-from expressions.sql_plain import parse_plain
+from expressions.sql_plain import parse_plain, print_plain
 from expressions.sql_text import MAX_NESTING
 from expressions.tree import Expr
 
@@ -30,6 +31,10 @@ def parse_sql(text: str, dialect: Dialect | str = Dialect.SPARK, time_zone: str 
 
 def to_sql(expr: Expr, dialect: Dialect | str = Dialect.SPARK) -> str:
     """SQL text of a tree in a dialect."""
+    dialect = Dialect.of(dialect)
+    plain = print_plain(expr)
+    if plain is not None:
+        return plain
     from expressions.sql_glot import to_sql as print_sql
 
     return print_sql(expr, dialect)

@@ -1,5 +1,5 @@
-"""Plain predicates read without sqlglot: importing sqlglot takes about
-70 ms, most of a cold `scan()` or `plan --where` (issue 39).
+"""Plain predicates read and printed without sqlglot: importing sqlglot
+takes about 70 ms, most of a cold `scan()` or `plan --where` (issue 39).
 
 Plain is what most filters are: unquoted column names (dotted parts
 allowed), integer and decimal numbers (a leading minus too), strings in
@@ -13,6 +13,12 @@ None, and `sql_glot` reads the text. On what it reads, the tree is the one
 sqlglot's front end gives, positions and origins included
 (`tests/test_sql_plain.py` checks it over a seeded random corpus in every
 dialect).
+
+`print_plain` prints such a tree (and trees built by hand of the same
+leaves) as `sql_glot.to_sql` does in every dialect: unquoted lowercase
+names that are no keyword, integers, decimals, floats (as CASTs), strings
+without quotes, backslashes or control characters, TRUE, FALSE and NULL;
+None for anything else.
 """
 
 from __future__ import annotations
@@ -20,11 +26,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 
 from expressions.dialect import Dialect
 from expressions.sql_keywords import SQL_KEYWORDS
 from expressions.sql_text import MAX_NESTING, number, ref_position
-from expressions.tree import AlwaysFalse, AlwaysTrue, And, Comparison, Expr, In, IsNull, Literal, Not, Op, Or, Ref, chain
+from expressions.tree import AlwaysFalse, AlwaysTrue, And, Comparison, Expr, In, IsNotNull, IsNull, Literal, Not, Op, Or, Ref, chain
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
@@ -211,4 +218,68 @@ class _Parser:
         return operand
 
 
-__all__ = ["parse_plain"]
+_PRINTED_OPS = {Op.EQ: "=", Op.NE: "<>", Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">="}
+_PRINTED_NAME = re.compile(r"[a-z_][a-z0-9_]*", re.ASCII)
+_PRINTED_STRING = re.compile(r"[^'\\\x00-\x1f\x7f]*")
+
+
+def print_plain(expr: Expr) -> str | None:
+    """The SQL `sql_glot.to_sql` prints for a plain tree (the same in every dialect), None for any other."""
+    try:
+        return _printed(expr)
+    except _NotPlain:
+        return None
+
+
+def _printed(expr: Expr) -> str:
+    if isinstance(expr, (And, Or)):
+        # as sql_glot's `_paren`: a left operand of the same connector stands bare, other AND/OR operands in parentheses
+        return f"{_operand(expr.left, type(expr))} {'AND' if isinstance(expr, And) else 'OR'} {_operand(expr.right, None)}"
+    if isinstance(expr, Not):
+        return f"NOT ({_printed(expr.child)})"
+    if isinstance(expr, AlwaysTrue):
+        return "TRUE"
+    if isinstance(expr, AlwaysFalse):
+        return "FALSE"
+    if isinstance(expr, Comparison) and expr.op in _PRINTED_OPS:
+        return f"{_printed_column(expr.ref)} {_PRINTED_OPS[expr.op]} {_printed_literal(expr.literal)}"
+    if isinstance(expr, In):
+        listed = f"{_printed_column(expr.ref)} IN ({', '.join(_printed_literal(literal) for literal in expr.literals)})"
+        return f"NOT {listed}" if expr.negated else listed
+    if isinstance(expr, IsNull):
+        return f"{_printed_column(expr.ref)} IS NULL"
+    if isinstance(expr, IsNotNull):
+        return f"NOT {_printed_column(expr.ref)} IS NULL"
+    raise _NotPlain  # null-safe equality, LIKE prefixes, unknown leaves: sqlglot prints them in each dialect's words
+
+
+def _operand(expr: Expr, chained: type[And] | type[Or] | None) -> str:
+    text = _printed(expr)
+    return f"({text})" if isinstance(expr, (And, Or)) and type(expr) is not chained else text
+
+
+def _printed_column(ref: Ref) -> str:
+    if ref.cast or ref.functions or not all(_PRINTED_NAME.fullmatch(part) and part.upper() not in SQL_KEYWORDS for part in ref.path):
+        raise _NotPlain  # quoted in each dialect's way, or a function of the column
+    return ".".join(ref.path)
+
+
+def _printed_literal(literal: Literal) -> str:
+    value = literal.value
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Decimal) and value.is_finite():
+        text = format(value, "f")
+        return text if "." in text else text + ".0"  # a point keeps it a decimal
+    if isinstance(value, float):
+        return f"CAST('{value!r}' AS DOUBLE)"
+    if isinstance(value, str) and _PRINTED_STRING.fullmatch(value):
+        return f"'{value}'"
+    raise _NotPlain  # dates, times, bytes, strings each dialect escapes its own way
+
+
+__all__ = ["parse_plain", "print_plain"]

@@ -46,10 +46,13 @@ def test_cold_commands_leave_the_engines_clients_out(tmp_path: Path) -> None:
     shown = _loaded(["table", "show", path])
     assert shown["exit"] == 0
     assert not CLIENTS & set(shown["modules"]) and "pandas" not in shown["modules"] and "sqlglot" not in shown["modules"]
-    planned = _loaded(["plan", path, "--where", "id = 1"])
+    planned = _loaded(["plan", path, "--where", "id = 1"])  # a plain predicate: read and printed without sqlglot
     assert planned["exit"] == 0 and not CLIENTS & set(planned["modules"]) and "pandas" not in planned["modules"]
-    assert set(planned["dialects"]) <= {"sqlglot.dialects", "sqlglot.dialects.dialect", "sqlglot.dialects.hive", "sqlglot.dialects.spark",
-                                        "sqlglot.dialects.spark2"}  # the predicate's dialect and what it derives from
+    assert "sqlglot" not in planned["modules"]
+    functions = _loaded(["plan", path, "--where", "upper(city) = 'SF'"])  # sqlglot's front end reads it
+    assert functions["exit"] == 0 and not CLIENTS & set(functions["modules"]) and "pandas" not in functions["modules"]
+    assert set(functions["dialects"]) <= {"sqlglot.dialects", "sqlglot.dialects.dialect", "sqlglot.dialects.hive", "sqlglot.dialects.spark",
+                                          "sqlglot.dialects.spark2"}  # the predicate's dialect and what it derives from
 
 
 LIBRARY_PROBE = """
