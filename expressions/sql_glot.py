@@ -29,7 +29,7 @@ from expressions.errors import SqlSyntaxError, line_column
 from expressions.functions import Function, SessionZone, normalise
 from expressions.functions import to_sql as function_sql
 from expressions.sql_functions import FunctionReader
-from expressions.sql_text import MAX_NESTING, number, ref_position
+from expressions.sql_text import MAX_NESTING, PLAIN_NAME, number, ref_position
 from expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
@@ -58,7 +58,6 @@ _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INT", "BIGINT", "INTEGER"}
 _FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL", "DOUBLE PRECISION"}
 _STRING_TYPES = {"VARCHAR", "CHAR", "STRING", "TEXT", "NCHAR", "NVARCHAR"}
 _TIMESTAMP_TYPES = {"TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMPLTZ", "TIMESTAMPNTZ", "DATETIME"}
-_PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
 def parse_with_sqlglot(text: str, dialect: Dialect | str = Dialect.SPARK, time_zone: str = "UTC") -> Expr:
@@ -359,7 +358,7 @@ def to_sql(expr: Expr, dialect: Dialect | str = Dialect.SPARK) -> str:
 
 
 def _column(ref: Ref) -> exp.Expr:
-    parts = [exp.to_identifier(p, quoted=not _PLAIN_NAME.match(p)) for p in ref.path]
+    parts = [exp.to_identifier(p, quoted=not PLAIN_NAME.match(p)) for p in ref.path]
     column: exp.Expr = exp.Column(this=parts[-1])
     if len(parts) == 2:
         column = exp.Column(this=parts[1], table=parts[0])

@@ -30,7 +30,7 @@ from decimal import Decimal
 
 from expressions.dialect import Dialect
 from expressions.sql_keywords import SQL_KEYWORDS
-from expressions.sql_text import MAX_NESTING, number, ref_position
+from expressions.sql_text import MAX_NESTING, PLAIN_NAME, number, ref_position
 from expressions.tree import AlwaysFalse, AlwaysTrue, And, Comparison, Expr, In, IsNotNull, IsNull, Literal, Not, Op, Or, Ref, chain
 
 _TOKEN = re.compile(r"""
@@ -219,7 +219,6 @@ class _Parser:
 
 
 _PRINTED_OPS = {Op.EQ: "=", Op.NE: "<>", Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">="}
-_PRINTED_NAME = re.compile(r"[a-z_][a-z0-9_]*", re.ASCII)
 _PRINTED_STRING = re.compile(r"[^'\\\x00-\x1f\x7f]*")
 
 
@@ -259,7 +258,7 @@ def _operand(expr: Expr, chained: type[And] | type[Or] | None) -> str:
 
 
 def _printed_column(ref: Ref) -> str:
-    if ref.cast or ref.functions or not all(_PRINTED_NAME.fullmatch(part) and part.upper() not in SQL_KEYWORDS for part in ref.path):
+    if ref.cast or ref.functions or not all(PLAIN_NAME.fullmatch(part) and part.upper() not in SQL_KEYWORDS for part in ref.path):
         raise _NotPlain  # quoted in each dialect's way, or a function of the column
     return ".".join(ref.path)
 

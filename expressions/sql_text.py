@@ -14,6 +14,8 @@ from expressions.tree import Literal
 # subquery inside it is an Unknown leaf), no statement, and nesting sqlglot's
 # recursive parser handles.
 MAX_NESTING = 32
+# A name every dialect reads unquoted (lowercase; sqlglot's printer quotes the rest)
+PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
 def name_position(text: str, name: str) -> tuple[int, int] | None:

@@ -10,7 +10,6 @@ partitions.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -71,18 +70,10 @@ class Plan:
     files: tuple[FileSlice, ...]
     stages: tuple[Stage, ...] = ()
     not_used: tuple[str, ...] = ()
+    residual: str = ""
     listing: str = ""
     warnings: tuple[str, ...] = ()  # what the view had to assume (damaged or empty files)
     requests: Mapping[str, int] = dataclasses.field(default_factory=dict)  # storage requests by kind, `total` and `bytes_read`
-    # the predicate engines still filter rows with, as a tree printed on asking (printing imports sqlglot, which a plain
-    # predicate's plan does not need); None: `predicate` is its print already
-    residual_tree: Expr | None = dataclasses.field(default=None, repr=False, compare=False)
-    dialect: Dialect = dataclasses.field(default=Dialect.SPARK, repr=False, compare=False)
-
-    @functools.cached_property
-    def residual(self) -> str:
-        """The residual predicate in the plan's dialect."""
-        return self.predicate if self.residual_tree is None else to_sql(self.residual_tree, self.dialect)
 
     def explain(self) -> str:
         lines = [f"predicate: {self.predicate}", f"listing: {self.listing}"]
@@ -152,15 +143,15 @@ def plan(
     dialect = Dialect.of(dialect)
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
-    printed = not isinstance(predicate, str)  # `text` is the tree's print: printed once (a 100,000-key IN takes a second)
+    residual = None if isinstance(predicate, str) else text  # printed once (a 100,000-key IN takes a second to print)
     groups = None if key_groups is None else frozenset(key_groups)
     if isinstance(path_or_uri, DirectoryLister):  # a lister's earlier requests are not this plan's
         baseline = path_or_uri.table.storage.requests.snapshot()
         planner = _Planner(path_or_uri, expr, dialect, assume_unique_keys, footers, column_stats_runner, groups, key_lookup, processes)
-        return planner.run(text, cache_dir, baseline, printed)
+        return planner.run(text, cache_dir, baseline, residual)
     with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict, storage_options=storage_options) as lister:
         return _Planner(lister, expr, dialect, assume_unique_keys, footers, column_stats_runner, groups, key_lookup, processes).run(
-            text, cache_dir, {}, printed)
+            text, cache_dir, {}, residual)
 
 
 def _use_cache_dir(lister: DirectoryLister, cache_dir: str | None) -> None:
@@ -230,7 +221,7 @@ class _Planner:
         result = step(*args)
         return result, time.perf_counter() - start, requests.snapshot().get("total", 0) - before
 
-    def run(self, text: str, cache_dir: str | None = None, baseline: dict[str, int] | None = None, printed: bool = False) -> Plan:
+    def run(self, text: str, cache_dir: str | None = None, baseline: dict[str, int] | None = None, residual: str | None = None) -> Plan:
         config = self.table.config
         types = self._types()
         predicate = self._bind(types)
@@ -258,11 +249,10 @@ class _Planner:
             files=tuple(sorted(slices, key=lambda s: (s.partition, s.file_id))),
             stages=tuple(self.stages),
             not_used=tuple(self.not_used),
+            residual=residual if residual is not None else to_sql(self.expr, self.dialect),
             listing=self.lister.listing_note,
             warnings=(*self.warnings, *self.lister.view.warnings),
             requests=RequestCounts.since(baseline or {}, self.table.storage.requests.snapshot()),
-            residual_tree=None if printed else self.expr,  # a SQL text's residual is its tree's print
-            dialect=self.dialect,
         )
 
     def _prune_files(self, ctx: PlanContext, partitions: list[str]) -> list[FileSlice]:

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -57,13 +56,8 @@ class Scan:
     schema: pa.Schema  # of the rows returned
     row_filter: Expr | None
     read_schema: pa.Schema  # what is read from each slice: the projection and what the filter needs, in the table's types
-    explained: Callable[[], str] = field(repr=False, compare=False)  # how the slices were chosen, said on asking
+    explanation: str
     threads: int = 2
-
-    @cached_property
-    def explanation(self) -> str:
-        """How the slices were chosen (a plan's explanation prints its residual predicate, through sqlglot)."""
-        return self.explained()
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """Record batches in plan order, a few slices read ahead."""
@@ -147,19 +141,17 @@ def scan(
         commit_filter = parse_sql(pulled.row_filter, Dialect.SPARK)
         read_columns = tuple(dict.fromkeys([*read_columns, *_columns(full, _top_columns(commit_filter), "begin")]))
         row_filter: Expr | None = commit_filter if expr is None else and_(commit_filter, expr)
-        note = f"incremental ({begin}, {end or 'latest'}]: {len(pulled.instants)} instant(s)"
-        slices, explained = pulled.files, lambda: note
+        slices, explanation = pulled.files, f"incremental ({begin}, {end or 'latest'}]: {len(pulled.instants)} instant(s)"
     else:
         if begin is not None or end is not None:
             raise ScanError("begin and end belong to query_type='incremental'")
         lister = DirectoryLister(table, as_of)
-        # the text as given, when given: a tree would be printed back to SQL for the plan (through sqlglot)
-        planned = plan(lister, where if isinstance(where, str) else expr if expr is not None else "TRUE", dialect=dialect)
-        slices, row_filter, explained = planned.files, expr, planned.explain
+        planned = plan(lister, expr if expr is not None else "TRUE", dialect=dialect)
+        slices, row_filter, explanation = planned.files, expr, planned.explain()
         if query_type is QueryType.READ_OPTIMIZED:
             slices = tuple(dataclasses.replace(s, log_files=()) for s in slices if s.base_file)
     return Scan(table, tuple(slices), pa.schema([full.field(c) for c in output]), row_filter,
-                pa.schema([full.field(c) for c in read_columns]), explained,
+                pa.schema([full.field(c) for c in read_columns]), explanation,
                 threads or min(4, os.cpu_count() or 2))
 
 

@@ -55,23 +55,23 @@ static PyObject *walk_cells(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t room = 2 * (payload.len / 10 + 1);
-    int64_t *starts = PyMem_RawMalloc((size_t)room * sizeof(int64_t));
-    if (starts == NULL) {
+    int64_t *cells = PyMem_RawMalloc((size_t)room * sizeof(int64_t));
+    if (cells == NULL) {
         PyBuffer_Release(&payload);
         return PyErr_NoMemory();
     }
     Py_ssize_t count;
     Py_BEGIN_ALLOW_THREADS
-    count = walk((const unsigned char *)payload.buf, payload.len, fixed_tail, starts);
+    count = walk((const unsigned char *)payload.buf, payload.len, fixed_tail, cells);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&payload);
     PyObject *result;
     if (count < 0) {
         result = Py_NewRef(Py_None);
     } else {
-        result = PyBytes_FromStringAndSize((const char *)starts, 2 * count * (Py_ssize_t)sizeof(int64_t));
+        result = PyBytes_FromStringAndSize((const char *)cells, 2 * count * (Py_ssize_t)sizeof(int64_t));
     }
-    PyMem_RawFree(starts);
+    PyMem_RawFree(cells);
     return result;
 }
 
@@ -509,6 +509,26 @@ typedef struct {
     Py_ssize_t first, count;
 } StringChunk;
 
+/* The slot of the table holding a string equal to this one, or the empty slot where it would go. */
+static inline Py_ssize_t probe(const int32_t *slots, Py_ssize_t mask, const uint64_t *hashes, const int32_t *lengths,
+                               const unsigned char *const *heads, uint64_t h, const unsigned char *head, int32_t length) {
+    Py_ssize_t slot = (Py_ssize_t)(h & (uint64_t)mask);
+    for (;; slot = (slot + 1) & mask) {
+        int32_t other = slots[slot];
+        if (other < 0 || (hashes[other] == h && lengths[other] == length && memcmp(heads[other], head, (size_t)length) == 0))
+            return slot;
+    }
+}
+
+static void release_chunks(StringChunk *chunks, Py_ssize_t count) {
+    if (chunks == NULL) return;
+    for (Py_ssize_t c = 0; c < count; c++) {
+        PyBuffer_Release(&chunks[c].offsets);
+        PyBuffer_Release(&chunks[c].data);
+    }
+    PyMem_Free(chunks);
+}
+
 /* The chunks of a sequence, their buffers held (released by release_chunks); NULL with an exception set. */
 static StringChunk *string_chunks(PyObject *sequence, Py_ssize_t *chunk_count, Py_ssize_t *total) {
     PyObject *items = PySequence_Fast(sequence, "string chunks must be a sequence");
@@ -543,22 +563,9 @@ static StringChunk *string_chunks(PyObject *sequence, Py_ssize_t *chunk_count, P
     Py_DECREF(items);
     return chunks;
 fail:
-    for (Py_ssize_t c = 0; c < *chunk_count; c++) {
-        PyBuffer_Release(&chunks[c].offsets);
-        PyBuffer_Release(&chunks[c].data);
-    }
-    PyMem_Free(chunks);
+    release_chunks(chunks, *chunk_count);
     Py_DECREF(items);
     return NULL;
-}
-
-static void release_chunks(StringChunk *chunks, Py_ssize_t count) {
-    if (chunks == NULL) return;
-    for (Py_ssize_t c = 0; c < count; c++) {
-        PyBuffer_Release(&chunks[c].offsets);
-        PyBuffer_Release(&chunks[c].data);
-    }
-    PyMem_Free(chunks);
 }
 
 static PyObject *index_in_strings(PyObject *self, PyObject *args) {
@@ -603,16 +610,9 @@ static PyObject *index_in_strings(PyObject *self, PyObject *args) {
             for (Py_ssize_t i = 0; i < set_chunks[c].count; i++, index++) {
                 int32_t length = lengths[index] = at[i + 1] - at[i];
                 const unsigned char *head = heads[index] = bytes + at[i];
-                uint64_t h = hashes[index] = string_hash(head, length);
-                for (Py_ssize_t slot = (Py_ssize_t)(h & (uint64_t)mask);; slot = (slot + 1) & mask) {
-                    int32_t other = slots[slot];
-                    if (other < 0) {
-                        slots[slot] = (int32_t)index;
-                        break;
-                    }
-                    if (hashes[other] == h && lengths[other] == length && memcmp(heads[other], head, (size_t)length) == 0)
-                        break; /* a repeat: the first one stays */
-                }
+                hashes[index] = string_hash(head, length);
+                Py_ssize_t slot = probe(slots, mask, hashes, lengths, heads, hashes[index], head, length);
+                if (slots[slot] < 0) slots[slot] = (int32_t)index; /* a repeat finds the first one, which stays */
             }
         }
         index = 0;
@@ -622,16 +622,7 @@ static PyObject *index_in_strings(PyObject *self, PyObject *args) {
             for (Py_ssize_t i = 0; i < chunks[c].count; i++, index++) {
                 int32_t length = at[i + 1] - at[i];
                 const unsigned char *value = bytes + at[i];
-                uint64_t h = string_hash(value, length);
-                found[index] = -1;
-                for (Py_ssize_t slot = (Py_ssize_t)(h & (uint64_t)mask);; slot = (slot + 1) & mask) {
-                    int32_t other = slots[slot];
-                    if (other < 0) break;
-                    if (hashes[other] == h && lengths[other] == length && memcmp(heads[other], value, (size_t)length) == 0) {
-                        found[index] = other;
-                        break;
-                    }
-                }
+                found[index] = slots[probe(slots, mask, hashes, lengths, heads, string_hash(value, length), value, length)];
             }
         }
         if (saved != NULL) PyEval_RestoreThread(saved);

@@ -21,7 +21,7 @@ from typing import Literal, cast
 
 import numpy as np
 import numpy.typing as npt
-from isal import igzip_lib, isal_zlib  # ISA-L's inflate: twice zlib's speed on these blocks
+from isal import igzip_lib  # ISA-L's inflate: twice zlib's speed on these blocks
 
 from metadata.errors import HudiFormatError
 from metadata.mdt.hfile_cells import ZEROS, CellChunk, IntArray, walk_cells
@@ -50,7 +50,7 @@ from metadata.mdt.hfile_format import (
 from metadata.read_ahead import read_ahead
 from metadata.storage import Storage
 
-_ISAL_ERROR = cast(type[Exception], isal_zlib.error)  # its stub calls the class an instance
+_ISAL_ERROR = cast(type[Exception], igzip_lib.IsalError)  # its stub calls the class an instance
 
 ReadAt = Callable[[int, int], bytes]
 
