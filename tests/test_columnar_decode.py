@@ -322,3 +322,17 @@ def test_values_at_records_equal_spreading_then_taking(present: list[bool], pick
     taken = pa.array(records, pa.int64())
     assert decoded.values_at("n", records).to_pylist() == decoded.scatter("n", pa.array(rows * 7, pa.int64())).take(taken).to_pylist()
     assert decoded.binary_at("s", records).to_pylist() == decoded.binary_array("s").take(taken).to_pylist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(count=st.integers(1, 60), span=st.tuples(st.integers(0, 60), st.integers(0, 60)),
+       picked=st.lists(st.booleans(), min_size=60, max_size=60))
+def test_values_at_a_path_present_in_one_range_of_records(count: int, span: tuple[int, int], picked: list[bool]) -> None:
+    """A path present in one unbroken range of records (a union branch of one column's records), located without a
+    search: the records asked for inside it, around it or both."""
+    first, stop = min(span[0], count), min(max(span), count)
+    rows = np.arange(first, stop, dtype=np.int64)
+    decoded = Decoded(count, np.zeros(16, dtype=np.uint8), present={"n": rows}, ints={"n": rows * 7})
+    records = np.flatnonzero(picked[:count])
+    expected = [r * 7 if first <= r < stop else None for r in records.tolist()]
+    assert decoded.values_at("n", records).to_pylist() == expected

@@ -11,9 +11,9 @@ local stream and a Spark plan take their verdicts by one code path. A run
 holds about `run_files` listed files. With worker processes, each evaluates
 whole runs (it opens the table once and reads its runs' statistics itself);
 the listing is read here meanwhile, as the workers start. In one process, a
-thread reads each run's statistics (the only thread reading the metadata
-table meanwhile) while the run before is evaluated, and starts the next
-run's blocks inflating before it decodes its own.
+thread reads each run's records (the only thread reading the metadata
+table meanwhile) while the run before is pivoted and evaluated, and starts
+the next run's blocks inflating before it decodes its own.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from metadata.arrow_values import to_numpy
 from metadata.mdt import keys
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.metadata_table import MetadataTable
+from metadata.mdt.stats_columns import FlatStats
 from metadata.process import worker_count, worker_pool
 from metadata.read_ahead import read_ahead
 from metadata.stats_table import PARTITION, stats_rows_of
@@ -71,18 +72,19 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
                 whole_stats_bytes(files, len(columns)) <= mdt.stats_cache.max_bytes else None
             runs = _runs(files, partitions, run_files)
 
-            def read(run: Run, following: list[str] | None) -> tuple[list[str], pa.Table, npt.NDArray[np.int64], pa.Table]:
+            def read(run: Run, following: list[str] | None) -> tuple[list[str], pa.Table, npt.NDArray[np.int64], FlatStats]:
                 for ahead in (run[0], following):  # this run's blocks (if not started), then the next one's behind them
                     if ahead is not None:
                         mdt.prefetch_stats_records(MdtPartition.COLUMN_STATS.value, columns, ahead)
-                return (*run, run_stats(mdt, columns, types, run[0], run[1]))
+                return (*run, mdt.stats_read(MdtPartition.COLUMN_STATS.value, columns, run[0], types))
 
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stats-run") as reader:
-                # A run's statistics are read on a thread (the only one reading the metadata table meanwhile) while the run
-                # before is matched and evaluated here; its blocks inflate while the run before it decodes.
-                in_order = read_ahead(reader, _with_next(runs), lambda pair: read(*pair), depth=1)
+                # A run's records are read on a thread (the only one reading the metadata table meanwhile) while the run
+                # before is pivoted, matched and evaluated here; its blocks inflate while the run before it decodes.
+                in_order = read_ahead(reader, _with_next(runs), lambda pair: read(*pair), depth=2)
                 here = []
-                for chosen, rows, positions, stats in in_order:
+                for chosen, rows, positions, flat in in_order:
+                    stats = stats_of_records(mdt, columns, types, chosen, rows, flat.of_partitions(columns, chosen))
                     here.append(evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate, kept, positions, stats))
                     if len(here) % RELEASE_EVERY_RUNS == 0:
                         release_unused()
@@ -157,6 +159,12 @@ def run_stats(mdt: MetadataTable, columns: list[str], types: dict[str, pa.DataTy
     """A run's statistics table: its partitions' records read by key prefix,
     pivoted over its listing rows."""
     records = mdt.stats_records(MdtPartition.COLUMN_STATS.value, columns, partitions, types)
+    return stats_of_records(mdt, columns, types, partitions, rows, records)
+
+
+def stats_of_records(mdt: MetadataTable, columns: list[str], types: dict[str, pa.DataType], partitions: list[str], rows: pa.Table,
+                     records: dict[str, pa.Table]) -> pa.Table:
+    """A run's statistics table: its records pivoted over its listing rows."""
     stats = pivoted(rows, {c: [table] for c, table in records.items()}, columns, types, partitions)
     if stats is None:  # a key in two metadata file groups: the reference merge decides
         stats = mdt.column_stats(columns, partitions, ordered=False)

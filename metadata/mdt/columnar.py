@@ -111,6 +111,11 @@ class Decoded:
             return rows, None
         if not len(present):
             return np.zeros(len(rows), dtype=np.int64), np.zeros(len(rows), dtype=np.bool_)
+        first, count = int(present[0]), len(present)
+        if int(present[-1]) - first + 1 == count:  # one unbroken range (a union branch of one column's records): no search
+            at = rows - first
+            inside = (at >= 0) & (at < count)
+            return (at, None) if inside.all() else (np.clip(at, 0, count - 1), inside)
         at = np.minimum(np.searchsorted(present, rows), len(present) - 1)
         return at, present[at] == rows
 

@@ -28,7 +28,7 @@ from metadata.mdt.hfile_cells import CellChunk
 from metadata.mdt.reader import KeyQuery, MetadataTableReader, RawCells
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, decode_record, live_files, live_sizes, parse_schema_cached
 from metadata.mdt.stats_cache import PersistentStatsCache, StatsCache, with_state
-from metadata.mdt.stats_columns import FlatStats, in_file_order, of_partitions, pivot
+from metadata.mdt.stats_columns import FlatStats, in_file_order, pivot
 from metadata.partition_path import check_partition_paths, from_metadata_partition, to_metadata_partition
 from metadata.stats_table import (
     FILE_NAME,
@@ -219,11 +219,17 @@ class MetadataTable:
         (checking each row's prefix cost more), then only these partitions'
         records are kept: a neighbour's may be stale, as its keys' log
         changes were not merged."""
+        return self.stats_read(mdt_partition, columns, partitions, types).of_partitions(columns, partitions)
+
+    def stats_read(self, mdt_partition: str, columns: list[str], partitions: list[str],
+                   types: dict[str, pa.DataType] | None = None) -> FlatStats:
+        """What `stats_records` reads, before its partitions' records are
+        picked out (`FlatStats.of_partitions`): a streamed plan picks them on
+        the thread that pivots them."""
         raw, merged = self.reader.read_split(mdt_partition, self._run_query(columns, partitions))
         flat = FlatStats(types or self.column_types(), columns=columns)
         fill_flat_stats(flat, raw, merged)
-        ids = arrow_values.array(sorted(keys.partition_index_id(p) for p in partitions), pa.string())
-        return {c: of_partitions(table, ids) for c in columns if (table := flat.table_of(c)) is not None}
+        return flat
 
     def prefetch_stats_records(self, mdt_partition: str, columns: list[str], partitions: list[str]) -> None:
         """Start inflating the blocks `stats_records` of these partitions will

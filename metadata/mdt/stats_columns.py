@@ -143,6 +143,11 @@ class FlatStats:
                 continue
             self.pieces.setdefault(column, []).append(pa.table({**fields, "min": mins, "max": maxs}))
 
+    def of_partitions(self, columns: list[str], partitions: list[str]) -> dict[str, pa.Table]:
+        """Column -> its records (`table_of`) in these partitions (a loose read also holds its neighbours')."""
+        ids = arrow_values.array(sorted(keys.partition_index_id(p) for p in partitions), pa.string())
+        return {c: of_partitions(table, ids) for c in columns if (table := self.table_of(c)) is not None}
+
     def table_of(self, column: str) -> pa.Table | None:
         """Every record of a column (identity, file, min, max, counts, deleted; sizes when asked)."""
         tables = list(self.pieces.get(column, []))
