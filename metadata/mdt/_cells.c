@@ -639,10 +639,110 @@ done:
     return result;
 }
 
+/* lay_out_cells(payloads, walks, tail[, release]) -> None | (padded, columns, bad):
+ * the cells of data blocks laid end to end, from each block's walk
+ * (`walk_cells`: int64 pairs, cell start and value start). `padded` is the
+ * payloads end to end and PADDING zero bytes; `columns` is four int64 arrays
+ * end to end: row start, row length, value start, value length (a value ends
+ * `tail` bytes before the next cell or the last block's end); `bad` is the
+ * first cell whose row does not fit its key, or -1. None when a value's tail
+ * byte is not a one-byte writable vint (-112..127), or a walk does not fit
+ * its block: the caller walks those blocks exactly. What
+ * `hfile_cells.lay_out_in_numpy` gives, in one pass without the GIL when
+ * `release` (off the main thread). */
+#define PADDING 16
+
+static void release_buffers(Py_buffer *buffers, Py_ssize_t count) { /* the first `count` held, then the array (NULL: none) */
+    for (Py_ssize_t i = 0; i < count; i++) PyBuffer_Release(&buffers[i]);
+    PyMem_RawFree(buffers);
+}
+
+static PyObject *lay_out_cells(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *payload_list, *walk_list;
+    Py_ssize_t tail;
+    int release = 0;
+    if (!PyArg_ParseTuple(args, "O!O!n|p", &PyList_Type, &payload_list, &PyList_Type, &walk_list, &tail, &release)) return NULL;
+    Py_ssize_t blocks = PyList_GET_SIZE(payload_list);
+    if (PyList_GET_SIZE(walk_list) != blocks || tail < 0) {
+        PyErr_SetString(PyExc_ValueError, "one walk per payload, and a tail that is not negative");
+        return NULL;
+    }
+    Py_buffer *payloads = PyMem_RawCalloc((size_t)(blocks ? blocks : 1), sizeof(Py_buffer));
+    Py_buffer *walks = PyMem_RawCalloc((size_t)(blocks ? blocks : 1), sizeof(Py_buffer));
+    Py_ssize_t held = 0, total = 0, cells = 0;
+    PyObject *result = NULL, *padded = NULL, *columns = NULL;
+    if (payloads == NULL || walks == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; held < blocks; held++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(payload_list, held), &payloads[held], PyBUF_SIMPLE) < 0) goto done;
+        if (PyObject_GetBuffer(PyList_GET_ITEM(walk_list, held), &walks[held], PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&payloads[held]);
+            goto done;
+        }
+        if (walks[held].len % (Py_ssize_t)(2 * sizeof(int64_t))) {
+            held++;
+            PyErr_SetString(PyExc_ValueError, "a walk is not int64 pairs");
+            goto done;
+        }
+        total += payloads[held].len;
+        cells += walks[held].len / (Py_ssize_t)(2 * sizeof(int64_t));
+    }
+    padded = PyBytes_FromStringAndSize(NULL, total + PADDING);
+    columns = PyBytes_FromStringAndSize(NULL, 4 * cells * (Py_ssize_t)sizeof(int64_t));
+    if (padded == NULL || columns == NULL) goto done;
+    {
+        unsigned char *data = (unsigned char *)PyBytes_AS_STRING(padded);
+        int64_t *row_start = (int64_t *)PyBytes_AS_STRING(columns), *row_length = row_start + cells;
+        int64_t *value_start = row_length + cells, *value_length = value_start + cells;
+        int64_t bad = -1;
+        int fits = 1;
+        PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
+        Py_ssize_t shift = 0, k = 0;
+        for (Py_ssize_t b = 0; b < blocks; b++) {
+            const int64_t *walk = walks[b].buf;
+            Py_ssize_t count = walks[b].len / (Py_ssize_t)(2 * sizeof(int64_t));
+            memcpy(data + shift, payloads[b].buf, (size_t)payloads[b].len);
+            for (Py_ssize_t j = 0; j < count; j++, k++) { /* cell starts stand in the row starts until the pass below */
+                row_start[k] = walk[2 * j] + shift;
+                value_start[k] = walk[2 * j + 1] + shift;
+            }
+            shift += payloads[b].len;
+        }
+        memset(data + total, 0, PADDING);
+        for (k = 0; k < cells && fits; k++) { /* blocks lie end to end: a cell ends where the next one starts */
+            int64_t start = row_start[k], end = k + 1 < cells ? row_start[k + 1] : (int64_t)total;
+            if (start < 0 || value_start[k] < start + 10 || end - tail < value_start[k] || end > (int64_t)total)
+                fits = 0;
+            else if (tail && data[end - 1] >= 0x80 && data[end - 1] < 0x90)
+                fits = 0; /* not a one-byte vint */
+        }
+        for (k = 0; k < cells && fits; k++) {
+            int64_t start = row_start[k], end = k + 1 < cells ? row_start[k + 1] : (int64_t)total;
+            int64_t row = (int16_t)(((uint16_t)data[start + 8] << 8) | data[start + 9]);
+            if (bad < 0 && (row < 0 || row + 2 > value_start[k] - start - 8)) bad = k;
+            value_length[k] = end - tail - value_start[k];
+            row_start[k] = start + 10;
+            row_length[k] = row;
+        }
+        if (saved != NULL) PyEval_RestoreThread(saved);
+        result = fits ? Py_BuildValue("(OOL)", padded, columns, (long long)bad) : Py_NewRef(Py_None);
+    }
+done:
+    Py_XDECREF(padded);
+    Py_XDECREF(columns);
+    release_buffers(walks, walks != NULL ? held : 0);
+    release_buffers(payloads, payloads != NULL ? held : 0);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk_cells", walk_cells, METH_VARARGS, "Where each cell of an HFile data block and its value start (native int64 pairs), or None."},
     {"decode_records", decode_records, METH_VARARGS, "Avro records decoded into per-path columns (see _cells.c)."},
     {"gather_spans", gather_spans, METH_VARARGS, "Byte spans copied end to end into given buffers, with int32 offsets (see _cells.c)."},
+    {"lay_out_cells", lay_out_cells, METH_VARARGS, "Cells of data blocks laid end to end from their walks, or None (see _cells.c)."},
     {"index_in_strings", index_in_strings, METH_VARARGS, "Per string, the index of the first equal one of a set, or -1 (see _cells.c)."},
     {NULL, NULL, 0, NULL},
 };
