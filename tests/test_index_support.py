@@ -65,6 +65,25 @@ def test_a_plan_binds_its_predicate_once(fixture_table: str, monkeypatch: pytest
 
 @requires_fixtures
 @pytest.mark.parametrize("fixture_table", RLI_FIXTURES or ["no-fixtures"], indirect=True)
+def test_a_predicate_without_partition_fields_parses_no_partition_path(fixture_table: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A predicate naming no partition field cannot prune a partition by its path: every partition is kept at once
+    (no path parsed), the stage says why, and the plan keeps what it kept before."""
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("partition paths parsed")
+
+    before = plan(fixture_table, "amount > 100")
+    monkeypatch.setattr(expressions.eval_partitions, "partition_values_table", refuse)
+    planned = plan(fixture_table, "amount > 100")
+    stage = next(s for s in planned.stages if s.name == "partition values")
+    assert stage.kept == stage.total == len(DirectoryLister.open(fixture_table).list_partitions())
+    assert stage.note == "the predicate names no partition field"
+    assert [(s.partition, s.file_id) for s in planned.files] == [(s.partition, s.file_id) for s in before.files]
+    with pytest.raises(AssertionError, match="partition paths parsed"):
+        plan(fixture_table, "region <> 'apac'")  # a partition field: its paths are parsed
+
+
+@requires_fixtures
+@pytest.mark.parametrize("fixture_table", RLI_FIXTURES or ["no-fixtures"], indirect=True)
 def test_the_record_index_narrows_what_column_stats_reads(fixture_table: str) -> None:
     """The record index runs first (point lookups, one group per key) and
     rules groups out by name; column_stats then reads the statistics of

@@ -34,6 +34,9 @@ class PartitionValues(PartitionIndexSupport):
         config = ctx.table.config
         if not config.partition_fields:
             return None
+        named = {c.casefold() for c in ctx.predicate.columns}
+        if not any(f.casefold() in named for f in config.partition_fields):  # no path is parsed for a predicate that cannot prune one
+            return list(partitions), "the predicate names no partition field"
         key_generator = config.key_generator
         partition_expr, path_types, notes = self._map_timestamp_fields(ctx, key_generator)
         prunable = [f for f in config.partition_fields if f not in self.transformed or f in notes]
