@@ -9,19 +9,13 @@ from pathlib import Path
 import hudi
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from metadata.errors import HudiFormatError
-from metadata.mdt import hfile_format
 from metadata.mdt.hfile_format import (
     BYTES_PER_CHECKSUM,
-    CHECKSUM_CRC32,
     CHECKSUM_CRC32C,
     HEADER_SIZE,
     BlockHeader,
-    block_checksums,
-    block_checksums_in_python,
     checksum_bytes_per_chunk,
     checksum_chunks,
 )
@@ -159,30 +153,3 @@ def test_our_checksums_are_verified_on_read() -> None:
     data[offset + header.on_disk_data_size_with_header] ^= 0xFF  # a checksum byte, not the data
     with pytest.raises(HudiFormatError, match="fails its checksum"):
         list(HFileReader.from_bytes(bytes(data)).iter_all())
-
-
-@pytest.mark.skipif(hfile_format._native is None, reason="the compiled module was not built (no C compiler at install)")
-@settings(max_examples=200, deadline=None)
-@given(data=st.binary(max_size=3000), chunk=st.sampled_from([1, 7, 64, 512, 1000, BYTES_PER_CHECKSUM]), software=st.booleans(),
-       release=st.booleans())
-def test_compiled_crc32c_equals_google_crc32c(data: bytes, chunk: int, software: bool, release: bool) -> None:
-    """Each chunk's CRC32C, compiled (the CPU's instruction or the table, the GIL kept or let go), is google-crc32c's;
-    a block's checksums are the same both ways."""
-    native = hfile_format._native
-    assert native is not None
-    out = bytearray(4 * checksum_chunks(len(data), chunk))
-    native.crc32c_chunks(data, chunk, out, release, software)
-    expected = block_checksums_in_python(data, chunk, CHECKSUM_CRC32C)
-    assert bytes(out) == expected
-    assert block_checksums(memoryview(data), chunk, CHECKSUM_CRC32C) == expected
-    assert block_checksums(data, chunk, CHECKSUM_CRC32) == block_checksums_in_python(data, chunk, CHECKSUM_CRC32)
-
-
-def test_compiled_crc32c_refuses_buffers_that_do_not_fit() -> None:
-    native = hfile_format._native
-    if native is None:
-        pytest.skip("the compiled module was not built (no C compiler at install)")
-    with pytest.raises(ValueError, match="4 bytes of output a chunk"):
-        native.crc32c_chunks(b"abc", 2, bytearray(4))
-    with pytest.raises(ValueError, match="a chunk size above 0"):
-        native.crc32c_chunks(b"abc", 0, bytearray(0))

@@ -742,95 +742,11 @@ done:
     return result;
 }
 
-/* crc32c_chunks(data, bytes_per_checksum, out[, release[, software]]): the
- * CRC32C of each `bytes_per_checksum` chunk of `data` (the last may be
- * shorter), big-endian into `out` (4 bytes a chunk): an HFile block's
- * checksums as HBase writes them after its data, computed without the GIL
- * when `release` (off the main thread, where the reading-ahead threads check
- * blocks). The CPU's CRC32 instruction where it has one (SSE 4.2), else a
- * table; `software` asks for the table (tests compare both with
- * google-crc32c). */
-static uint32_t crc32c_table[256];
-
-static void crc32c_init(void) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-        crc32c_table[i] = c;
-    }
-}
-
-static uint32_t crc32c_software(uint32_t crc, const unsigned char *p, size_t n) {
-    while (n--) crc = crc32c_table[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
-    return crc;
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define CRC32C_HARDWARE 1
-__attribute__((target("sse4.2"))) static uint32_t crc32c_hardware(uint32_t crc, const unsigned char *p, size_t n) {
-    uint64_t c = crc;
-    for (; n >= 8; p += 8, n -= 8) {
-        uint64_t word;
-        memcpy(&word, p, 8);
-        c = __builtin_ia32_crc32di(c, word);
-    }
-    uint32_t rest = (uint32_t)c;
-    while (n--) rest = __builtin_ia32_crc32qi(rest, *p++);
-    return rest;
-}
-#endif
-
-static PyObject *crc32c_chunks(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer data, out;
-    Py_ssize_t chunk;
-    int release = 0, software = 0;
-    if (!PyArg_ParseTuple(args, "y*nw*|pp", &data, &chunk, &out, &release, &software)) return NULL;
-    PyObject *result = NULL;
-    Py_ssize_t chunks = chunk > 0 ? (data.len + chunk - 1) / chunk : -1;
-    if (chunks < 0 || out.len != 4 * chunks) {
-        PyErr_SetString(PyExc_ValueError, "a chunk size above 0, and 4 bytes of output a chunk");
-        goto done;
-    }
-    {
-        int hardware = 0;
-#ifdef CRC32C_HARDWARE
-        hardware = !software && __builtin_cpu_supports("sse4.2");
-#endif
-        (void)software;
-        const unsigned char *from = data.buf;
-        unsigned char *to = out.buf;
-        PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
-        for (Py_ssize_t i = 0; i < chunks; i++) {
-            Py_ssize_t start = i * chunk, size = data.len - start < chunk ? data.len - start : chunk;
-            uint32_t crc = 0xFFFFFFFFu;
-#ifdef CRC32C_HARDWARE
-            if (hardware) crc = crc32c_hardware(crc, from + start, (size_t)size);
-            else
-#endif
-                crc = crc32c_software(crc, from + start, (size_t)size);
-            crc ^= 0xFFFFFFFFu;
-            to[4 * i] = (unsigned char)(crc >> 24);
-            to[4 * i + 1] = (unsigned char)(crc >> 16);
-            to[4 * i + 2] = (unsigned char)(crc >> 8);
-            to[4 * i + 3] = (unsigned char)crc;
-        }
-        (void)hardware;
-        if (saved != NULL) PyEval_RestoreThread(saved);
-    }
-    result = Py_NewRef(Py_None);
-done:
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&out);
-    return result;
-}
-
 static PyMethodDef methods[] = {
     {"walk_cells", walk_cells, METH_VARARGS, "Where each cell of an HFile data block and its value start (native int64 pairs), or None."},
     {"decode_records", decode_records, METH_VARARGS, "Avro records decoded into per-path columns (see _cells.c)."},
     {"gather_spans", gather_spans, METH_VARARGS, "Byte spans copied end to end into given buffers, with int32 offsets (see _cells.c)."},
     {"lay_out_cells", lay_out_cells, METH_VARARGS, "Cells of data blocks laid end to end from their walks, or None (see _cells.c)."},
-    {"crc32c_chunks", crc32c_chunks, METH_VARARGS, "The CRC32C of each chunk of a buffer, big-endian (an HFile block's checksums)."},
     {"index_in_strings", index_in_strings, METH_VARARGS, "Per string, the index of the first equal one of a set, or -1 (see _cells.c)."},
     {NULL, NULL, 0, NULL},
 };
@@ -840,6 +756,5 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cells", "HFile cell
 
 PyMODINIT_FUNC PyInit__cells(void) {
     if (PyType_Ready(&OwnedType) < 0) return NULL;
-    crc32c_init();
     return PyModule_Create(&module);
 }

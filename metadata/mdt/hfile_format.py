@@ -11,14 +11,11 @@ int bytesPerChecksum, int onDiskDataSizeWithHeader.
 from __future__ import annotations
 
 import struct
-import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import google_crc32c
-
-from metadata.mdt.native import cells as _native
 
 TRAILER_SIZE = 4096
 TRAILER_MAGIC = b'TRABLK"$'
@@ -146,18 +143,7 @@ def checksum_bytes_per_chunk(data_with_header_size: int) -> int:
 
 
 def block_checksums(data_with_header: bytes | memoryview, bytes_per_checksum: int, checksum_type: int = CHECKSUM_CRC32C) -> bytes:
-    """The checksum of each chunk, as HBase writes them after a block's data.
-    CRC32C compiled where it was built (`_cells.crc32c_chunks`), without the
-    GIL off the main thread, where blocks are read ahead."""
-    if checksum_type == CHECKSUM_CRC32C and _native is not None and bytes_per_checksum > 0:
-        out = bytearray(CHECKSUM_SIZE * checksum_chunks(len(data_with_header), bytes_per_checksum))
-        _native.crc32c_chunks(data_with_header, bytes_per_checksum, out, threading.current_thread() is not threading.main_thread())
-        return bytes(out)
-    return block_checksums_in_python(data_with_header, bytes_per_checksum, checksum_type)
-
-
-def block_checksums_in_python(data_with_header: bytes | memoryview, bytes_per_checksum: int, checksum_type: int = CHECKSUM_CRC32C) -> bytes:
-    """`block_checksums` by google-crc32c and zlib, a chunk at a time (the reference)."""
+    """The checksum of each chunk, as HBase writes them after a block's data."""
     digest = google_crc32c.value if checksum_type == CHECKSUM_CRC32C else zlib.crc32
     return b"".join(
         struct.pack(">I", digest(bytes(data_with_header[start : start + bytes_per_checksum])))  # google_crc32c takes bytes only
