@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 import struct
 import sysconfig
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from metadata import HudiTable
-from metadata.errors import HudiFormatError
 from metadata.mdt import columnar, hfile_cells
 from metadata.mdt.columnar import Decoded, Unsupported, decode_many, decode_spans, decode_spans_with_numpy
 from metadata.mdt.files_columns import entries_of_sizes, live_entries
@@ -83,58 +81,6 @@ def test_compiled_walk_refuses_lengths_that_cannot_be() -> None:
     assert walk_cells(b"", 0) is not None and len(walk_cells(b"", 0)) == 0  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         hfile_cells._native.walk_cells(b"", -1)  # type: ignore[union-attr]
-
-
-# The chunk layout ---------------------------------------------------------------------------------
-def _laid_out_or_refusal(lay_out: Any, payloads: list[bytes], walks: list[Any], tail: int) -> Any:
-    try:
-        chunk = lay_out(payloads, walks, tail, "f.hfile")
-    except HudiFormatError as exc:
-        return f"HudiFormatError: {exc} at {exc.offset}"
-    if chunk is None:
-        return None
-    return (chunk.data.tobytes(), chunk.row_start.tolist(), chunk.row_length.tolist(), chunk.value_start.tolist(),
-            chunk.value_length.tolist())
-
-
-@compiled
-@settings(max_examples=300, deadline=None)
-@given(blocks=st.lists(st.lists(st.tuples(st.integers(-3, 12), st.binary(max_size=10), st.binary(max_size=20), st.integers(0, 255)),
-                                max_size=8), min_size=1, max_size=5),
-       tail=st.sampled_from([0, 1]), release=st.booleans())
-def test_compiled_layout_equals_numpy(blocks: list[list[tuple[int, bytes, bytes, int]]], tail: int, release: bool) -> None:
-    """Blocks of cells (row lengths that fit their keys or not, tail bytes that are one-byte vints or not) laid end to
-    end: the compiled layout gives numpy's chunk, its refusal (None) or its error, on the main thread (GIL kept) or on
-    another (GIL let go)."""
-    payloads = [b"".join(_cell(struct.pack(">h", row) + key, value, 0) + bytes([last]) * tail for row, key, value, last in cells)
-                for cells in blocks]
-    walks = [walk_cells(payload, tail) for payload in payloads]
-    assert all(w is not None for w in walks)
-    expected = _laid_out_or_refusal(hfile_cells.lay_out_in_numpy, payloads, walks, tail)
-    args = (hfile_cells.CellChunk.laid_out, payloads, walks, tail)
-    if release:
-        with ThreadPoolExecutor(1) as other:
-            assert other.submit(_laid_out_or_refusal, *args).result() == expected
-    else:
-        assert _laid_out_or_refusal(*args) == expected
-
-
-@compiled
-def test_compiled_layout_refuses_walks_that_do_not_fit() -> None:
-    native = hfile_cells._native
-    assert native is not None
-    block = _cell(b"\x00\x01k", b"v", 0)
-    walk = np.array([[0, 11]], dtype=np.int64)
-    assert native.lay_out_cells([block], [walk], 0) is not None
-    assert native.lay_out_cells([block], [np.array([[0, 13]], dtype=np.int64)], 0) is None  # a value past the block
-    assert native.lay_out_cells([block], [np.array([[-1, 11]], dtype=np.int64)], 0) is None
-    assert native.lay_out_cells([block], [np.array([[0, 9]], dtype=np.int64)], 0) is None  # no room for the row length
-    with pytest.raises(ValueError, match="one walk per payload"):
-        native.lay_out_cells([block], [], 0)
-    with pytest.raises(ValueError, match="one walk per payload"):
-        native.lay_out_cells([block], [walk], -1)
-    with pytest.raises(ValueError, match="int64 pairs"):
-        native.lay_out_cells([block], [b"\x00" * 12], 0)
 
 
 # The span gather ---------------------------------------------------------------------------------

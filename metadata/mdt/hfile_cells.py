@@ -77,26 +77,6 @@ def walk_cells_in_python(payload: bytes, fixed_tail: int) -> list[int] | None:
     return starts if pos == len(payload) else None
 
 
-def lay_out_in_numpy(payloads: list[bytes], walks: list[IntArray], tail: int, where: str) -> CellChunk | None:
-    """`CellChunk.laid_out` with numpy and Arrow: the reference, and the way where the compiled one was not built."""
-    counts = [len(w) for w in walks]
-    shifts = np.repeat(np.cumsum([0] + [len(p) for p in payloads[:-1]]), counts)  # each block's place in the chunk
-    cells = np.concatenate(walks) if walks else np.zeros((0, 2), dtype=np.int64)  # rows: cell start, value start, in their blocks
-    starts, value_starts = cells[:, 0] + shifts, cells[:, 1] + shifts
-    padded = b"".join([*payloads, ZEROS])  # one copy: the blocks end to end, then the padding
-    # blocks lie end to end: a block's end is the next one's first cell
-    cell_ends = np.append(starts[1:], len(padded) - len(ZEROS)) if len(starts) else starts
-    if tail and len(cell_ends):
-        last = np.frombuffer(padded, dtype=np.uint8)[cell_ends - 1]
-        if not ((last < 0x80) | (last >= 0x90)).all():  # not whole writable vints (-112..127)
-            return None
-    return CellChunk.from_layout(padded, starts, value_starts, cell_ends - tail - value_starts, where)
-
-
-def _row_misfit(where: str, row_length: int, key_length: int, offset: int) -> HudiFormatError:
-    return HudiFormatError(where, f"cell row of {row_length} bytes does not fit its key of {key_length}", offset=offset)
-
-
 def key_lengths(data: npt.NDArray[np.uint8], starts: IntArray) -> IntArray:
     """The big-endian int32 key length at the start of each cell."""
     at = data[starts[:, None] + np.arange(4)].astype(np.int64)
@@ -128,27 +108,9 @@ class CellChunk:
         row_length = np.where(row_length >= 2**15, row_length - 2**16, row_length)
         if (row_length < 0).any() or (row_length + 2 > key_length).any():
             bad = int(np.flatnonzero((row_length < 0) | (row_length + 2 > key_length))[0])
-            raise _row_misfit(where, int(row_length[bad]), int(key_length[bad]), int(starts[bad]))
+            raise HudiFormatError(where, f"cell row of {int(row_length[bad])} bytes does not fit its key of {int(key_length[bad])}",
+                                  offset=int(starts[bad]))
         return cls(data, starts + 10, row_length, value_starts, value_lengths, where)
-
-    @classmethod
-    def laid_out(cls, payloads: list[bytes], walks: list[IntArray], tail: int, where: str) -> CellChunk | None:
-        """The cells of data blocks laid end to end (then PADDING zero bytes),
-        from each block's walk (`walk_cells`), a value ending `tail` bytes
-        before the next cell; None when a value's tail byte is not a one-byte
-        writable vint (the caller walks those blocks exactly). Compiled, in
-        one pass without the GIL off the main thread; else by numpy."""
-        if _native is None:
-            return lay_out_in_numpy(payloads, walks, tail, where)
-        found = _native.lay_out_cells(payloads, walks, tail, threading.current_thread() is not threading.main_thread())
-        if found is None:
-            return None
-        padded, laid, bad = found
-        row_start, row_length, value_start, value_length = np.frombuffer(laid, dtype=np.int64).reshape(4, -1)
-        if bad >= 0:
-            start = int(row_start[bad]) - 10
-            raise _row_misfit(where, int(row_length[bad]), int(value_start[bad]) - start - 8, start)
-        return cls(np.frombuffer(padded, dtype=np.uint8), row_start, row_length, value_start, value_length, where)
 
     def take(self, index: IntArray) -> CellChunk:
         return CellChunk(self.data, self.row_start[index], self.row_length[index], self.value_start[index], self.value_length[index], self.where)
