@@ -12,11 +12,7 @@
  * the Python `hfile_cells.walk_cells`, which stays the reference.
  *
  * gather_spans copies byte spans (keys, file names) into an Arrow binary
- * array's buffers in one pass, where numpy and Arrow took several;
- * lay_out_cells lays a chunk's blocks and cells end to end; crc32c_chunks
- * computes block checksums; index_in_strings matches file names. Each can
- * let the GIL go while it works (its caller asks for that off the main
- * thread, and always for the name match). */
+ * array's buffers in one pass, where numpy and Arrow took several. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
