@@ -358,7 +358,7 @@ def to_sql(expr: Expr, dialect: Dialect | str = Dialect.SPARK) -> str:
 
 
 def _column(ref: Ref) -> exp.Expr:
-    parts = [exp.to_identifier(p, quoted=not PLAIN_NAME.match(p)) for p in ref.path]
+    parts = [exp.to_identifier(p, quoted=not PLAIN_NAME.fullmatch(p)) for p in ref.path]
     column: exp.Expr = exp.Column(this=parts[-1])
     if len(parts) == 2:
         column = exp.Column(this=parts[1], table=parts[0])

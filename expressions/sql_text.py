@@ -14,8 +14,9 @@ from expressions.tree import Literal
 # subquery inside it is an Unknown leaf), no statement, and nesting sqlglot's
 # recursive parser handles.
 MAX_NESTING = 32
-# A name every dialect reads unquoted (lowercase; sqlglot's printer quotes the rest)
-PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+# A name every dialect reads unquoted (lowercase; sqlglot's printer quotes the rest). Matched whole (`fullmatch`):
+# `$` would also end a match before a trailing newline, printing "a\n" unquoted, which reads back as `a`.
+PLAIN_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 def name_position(text: str, name: str) -> tuple[int, int] | None:

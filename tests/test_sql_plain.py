@@ -207,6 +207,18 @@ def test_the_rest_is_printed_by_sqlglot(tree: Expr) -> None:
     assert to_sql(tree, "trino") == to_sql_with_sqlglot(tree, "trino")
 
 
+@pytest.mark.parametrize("dialect", list(Dialect), ids=str)
+@pytest.mark.parametrize("name", ["a\n", "a\nb", "\na", "a "])
+def test_a_name_with_a_line_break_or_space_is_quoted_and_reads_back(dialect: Dialect, name: str) -> None:
+    """A column name that is plain but for a line break (trailing too) or a space is printed quoted, so the print
+    reads back as the same column, not as its plain part."""
+    tree = Comparison(Op.EQ, Ref((name,)), Literal(1, "integer"))
+    assert print_plain(tree) is None
+    printed = to_sql(tree, dialect)
+    read = parse_sql(printed, dialect)
+    assert isinstance(read, Comparison) and read.ref.path == (name,), printed
+
+
 def test_a_plain_scan_and_plan_leave_sqlglot_out(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     TableBuilder(path, pa.schema([("id", pa.int64()), ("city", pa.string())]), version=8, partition_fields=["city"]).write(
