@@ -103,6 +103,9 @@ def starts_with_any(values: pa.Array | pa.ChunkedArray, prefixes: pa.Array) -> n
     """Per value, whether it starts with one of `prefixes` (a string or
     binary array), all of one width from 9 to 16 bytes; None (ask Arrow) for
     other widths, nulls, or two prefixes sharing their first 8 bytes."""
+    compiled = prefix_index(values, prefixes.to_pylist()) if prefixes.null_count == 0 and pa.types.is_string(prefixes.type) else None
+    if compiled is not None:
+        return compiled >= 0
     wanted = _prefix_words(prefixes)
     if wanted is None or values.null_count:
         return None
@@ -120,6 +123,27 @@ def starts_with_any(values: pa.Array | pa.ChunkedArray, prefixes: pa.Array) -> n
             return None
         parts.append(found)
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.bool_)
+
+
+def prefix_index(values: pa.Array | pa.ChunkedArray, prefixes: list[str]) -> npt.NDArray[np.int32] | None:
+    """Per string, the position in `prefixes` (distinct, of one byte width)
+    of the one it starts with, -1 for none, by `_cells.prefix_index_strings`
+    (the GIL goes meanwhile); None when not compiled, or for nulls, values
+    that are not strings, or prefixes of several widths or repeated."""
+    if native.cells is None or not prefixes:
+        return None
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    if any(chunk.null_count or chunk.type != pa.string() for chunk in chunks):
+        return None
+    encoded = [p.encode("utf-8") for p in prefixes]
+    width = len(encoded[0])
+    if width == 0 or any(len(p) != width for p in encoded) or len(set(encoded)) != len(encoded):
+        return None
+    order = sorted(range(len(encoded)), key=encoded.__getitem__)
+    found = np.empty(len(values), dtype=np.int32)
+    native.cells.prefix_index_strings(b"".join(encoded[n] for n in order), width, [_string_buffers(chunk) for chunk in chunks], found, True)
+    position = np.array(order + [-1], dtype=np.int32)  # sorted place -> given place; -1 stays -1
+    return position[found]
 
 
 def _prefix_words(prefixes: pa.Array) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], int] | None:

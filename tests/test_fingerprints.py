@@ -134,3 +134,45 @@ def test_starts_with_any_leaves_other_widths_to_arrow_and_answers_short_values()
     assert starts([b"abcdefghijkl"], [b"abcdefghij", b"abcdefghi"]) is None  # two widths
     assert starts([b"abcdefghijkl", None], [b"abcdefghij"]) is None
     assert starts([b"ab", b"", b"abcdefghijkl"], [b"abcdefghij"]) == [False, False, True]
+
+
+@pytest.mark.skipif(native.cells is None, reason="the compiled helpers are not built here")
+@settings(max_examples=400, deadline=None)
+@given(prefixes=st.lists(st.text(alphabet="ab_é", min_size=3, max_size=3), min_size=1, max_size=6, unique=True),
+       values=st.lists(st.tuples(st.integers(0, 7), st.text(alphabet="ab_é", max_size=6), st.booleans()), max_size=30),
+       cut=st.integers(0, 30), sliced=st.booleans())
+def test_prefix_index_finds_the_prefix_each_string_starts_with(prefixes: list[str], values: list[tuple[int, str, bool]], cut: int,
+                                                               sliced: bool) -> None:
+    """Strings made of a prefix (or not) and a tail, in prefixes of one byte width given in any order, as one array,
+    a slice of one, or two chunks: each string's place among the prefixes, or -1, as a loop over them says."""
+    width = max(len(p.encode()) for p in prefixes)
+    prefixes = [p for p in prefixes if len(p.encode()) == width]
+    strings = [(prefixes[pick % len(prefixes)] if use else "") + tail for pick, tail, use in values]
+    array = pa.array(["zzzz", *strings], pa.string())[1:] if sliced else pa.array(strings, pa.string())
+    cut = min(cut, len(strings))
+    for given_ in (array, pa.chunked_array([array[:cut], array[cut:]], pa.string())):
+        found = fingerprints.prefix_index(given_, prefixes)
+        assert found is not None
+        assert found.tolist() == [next((n for n, p in enumerate(prefixes) if s.encode().startswith(p.encode())), -1) for s in strings]
+
+
+def test_prefix_index_leaves_what_it_cannot_answer_and_refuses_bad_buffers() -> None:
+    if native.cells is None:
+        assert fingerprints.prefix_index(pa.array(["ab"]), ["a"]) is None
+        return
+    assert fingerprints.prefix_index(pa.array(["abc", None]), ["ab"]) is None  # a null
+    assert fingerprints.prefix_index(pa.array([b"abc"], pa.binary()), ["ab"]) is None  # not strings
+    assert fingerprints.prefix_index(pa.array(["abc"]), ["ab", "abc"]) is None  # two widths
+    assert fingerprints.prefix_index(pa.array(["abc"]), ["ab", "ab"]) is None  # repeated
+    assert fingerprints.prefix_index(pa.array(["abc"]), []) is None
+    assert fingerprints.prefix_index(pa.array(["", "a", "ab", "ba"]), ["ba", "ab"]).tolist() == [-1, -1, 1, 0]  # short ones: none
+    out = np.empty(1, dtype=np.int32)
+    good = (np.array([0, 2], dtype=np.int32), b"ab", 0, 1)
+    with pytest.raises(ValueError, match="not sorted and distinct"):
+        native.cells.prefix_index_strings(b"abaa", 2, [good], out)
+    with pytest.raises(ValueError, match="not of the width given"):
+        native.cells.prefix_index_strings(b"abc", 2, [good], out)
+    with pytest.raises(ValueError, match="string offsets do not fit their buffers"):
+        native.cells.prefix_index_strings(b"ab", 2, [(np.array([0, 3], dtype=np.int32), b"ab", 0, 1)], out)
+    with pytest.raises(ValueError, match="the output does not fit"):
+        native.cells.prefix_index_strings(b"ab", 2, [good, good], out)

@@ -639,11 +639,92 @@ done:
     return result;
 }
 
+/* prefix_index_strings(prefixes, width, chunks, out[, release]): for each
+ * string of `chunks` (as index_in_strings takes them), the index of the one
+ * of `prefixes` it starts with, or -1, into `out` (int32s, one per string).
+ * `prefixes` is distinct prefixes of `width` bytes each, end to end, in
+ * ascending byte order; each string's first `width` bytes are found by a
+ * binary search, skipped when they are those of the string before (keys in
+ * order share them in long runs). ValueError when the prefixes are not
+ * sorted and distinct or a chunk's buffers do not hold what its offsets say. */
+static PyObject *prefix_index_strings(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer prefixes, out;
+    Py_ssize_t width;
+    PyObject *sequence;
+    int release = 0;
+    if (!PyArg_ParseTuple(args, "y*nOw*|p", &prefixes, &width, &sequence, &out, &release)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t chunk_count = 0, count = 0;
+    StringChunk *chunks = NULL;
+    if (width <= 0 || prefixes.len % width != 0) {
+        PyErr_SetString(PyExc_ValueError, "the prefixes are not of the width given");
+        goto done;
+    }
+    Py_ssize_t known = prefixes.len / width;
+    const unsigned char *table = prefixes.buf;
+    for (Py_ssize_t i = 1; i < known; i++)
+        if (memcmp(table + (i - 1) * width, table + i * width, (size_t)width) >= 0) {
+            PyErr_SetString(PyExc_ValueError, "the prefixes are not sorted and distinct");
+            goto done;
+        }
+    chunks = string_chunks(sequence, &chunk_count, &count);
+    if (chunks == NULL) goto done;
+    if (out.len < count * (Py_ssize_t)sizeof(int32_t) || known > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "the output does not fit the strings");
+        goto done;
+    }
+    {
+        int32_t *found = out.buf;
+        Py_ssize_t index = 0;
+        const unsigned char *last = NULL; /* the prefix of the string before, when it had one */
+        int32_t last_found = -1;
+        PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
+        for (Py_ssize_t c = 0; c < chunk_count; c++) {
+            const int32_t *at = (const int32_t *)chunks[c].offsets.buf + chunks[c].first;
+            const unsigned char *bytes = chunks[c].data.buf;
+            for (Py_ssize_t i = 0; i < chunks[c].count; i++, index++) {
+                const unsigned char *value = bytes + at[i];
+                if (at[i + 1] - at[i] < width) {
+                    found[index] = -1;
+                    continue;
+                }
+                if (last != NULL && memcmp(last, value, (size_t)width) == 0) {
+                    found[index] = last_found;
+                    continue;
+                }
+                Py_ssize_t low = 0, high = known; /* the answer is in [low, high) */
+                last_found = -1;
+                while (low < high) {
+                    Py_ssize_t middle = low + (high - low) / 2;
+                    int order = memcmp(table + middle * width, value, (size_t)width);
+                    if (order == 0) {
+                        last_found = (int32_t)middle;
+                        break;
+                    }
+                    if (order < 0) low = middle + 1;
+                    else high = middle;
+                }
+                found[index] = last_found;
+                last = value;
+            }
+        }
+        if (saved != NULL) PyEval_RestoreThread(saved);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    release_chunks(chunks, chunk_count);
+    PyBuffer_Release(&prefixes);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk_cells", walk_cells, METH_VARARGS, "Where each cell of an HFile data block and its value start (native int64 pairs), or None."},
     {"decode_records", decode_records, METH_VARARGS, "Avro records decoded into per-path columns (see _cells.c)."},
     {"gather_spans", gather_spans, METH_VARARGS, "Byte spans copied end to end into given buffers, with int32 offsets (see _cells.c)."},
     {"index_in_strings", index_in_strings, METH_VARARGS, "Per string, the index of the first equal one of a set, or -1 (see _cells.c)."},
+    {"prefix_index_strings", prefix_index_strings, METH_VARARGS, "Per string, the index of the sorted prefix it starts with, or -1 (see _cells.c)."},
     {NULL, NULL, 0, NULL},
 };
 

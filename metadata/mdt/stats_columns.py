@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL
 from metadata.arrow_values import scalar, to_numpy
-from metadata.fingerprints import all_distinct, fixed_width, starts_with_any
+from metadata.fingerprints import all_distinct, fixed_width, prefix_index, starts_with_any
 from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded, IntArray
 from metadata.mdt.hfile_cells import as_utf8
@@ -345,6 +345,9 @@ def _partition_rows(ids: pa.StringArray, known_partitions: list[str]) -> pa.Arra
     """Per identity, the index of its partition among the known ones (null:
     not a live partition). Identities come in key order, so runs share a
     partition id: of one width, only each run's first is looked up."""
+    compiled = prefix_index(ids, [keys.partition_index_id(p) for p in known_partitions])
+    if compiled is not None:
+        return arrow_values.from_numpy(compiled, valid=compiled >= 0)
     partition_ids = arrow_values.array([keys.partition_index_id(p) for p in known_partitions], pa.string())
     matrix = fixed_width(ids)
     if matrix is None or matrix.shape[1] < keys.ID_LENGTH:
