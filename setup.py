@@ -5,4 +5,4 @@ results. Everything else is configured in pyproject.toml."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("metadata.mdt._cells", ["metadata/mdt/_cells.c"], optional=True, extra_compile_args=["-O2"])])
+setup(ext_modules=[Extension("metadata.mdt._cells", ["metadata/mdt/_cells.c"], optional=True, extra_compile_args=["-O3"])])

@@ -184,3 +184,66 @@ def test_a_streamed_run_that_does_not_decode_names_its_hfile(tmp_path: Path) -> 
         base.write_bytes(writer.finish({b"schema": (reader.schema_json() or "").encode()}))
     with pytest.raises(HudiFormatError, match=r"column_stats/col-stats-.*\.hfile"):
         plan(str(path), "fare > 0", column_stats_runner=runs_of_partitions(run_files=2))
+
+
+@requires_fixtures
+def test_runs_cut_by_the_block_indexes_cover_every_partition_once(fixture_root: Path) -> None:
+    """The runs a streamed plan reads before its listing is there are cut from the column_stats block indexes: every
+    partition in exactly one run, in the order of their ids, and the files they count near the files listed."""
+    from listers import DirectoryLister
+    from listers.index_support.stats_runs import cut_by_blocks
+    from metadata.mdt import keys
+
+    checked = 0
+    for table in (table_path(fixture_root, stem) for stem in fixture_ids()):
+        with DirectoryLister.open(table) as lister:
+            mdt = lister.table.metadata_table
+            if mdt is None or "column_stats" not in lister.table.config.metadata_partitions:
+                continue
+            partitions = lister.list_partitions()
+            column = next(iter(mdt.column_types()))
+            assert cut_by_blocks(mdt, column, [], 3) == (None, 0.0)  # every partition pruned before: nothing to cut
+            for run_files in (1, 3, 10**6):
+                runs, counted = cut_by_blocks(mdt, column, partitions, run_files)
+                if runs is None:
+                    continue
+                assert [p for run in runs for p in run] == sorted(partitions, key=keys.partition_index_id), (table, run_files)
+                assert all(runs), (table, run_files)
+                assert counted > 0
+            checked += 1
+    assert checked >= 3, checked
+
+
+@requires_fixtures
+def test_runs_read_while_listing_are_dropped_when_the_plan_does_not_stream(monkeypatch: pytest.MonkeyPatch, fixture_root: Path) -> None:
+    """The runs' reading starts before the listing says whether the plan streams: when it does not after all, the
+    reading thread ends and the whole read's plan stands; when the block indexes cut nothing, the listing cuts."""
+    import threading
+
+    from listers.index_support import stats_runs
+
+    table = next(t for t in (table_path(fixture_root, stem) for stem in fixture_ids()) if "run(s) of partitions" in
+                 plan(t, _predicates(t)[0], column_stats_runner=runs_of_partitions(2)).explain())
+    where = _predicates(table)[0]
+    whole = plan(table, where)
+    monkeypatch.setattr(column_stats, "STREAM_ABOVE_FILES", 0)  # the early reads open
+    started: list[object] = []
+    original_start = stats_runs.StreamedRuns.start
+
+    def start(self: stats_runs.StreamedRuns, *args: object) -> object:
+        started.append(original_start(self, *args))  # type: ignore[arg-type]
+        return started[-1]
+
+    monkeypatch.setattr(stats_runs.StreamedRuns, "start", start)
+    monkeypatch.setattr(column_stats.ColumnStats, "_streams", lambda self, ctx, files: False)
+    kept = plan(table, where)
+    assert started and started[0] is not None
+    assert "run(s) of partitions" not in kept.explain()
+    assert [s.to_dict() for s in kept.files] == [s.to_dict() for s in whole.files]
+    assert not [t for t in threading.enumerate() if t.name.startswith("stats-run")]  # the reading thread ended
+    monkeypatch.undo()
+    monkeypatch.setattr(column_stats, "STREAM_ABOVE_FILES", 0)
+    monkeypatch.setattr(stats_runs, "cut_by_blocks", lambda *args: (None, 0.0))  # nothing to cut by: the listing cuts
+    by_listing = plan(table, where)
+    assert "run(s) of partitions" in by_listing.explain(), by_listing.explain()
+    assert [s.to_dict() for s in by_listing.files] == [s.to_dict() for s in whole.files]
