@@ -243,7 +243,13 @@ def test_runs_read_while_listing_are_dropped_when_the_plan_does_not_stream(monke
     assert not [t for t in threading.enumerate() if t.name.startswith("stats-run")]  # the reading thread ended
     monkeypatch.undo()
     monkeypatch.setattr(column_stats, "STREAM_ABOVE_FILES", 0)
-    monkeypatch.setattr(stats_runs, "cut_by_blocks", lambda *args: (None, 0.0))  # nothing to cut by: the listing cuts
-    by_listing = plan(table, where)
-    assert "run(s) of partitions" in by_listing.explain(), by_listing.explain()
-    assert [s.to_dict() for s in by_listing.files] == [s.to_dict() for s in whole.files]
+    for records in (None, 0):  # nothing to cut by, or too many records to read beside the listing: the listing cuts
+        with monkeypatch.context() as patched:
+            if records is None:
+                patched.setattr(stats_runs, "cut_by_blocks", lambda *args: (None, 0.0))
+            else:
+                patched.setattr(stats_runs, "EARLY_READS_UP_TO_RECORDS", records)
+                patched.setattr(stats_runs, "cut_by_blocks", lambda *args: pytest.fail("cut by the block indexes"))
+            by_listing = plan(table, where)
+        assert "run(s) of partitions" in by_listing.explain(), by_listing.explain()
+        assert [s.to_dict() for s in by_listing.files] == [s.to_dict() for s in whole.files], records

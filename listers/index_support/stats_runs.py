@@ -69,11 +69,12 @@ class StreamedRuns:
 
     def start(self, ctx: PlanContext, partitions: list[str], files_above: int) -> RunReads | None:
         """Starts cutting and reading the runs while the caller lists the
-        partitions, unless they will be evaluated in worker processes; the
+        partitions, unless they will be evaluated in worker processes or
+        column_stats holds more than EARLY_READS_UP_TO_RECORDS records; the
         first runs are read only when their block indexes count more than
         `files_above` files (the caller decides by the listing whether to
         stream, and closes what it does not use)."""
-        if worker_count(self.processes) != 1 or ctx.mdt is None or not ctx.data_columns:
+        if worker_count(self.processes) != 1 or ctx.mdt is None or not ctx.data_columns or not reads_early(ctx.mdt):
             return None
         return RunReads(ctx.mdt, list(ctx.data_columns), stats_types(ctx.mdt, list(ctx.data_columns)), partitions, self.run_files,
                         files_above)
@@ -89,7 +90,7 @@ class StreamedRuns:
             # A run's records are read on a thread (the only one reading the metadata table meanwhile) while the run
             # before is pivoted, matched and evaluated here; its blocks inflate while the run before it decodes. The
             # runs are cut there from the statistics' block indexes, so the first ones are read while this thread lists.
-            reads = started if started is not None else RunReads(mdt, columns, types, partitions, run_files)
+            reads = started if started is not None else RunReads(mdt, columns, types, partitions, run_files, early=reads_early(mdt))
             try:
                 files = ctx.lister.file_table(partitions)
                 # every live partition's statistics, small enough to keep: kept for the next plan, as a whole read keeps them
@@ -127,13 +128,19 @@ class StreamedRuns:
 
 
 def _runs(files: pa.Table, partitions: list[str], run_files: int, cut: list[list[str]] | None = None) -> tuple[list[list[str]], Iterator[Run]]:
-    runs = partition_runs(files, partitions, run_files, cut)
     release_unused()  # what reading the listing left free goes back before the runs
-    return runs
+    return partition_runs(files, partitions, run_files, cut)
 
 
 # Runs read ahead of the one evaluated (and while the listing is read): each holds its records until it is evaluated.
-READ_AHEAD_RUNS = 3
+READ_AHEAD_RUNS = 2
+# Runs are read while the listing is only when column_stats holds at most this many records (its base files' trailers
+# count them): the listing's memory peaks meanwhile, and the reading thread's adds to it. 10M files (30M records)
+# peaked at 1,400 MiB without, 1,490 to 1,570 with; 3M and 1M files, within 20 MiB of the same (960 and 455 MiB).
+EARLY_READS_UP_TO_RECORDS = 12_000_000
+# The block indexes count a few percent fewer files than are listed (3% at 1M): a plan a little over the streaming
+# threshold reads its first runs early too (one that does not stream after all drops what was read).
+GATE_MARGIN = 0.8
 
 
 class RunReads:
@@ -141,26 +148,28 @@ class RunReads:
     ahead of the thread evaluating them. The runs are cut there first, from
     the statistics' block indexes (`cut_by_blocks`), so the first ones are read
     while the listing is, when the indexes count more than `gate` files (None:
-    always); when there is nothing to cut by, or too little, they are cut by
-    the listing and read once it is there (`in_order`)."""
+    any); otherwise (not `early`, or nothing to cut by) the listing cuts them
+    and they are read once it is there (`in_order`)."""
 
     def __init__(self, mdt: MetadataTable, columns: list[str], types: dict[str, pa.DataType], partitions: list[str], run_files: int,
-                 gate: int | None = None) -> None:
+                 gate: int | None = None, early: bool = True) -> None:
         self.mdt, self.columns, self.types = mdt, columns, types
         self.reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stats-run")
-        self.open = False  # whether runs are read before the listing is taken
+        self.open = False  # whether runs are read before the listing is taken (then cut by the block indexes)
         self.runs: list[list[str]] | None = None  # as cut by the listing
 
         def cut() -> list[list[str]] | None:
+            if not early:
+                return None
             runs, counted = cut_by_blocks(mdt, columns[0], partitions, run_files)
-            self.open = runs is not None and (gate is None or counted > gate)
-            return runs
+            self.open = runs is not None and (gate is None or counted > gate * GATE_MARGIN)
+            return runs if self.open else None
 
         self.cut = self.reader.submit(cut)
         self.pending: deque[Future[FlatStats | None]] = deque(self.reader.submit(self._nth, n) for n in range(READ_AHEAD_RUNS))
 
     def planned(self) -> list[list[str]] | None:
-        """The runs as cut by the block indexes (None: to be cut by the listing)."""
+        """The runs as cut by the block indexes, when read before the listing (None: to be cut by the listing)."""
         return self.cut.result()
 
     def _nth(self, n: int) -> FlatStats | None:
@@ -192,6 +201,11 @@ class RunReads:
         for future in self.pending:
             future.cancel()
         self.reader.shutdown(wait=True, cancel_futures=True)
+
+
+def reads_early(mdt: MetadataTable) -> bool:
+    """Whether a streamed plan's runs are read while the listing is (EARLY_READS_UP_TO_RECORDS)."""
+    return mdt.reader.base_entry_count(MdtPartition.COLUMN_STATS.value) <= EARLY_READS_UP_TO_RECORDS
 
 
 def cut_by_blocks(mdt: MetadataTable, column: str, partitions: list[str], run_files: int) -> tuple[list[list[str]] | None, float]:

@@ -493,6 +493,10 @@ class MetadataTableReader:
                     found.append((rows, reader.entry_count / len(rows)))
         return found
 
+    def base_entry_count(self, mdt_partition: str) -> int:
+        """The cells of the partition's base HFiles, from their trailers alone (logs not counted)."""
+        return sum(self._hfile(s.base_file).entry_count for s in self.file_slices(mdt_partition) if s.base_file)
+
     def key_count(self, mdt_partition: str) -> int:
         """Live keys of a partition: each base HFile's entry count (from its
         trailer, not its blocks), corrected by what the slice's valid log
