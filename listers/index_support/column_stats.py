@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -134,21 +133,6 @@ def candidates_of(files: pa.Table, stats: pa.Table, predicate: BoundPredicate, c
 # Evaluates column_stats for some partitions elsewhere (Spark executors) or in runs: (ctx, partitions) -> Candidates.
 CandidatesRunner = Callable[[PlanContext, list[str]], Candidates]
 
-
-class StartedRuns(Protocol):
-    """Runs of column_stats being read ahead of a streamed plan (`stats_runs.RunReads`)."""
-
-    def close(self) -> None: ...
-
-
-class StreamingRunner(Protocol):
-    """Evaluates column_stats in runs in this process (`stats_runs.StreamedRuns`): it may start reading them
-    while the listing is read, before the plan knows whether it streams."""
-
-    def start(self, ctx: PlanContext, partitions: list[str], files_above: int) -> StartedRuns | None: ...
-
-    def __call__(self, ctx: PlanContext, partitions: list[str], started: Any = None) -> Candidates: ...
-
 # A local plan streams column_stats (`stats_runs`) rather than reading them whole when their whole table would
 # take more than this many bytes (None: the metadata table's stats cache budget). Such a table would not be kept
 # for the next plan anyway, and a whole read peaks at several times its size; a stream holds one run's records.
@@ -168,7 +152,7 @@ def whole_stats_bytes(files: pa.Table, columns: int) -> int:
 class ColumnStats(FileIndexSupport):
     name = "column_stats"
 
-    def __init__(self, runner: CandidatesRunner | None = None, streamed: StreamingRunner | None = None) -> None:
+    def __init__(self, runner: CandidatesRunner | None = None, streamed: CandidatesRunner | None = None) -> None:
         self.verdict: _Verdict | None = None
         self.listed: int | None = None  # files the by-name verdict saw
         self.read = False
@@ -220,19 +204,11 @@ class ColumnStats(FileIndexSupport):
             partitions = [p for p in partitions if groups.get(p)]
         if self.runner is not None:  # the listing stays unread on the driver
             return self._run_elsewhere(ctx, partitions, groups, self.runner)
-        streamed = self.streamed
-        # the runs' reading starts while the partitions are listed; it is dropped if the plan does not stream after all
-        started = streamed.start(ctx, partitions, STREAM_ABOVE_FILES) if streamed is not None and not listing.loaded and \
-            ctx.mdt is not None and not ctx.mdt.holds_stats(MdtPartition.COLUMN_STATS, ctx.data_columns) else None
-        try:
-            files = listing.table
-            if groups is not None:
-                files = files.filter(pc.is_in(files.column(PARTITION), arrow_values.array(partitions, pa.string())))
-            if streamed is not None and self._streams(ctx, files):
-                return self._run_elsewhere(ctx, partitions, groups, lambda c, p: streamed(c, p, started))
-        finally:
-            if started is not None:
-                started.close()
+        files = listing.table
+        if groups is not None:
+            files = files.filter(pc.is_in(files.column(PARTITION), arrow_values.array(partitions, pa.string())))
+        if self.streamed is not None and self._streams(ctx, files):
+            return self._run_elsewhere(ctx, partitions, groups, self.streamed)
         self.read, self.verdict = True, self._read(ctx, partitions)
         if self.verdict is None:
             return None

@@ -372,11 +372,6 @@ class HFileReader:
                     self._data_index = entries
         return self._data_index
 
-    def index_rows(self) -> list[bytes]:
-        """The row of each data block's first (possibly shortened) key, in order."""
-        self.data_index  # noqa: B018 - loads the index and the row list
-        return self._index_rows
-
     def _all_index_entries(self) -> list[IndexEntry]:
         if self.trailer.num_data_index_levels == 2:  # the leaves lookups have read are reused
             return [e for i in range(len(self._root_entries)) for e in self._leaf(i).entries()]

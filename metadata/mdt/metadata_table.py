@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +25,6 @@ from metadata.mdt.columnar import Decoded, Unsupported, decode_spans
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.files_columns import KEY, NAME, SIZE, entries_of_sizes, first_path_like, live_entries
 from metadata.mdt.hfile_cells import CellChunk
-from metadata.mdt.hfile_reader import prefix_successor
 from metadata.mdt.reader import KeyQuery, MetadataTableReader, RawCells
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, decode_record, live_files, live_sizes, parse_schema_cached
 from metadata.mdt.stats_cache import PersistentStatsCache, StatsCache, with_state
@@ -232,29 +230,6 @@ class MetadataTable:
         flat = FlatStats(types or self.column_types(), columns=columns)
         fill_flat_stats(flat, raw, merged)
         return flat
-
-    def stats_records_per_partition(self, mdt_partition: str, column: str, partitions: list[str]) -> list[float] | None:
-        """About how many records of `column` each of `partitions` (in the
-        order given, which must be that of their ids) holds, from the base
-        files' block indexes alone: a block's cells count for the partition
-        of its first key, or the one before it among these. None when no
-        base file has a block of the column."""
-        if not partitions:
-            return None
-        ids = [keys.partition_index_id(p) for p in partitions]
-        prefix = keys.column_index_id(column).encode("ascii")
-        past = prefix_successor(prefix)
-        weights = [0.0] * len(partitions)
-        seen = False
-        for rows, per_block in self.reader.block_rows(mdt_partition):
-            first = max(bisect_left(rows, prefix) - 1, 0)  # the block before may hold the column's first records
-            last = len(rows) if past is None else bisect_left(rows, past)
-            for row in rows[first:last]:
-                seen = True
-                at = bisect_right(ids, row[len(prefix) : len(prefix) + keys.ID_LENGTH].decode("ascii", "replace")) - 1 \
-                    if row.startswith(prefix) else 0
-                weights[max(at, 0)] += per_block
-        return weights if seen else None
 
     def prefetch_stats_records(self, mdt_partition: str, columns: list[str], partitions: list[str]) -> None:
         """Start inflating the blocks `stats_records` of these partitions will

@@ -480,23 +480,6 @@ class MetadataTableReader:
                     records[key] = current
             yield records
 
-    def block_rows(self, mdt_partition: str) -> list[tuple[list[bytes], float]]:
-        """Per base HFile of the partition's latest slices, the row of each
-        data block's first key and the cells a block holds on average (its
-        trailer's count over its blocks): where the keys lie, no block read."""
-        found = []
-        for file_slice in self.file_slices(mdt_partition):
-            if file_slice.base_file:
-                reader = self._hfile(file_slice.base_file)
-                rows = reader.index_rows()
-                if rows:
-                    found.append((rows, reader.entry_count / len(rows)))
-        return found
-
-    def base_entry_count(self, mdt_partition: str) -> int:
-        """The cells of the partition's base HFiles, from their trailers alone (logs not counted)."""
-        return sum(self._hfile(s.base_file).entry_count for s in self.file_slices(mdt_partition) if s.base_file)
-
     def key_count(self, mdt_partition: str) -> int:
         """Live keys of a partition: each base HFile's entry count (from its
         trailer, not its blocks), corrected by what the slice's valid log
