@@ -8,9 +8,13 @@ one are told apart exactly, by Arrow.
 
 - `all_distinct`: strings of one byte width (metadata-table keys) are rows
   of a byte matrix, fingerprinted whole.
-- `starts_with_any`: whether strings start with one of some prefixes of
-  one width from 9 to 16 bytes (metadata-table ids): two 8-byte words read
-  in place cover the prefix, and both are compared, so the answer is exact.
+- `prefix_index`: which of some prefixes of one width (metadata-table
+  ids) each string starts with, by a compiled binary search, skipped while
+  the prefix repeats.
+- `starts_with_any`: whether strings start with one of such prefixes; by
+  `prefix_index` where compiled, else for widths from 9 to 16 bytes two
+  8-byte words read in place cover the prefix, and both are compared, so
+  the answer is exact.
 - `index_in`: file names (24 bytes and more; Hudi's are about 80) are
   fingerprinted from their length and five 8-byte words read in place at
   their head and tail, where Hudi's names differ (file id; instant), and
@@ -101,8 +105,9 @@ def _name_fingerprints(values: pa.Array) -> npt.NDArray[np.uint64] | None:
 
 def starts_with_any(values: pa.Array | pa.ChunkedArray, prefixes: pa.Array) -> npt.NDArray[np.bool_] | None:
     """Per value, whether it starts with one of `prefixes` (a string or
-    binary array), all of one width from 9 to 16 bytes; None (ask Arrow) for
-    other widths, nulls, or two prefixes sharing their first 8 bytes."""
+    binary array) of one width: compiled for strings (`prefix_index`), else
+    by words for widths from 9 to 16 bytes; None (ask Arrow) for other
+    widths, nulls, or two prefixes sharing their first 8 bytes."""
     compiled = prefix_index(values, prefixes.to_pylist()) if prefixes.null_count == 0 and pa.types.is_string(prefixes.type) else None
     if compiled is not None:
         return compiled >= 0

@@ -343,12 +343,14 @@ def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_
 
 def _partition_rows(ids: pa.StringArray, known_partitions: list[str]) -> pa.Array:
     """Per identity, the index of its partition among the known ones (null:
-    not a live partition). Identities come in key order, so runs share a
-    partition id: of one width, only each run's first is looked up."""
-    compiled = prefix_index(ids, [keys.partition_index_id(p) for p in known_partitions])
+    not a live partition): compiled (`fingerprints.prefix_index`), else, as
+    identities come in key order and runs share a partition id, of one width
+    only each run's first is looked up by Arrow."""
+    known_ids = [keys.partition_index_id(p) for p in known_partitions]
+    compiled = prefix_index(ids, known_ids)
     if compiled is not None:
         return arrow_values.from_numpy(compiled, valid=compiled >= 0)
-    partition_ids = arrow_values.array([keys.partition_index_id(p) for p in known_partitions], pa.string())
+    partition_ids = arrow_values.array(known_ids, pa.string())
     matrix = fixed_width(ids)
     if matrix is None or matrix.shape[1] < keys.ID_LENGTH:
         return pc.index_in(pc.utf8_slice_codeunits(ids, 0, keys.ID_LENGTH), value_set=partition_ids)
