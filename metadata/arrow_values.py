@@ -171,6 +171,31 @@ def kept_rows(table: pa.Table, keep: npt.NDArray[np.bool_]) -> pa.Table:
     return pa.concat_tables([table.slice(start, stop - start) for start, stop in zip(edges[0::2].tolist(), edges[1::2].tolist())])
 
 
+def taken(values: pa.Table | pa.ChunkedArray | pa.Array, positions: npt.NDArray[np.signedinteger]) -> Any:
+    """`values.take(positions)`, taken chunk by chunk: Arrow's take from a
+    chunked array joins every chunk first (at each call, a whole listing's
+    names copied to take a run's few)."""
+    chunks = values.to_batches() if isinstance(values, pa.Table) else values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    if len(chunks) <= 1:
+        return values.take(from_numpy(positions))
+    ascending = bool((positions[1:] >= positions[:-1]).all())
+    order = None if ascending else np.argsort(positions, kind="stable")
+    sorted_positions = positions if order is None else positions[order]
+    starts = np.cumsum([0] + [len(chunk) for chunk in chunks])
+    bounds = np.searchsorted(sorted_positions, starts).tolist()
+    parts = [chunk.take(from_numpy(sorted_positions[low:high] - start))
+             for chunk, start, low, high in zip(chunks, starts.tolist(), bounds, bounds[1:]) if high > low]
+    if isinstance(values, pa.Table):
+        out = pa.Table.from_batches(parts, schema=values.schema) if parts else values.slice(0, 0)
+    else:
+        out = pa.concat_arrays(parts) if parts else chunks[0].slice(0, 0)
+    if order is None:
+        return out
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order))
+    return out.take(from_numpy(back))
+
+
 TRUE = from_numpy(np.array([True]))[0]
 EMPTY_STRING = strings([""])[0]
 ZERO = from_numpy(np.array([0], dtype=np.int64))[0]

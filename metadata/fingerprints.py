@@ -244,6 +244,24 @@ def _compiled_index_in(values: pa.Array | pa.ChunkedArray, value_set: pa.Array |
     return from_numpy(found, valid=found >= 0)
 
 
+def index_in_at(values: pa.Array | pa.ChunkedArray, value_set: pa.Array | pa.ChunkedArray,
+                positions: npt.NDArray[np.int64]) -> npt.NDArray[np.int32] | None:
+    """Per value, the index into `positions` of the first equal string among
+    `value_set`'s at those positions (-1: none), without copying them out (a
+    run's rows of a whole listing); compiled only, else None (not compiled,
+    nulls, or not strings: the caller takes the rows and uses `index_in`)."""
+    if native.cells is None:
+        return None
+    sides = [value_set.chunks if isinstance(value_set, pa.ChunkedArray) else [value_set],
+             values.chunks if isinstance(values, pa.ChunkedArray) else [values]]
+    if any(chunk.null_count or chunk.type != pa.string() for side in sides for chunk in side):
+        return None
+    found = np.empty(len(values), dtype=np.int32)
+    native.cells.index_in_strings(*([_string_buffers(chunk) for chunk in side] for side in sides), found, True,
+                                  np.ascontiguousarray(positions, dtype=np.int64))
+    return found
+
+
 def _string_buffers(values: pa.Array) -> tuple[pa.Buffer, pa.Buffer | bytes, int, int]:
     """A string array's offsets and bytes, its first element, and its length (what `_cells` reads)."""
     _, offsets, data = values.buffers()

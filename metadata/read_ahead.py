@@ -15,22 +15,46 @@ R = TypeVar("R")
 def read_ahead(pool: Executor, items: Iterable[T], work: Callable[[T], R], depth: int) -> Iterator[R]:
     """`work(item)` for each item, yielded in order, at most `depth` submitted
     ahead; what is still queued is cancelled when the consumer stops early."""
-    queued = iter(items)
-    ahead: deque[Future[R]] = deque()
+    ahead = Ahead(pool, items, work, depth, start=False)
     try:
-        for item in queued:
-            ahead.append(pool.submit(work, item))
-            if len(ahead) >= depth:
-                break
-        while ahead:
-            result = ahead.popleft().result()
-            for item in queued:
-                ahead.append(pool.submit(work, item))
-                break
-            yield result
+        yield from ahead
     finally:
-        for future in ahead:
+        ahead.close()
+
+
+class Ahead(Iterator[R]):
+    """`read_ahead` as an iterator that can start at once (`start`): its first
+    `depth` items are submitted when it is made, so the work begins while the
+    caller prepares for the results. `close()` cancels what is still queued."""
+
+    def __init__(self, pool: Executor, items: Iterable[T], work: Callable[[T], R], depth: int, start: bool = True) -> None:
+        self._pool, self._queued, self._work, self._depth = pool, iter(items), work, max(1, depth)
+        self._ahead: deque[Future[R]] = deque()
+        if start:
+            self._fill()
+
+    def _fill(self) -> None:
+        while len(self._ahead) < self._depth:
+            item = next(self._queued, _END)
+            if item is _END:
+                return
+            self._ahead.append(self._pool.submit(self._work, item))  # type: ignore[arg-type]
+
+    def __next__(self) -> R:
+        self._fill()
+        if not self._ahead:
+            raise StopIteration
+        result = self._ahead.popleft().result()
+        self._fill()  # the next item starts before this result is handed over
+        return result
+
+    def close(self) -> None:
+        for future in self._ahead:
             future.cancel()
+        self._ahead.clear()
+
+
+_END = object()
 
 
 AHEAD_PER_THREAD = 4

@@ -142,6 +142,57 @@ def stats_rows_of(files: pa.Table, stats: pa.Table) -> npt.NDArray[np.int64]:
     return np.asarray(to_numpy(found, null=-1), dtype=np.int64)
 
 
+def listed_rows_of(stats: pa.Table, files: pa.Table, positions: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
+    """For each stats row, the listed file it is about: its row of `files`
+    (given `positions`, its index among the rows of `files` at those
+    positions), or -1 (not listed). `stats_rows_of` the other way round, by
+    the same rules: names first, partitions compared after, (partition,
+    name) pairs when a name matched another partition's file. The rows at
+    `positions` (a run's rows of a whole listing) are matched where they lie
+    (`fingerprints.index_in_at`); without the compiled part they are taken.
+    A file listed twice (no listing does) is matched at its first row."""
+    names = stats.column(FILE_NAME)
+    compiled = None if positions is None else fingerprints.index_in_at(names, files.column(FILE_NAME), positions)
+    rows: pa.Table | None = None
+    if compiled is None:
+        rows = files if positions is None else arrow_values.taken(files, positions)
+        compiled = to_numpy(fingerprints.index_in(names, rows.column(FILE_NAME)), null=-1)
+    found: npt.NDArray[np.int64] = np.asarray(compiled, dtype=np.int64)
+    matched = np.flatnonzero(found >= 0)
+    # the partition of each match's listed file, from the rows' partitions (taken in their order: no sort)
+    partitions = (rows if rows is not None else files).column(PARTITION)
+    if rows is None and positions is not None:
+        partitions = arrow_values.taken(partitions, positions)
+    same = pc.equal(pc.take(stats.column(PARTITION), arrow_values.from_numpy(matched), memory_pool=READ_POOL),
+                    pc.take(partitions, arrow_values.from_numpy(found[matched]), memory_pool=READ_POOL), memory_pool=READ_POOL)
+    if pc.all(same).as_py() is not False:
+        return found
+    if rows is None:
+        rows = files if positions is None else arrow_values.taken(files, positions)
+    exact = pc.index_in(_file_identities(stats), value_set=_file_identities(rows), memory_pool=READ_POOL)
+    return np.asarray(to_numpy(exact, null=-1), dtype=np.int64)
+
+
+def listed_may_match(count: int, listed: npt.NDArray[np.int64], keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    """Per listed file (of `count`), whether it may hold a match, given each
+    stats row's listed file (`listed_rows_of`) and verdict: a file no stats
+    row is about may hold anything; one that two rows are about (a damaged
+    index) may when either allows it."""
+    may = np.ones(count, dtype=bool)
+    about = listed >= 0
+    may[listed[about]] = False
+    may[listed[about & keep]] = True
+    return may
+
+
+def stats_row_per_listed(count: int, listed: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Per listed file (of `count`), the first stats row about it, or -1 (`stats_rows_of`'s answer from `listed_rows_of`'s)."""
+    found = np.full(count, -1, dtype=np.int64)
+    rows = np.flatnonzero(listed >= 0)[::-1]
+    found[listed[rows]] = rows  # written last to first: the first row about a file stays
+    return found
+
+
 def _file_identities(table: pa.Table) -> pa.Array:
     """The identity of each row's file: partition, a NUL, file name."""
     joined = pc.binary_join_element_wise(table.column(PARTITION), table.column(FILE_NAME), "\x00", memory_pool=READ_POOL)

@@ -25,7 +25,7 @@ from metadata.errors import HudiFormatError
 from metadata.file_naming import file_id_of
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.stats_columns import FlatStats, pivot
-from metadata.stats_table import FILE_NAME, PARTITION, min_field, stats_rows_of
+from metadata.stats_table import FILE_NAME, PARTITION, listed_may_match, listed_rows_of, min_field, stats_rows_of
 
 log = logging.getLogger(__name__)
 
@@ -117,17 +117,26 @@ def pivoted(files: pa.Table, pieces: dict[str, list[pa.Table]], columns: list[st
 
 
 def candidates_of(files: pa.Table, stats: pa.Table, predicate: BoundPredicate, columns: list[str],
-                  found: npt.NDArray[np.int64] | None = None) -> Candidates:
-    """The listed files whose statistics may hold a match, and every listed
-    file of their groups (`found`: each listed file's stats row, when known)."""
+                  positions: npt.NDArray[np.int64] | None = None, listed: npt.NDArray[np.int64] | None = None) -> Candidates:
+    """The listed files (the rows of `files`, or its rows at `positions`: a
+    run's rows of the whole listing) whose statistics may hold a match, and
+    every listed file of their groups (`listed`: each stats row's listed
+    file, `listed_rows_of`, when known)."""
     verdict = verdict_of(stats, predicate, columns)
-    kept = files.filter(arrow_values.from_numpy(verdict.rows_may_match(stats_rows_of(files, stats) if found is None else found)))
+    count = files.num_rows if positions is None else len(positions)
+    may = listed_may_match(count, listed_rows_of(stats, files, positions) if listed is None else listed, verdict.keep)
+    chosen = np.flatnonzero(may)
+    if not len(chosen):
+        return Candidates(frozenset(), count, tuple(verdict.indexed), group_files=files.slice(0, 0))
+    kept = arrow_values.taken(files, chosen if positions is None else positions[chosen])
     candidates = frozenset(zip(kept.column(PARTITION).to_pylist(), kept.column(FILE_NAME).to_pylist()))
     groups = {(p, file_id_of(n)) for p, n in candidates}
     # only the files of partitions holding a candidate can share its group: the others are not parsed
-    near = files.filter(pc.is_in(files.column(PARTITION), value_set=arrow_values.array(sorted({p for p, _ in groups}), pa.string())))
+    partitions = files.column(PARTITION) if positions is None else arrow_values.taken(files.column(PARTITION), positions)
+    near_rows = np.flatnonzero(to_numpy(pc.is_in(partitions, value_set=arrow_values.array(sorted({p for p, _ in groups}), pa.string()))))
+    near = arrow_values.taken(files, near_rows if positions is None else positions[near_rows])
     in_group = [(p, file_id_of(n)) in groups for p, n in zip(near.column(PARTITION).to_pylist(), near.column(FILE_NAME).to_pylist())]
-    return Candidates(candidates, files.num_rows, tuple(verdict.indexed), group_files=near.filter(arrow_values.array(in_group, pa.bool_())))
+    return Candidates(candidates, count, tuple(verdict.indexed), group_files=near.filter(arrow_values.array(in_group, pa.bool_())))
 
 
 # Evaluates column_stats for some partitions elsewhere (Spark executors) or in runs: (ctx, partitions) -> Candidates.

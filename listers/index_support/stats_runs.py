@@ -7,8 +7,9 @@ Partitions are taken in the order of their ids, which is the order of the
 column_stats keys (column id, partition id, file id), so each run reads a
 few runs of neighbouring blocks per column. A run's listing rows and records
 meet in the executors' bucket evaluator (`pivoted`, `candidates_of`), so the
-local stream and a Spark plan take their verdicts by one code path. A run
-holds about `run_files` listed files. With worker processes, each evaluates
+local stream and a Spark plan take their verdicts by one code path; here a
+run's rows are positions in the listing, matched where they lie (a bucket's
+are its own table). A run holds about `run_files` listed files. With worker processes, each evaluates
 whole runs (it opens the table once and reads its runs' statistics itself);
 the listing is read here meanwhile, as the workers start. In one process, a
 thread reads each run's records (the only thread reading the metadata
@@ -40,8 +41,8 @@ from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.stats_columns import FlatStats
 from metadata.process import worker_count, worker_pool
-from metadata.read_ahead import read_ahead
-from metadata.stats_table import PARTITION, stats_rows_of
+from metadata.read_ahead import Ahead
+from metadata.stats_table import PARTITION, listed_rows_of, stats_row_per_listed
 
 # Listed files a run evaluates, with their statistics. Smaller runs stay in
 # the caches and leave the allocators less to hold: a streamed 1M plan took
@@ -52,7 +53,6 @@ RUN_FILES = 25_000
 # beside it. At 1M files, every 4 runs: peak 494 to 485 MiB, about 0.1 s slower (every run: 478 MiB, 0.3 s slower).
 RELEASE_EVERY_RUNS = 4
 RUNS_IN_FLIGHT = 2  # runs per worker handed over ahead (their listing rows are held until they finish)
-Run = tuple[list[str], pa.Table, npt.NDArray[np.int64]]  # a run's partitions, its listing rows, and where they are in the listing
 
 
 def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) -> CandidatesRunner:
@@ -70,24 +70,32 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
             # every live partition's statistics, small enough to keep: kept for the next plan, as a whole read keeps them
             kept = KeptRuns() if set(partitions).issuperset(mdt.partitions()) and \
                 whole_stats_bytes(files, len(columns)) <= mdt.stats_cache.max_bytes else None
-            runs = _runs(files, partitions, run_files)
 
-            def read(run: Run, following: list[str] | None) -> tuple[list[str], pa.Table, npt.NDArray[np.int64], FlatStats]:
-                for ahead in (run[0], following):  # this run's blocks (if not started), then the next one's behind them
+            def read(chosen: list[str], following: list[str] | None) -> FlatStats:
+                for ahead in (chosen, following):  # this run's blocks (if not started), then the next one's behind them
                     if ahead is not None:
                         mdt.prefetch_stats_records(MdtPartition.COLUMN_STATS.value, columns, ahead)
-                return (*run, mdt.stats_read(MdtPartition.COLUMN_STATS.value, columns, run[0], types))
+                return mdt.stats_read(MdtPartition.COLUMN_STATS.value, columns, chosen, types)
 
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stats-run") as reader:
                 # A run's records are read on a thread (the only one reading the metadata table meanwhile) while the run
-                # before is pivoted, matched and evaluated here; its blocks inflate while the run before it decodes.
-                in_order = read_ahead(reader, _with_next(runs), lambda pair: read(*pair), depth=2)
+                # before is pivoted, matched and evaluated here; its blocks inflate while the run before it decodes. The
+                # thread opens the files while the runs are cut, and the first reads start as soon as the runs'
+                # partitions are known, before their rows are located in the listing.
+                stats_opened = reader.submit(mdt.open_stats, MdtPartition.COLUMN_STATS.value)
+                release_unused()  # what reading the listing left free goes back before the runs
+                cut = RunCut.of(files, partitions, run_files)
+                stats_opened.result()  # a file that does not open fails here
+                reads = Ahead(reader, _with_next(cut.partitions), lambda pair: read(*pair), depth=2)
                 here = []
-                for chosen, rows, positions, flat in in_order:
-                    stats = stats_of_records(mdt, columns, types, chosen, rows, flat.of_partitions(columns, chosen))
-                    here.append(evaluate_run(mdt, columns, types, chosen, rows, ctx.predicate, kept, positions, stats))
-                    if len(here) % RELEASE_EVERY_RUNS == 0:
-                        release_unused()
+                try:
+                    for (chosen, positions), flat in zip(cut.runs(), reads):
+                        stats = stats_of_records(mdt, columns, types, chosen, files, flat.of_partitions(columns, chosen))
+                        here.append(evaluate_run(mdt, columns, types, chosen, files, ctx.predicate, kept, positions, stats))
+                        if len(here) % RELEASE_EVERY_RUNS == 0:
+                            release_unused()
+                finally:
+                    reads.close()
             if kept is not None:
                 whole = kept.whole()
                 mdt.keep_column_stats(columns, whole)
@@ -97,12 +105,15 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
         uri, options = ctx.table.base_uri, dict(ctx.table.storage.storage_options)
         with worker_pool(workers, [__name__]) as pool:
             opened = [pool.submit(_worker_open, uri, options) for _ in range(workers)]  # they start while the listing is read
-            runs = _runs(ctx.lister.file_table(partitions), partitions, run_files)
+            listing = ctx.lister.file_table(partitions)
+            release_unused()  # what reading the listing left free goes back before the runs
+            runs = RunCut.of(listing, partitions, run_files).runs()
             for future in opened:
                 future.result()  # a table the workers cannot open fails here, as it would in this process
             found: list[Candidates] = []
             pending: deque[Future[Candidates]] = deque()
-            for chosen, rows, _ in runs:
+            for chosen, positions in runs:
+                rows = arrow_values.taken(listing, positions)  # what a worker is sent
                 if len(pending) >= workers * RUNS_IN_FLIGHT:
                     found.append(pending.popleft().result())
                 pending.append(pool.submit(_worker_run, uri, options, columns, types, chosen, rows, ctx.predicate))
@@ -112,19 +123,9 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
     return run
 
 
-def _with_next(runs: Iterator[Run]) -> Iterator[tuple[Run, list[str] | None]]:
-    """Each run with the next one's partitions (None after the last)."""
-    current = next(runs, None)
-    while current is not None:
-        following = next(runs, None)
-        yield current, None if following is None else following[0]
-        current = following
-
-
-def _runs(files: pa.Table, partitions: list[str], run_files: int) -> Iterator[Run]:
-    runs = partition_runs(files, partitions, run_files)
-    release_unused()  # what reading the listing left free goes back before the runs
-    return runs
+def _with_next(runs: list[list[str]]) -> Iterator[tuple[list[str], list[str] | None]]:
+    """Each run's partitions with the next one's (None after the last)."""
+    return zip(runs, [*runs[1:], None])
 
 
 @dataclass
@@ -171,17 +172,18 @@ def stats_of_records(mdt: MetadataTable, columns: list[str], types: dict[str, pa
     return stats
 
 
-def evaluate_run(mdt: MetadataTable, columns: list[str], types: dict[str, pa.DataType], partitions: list[str], rows: pa.Table,
+def evaluate_run(mdt: MetadataTable, columns: list[str], types: dict[str, pa.DataType], partitions: list[str], files: pa.Table,
                  predicate: BoundPredicate, kept: KeptRuns | None = None, positions: npt.NDArray[np.int64] | None = None,
                  stats: pa.Table | None = None) -> Candidates:
     """One run: its statistics (read here unless given) evaluated with its
-    listing rows (at `positions` of the listing); what it read added to `kept`."""
+    listed files (the rows of `files`, or those at `positions`: the run's rows
+    of the whole listing, never copied out); what it read added to `kept`."""
     if stats is None:
-        stats = run_stats(mdt, columns, types, partitions, rows)
-    found = stats_rows_of(rows, stats)
+        stats = run_stats(mdt, columns, types, partitions, files)
+    listed = listed_rows_of(stats, files, positions)
     if kept is not None and positions is not None:
-        kept.add(stats, positions, found)
-    return candidates_of(rows, stats, predicate, columns, found)
+        kept.add(stats, positions, stats_row_per_listed(len(positions), listed))
+    return candidates_of(files, stats, predicate, columns, positions, listed)
 
 
 _WORKER_TABLES: dict[tuple[str, tuple[tuple[str, str], ...]], HudiTable] = {}
@@ -207,41 +209,49 @@ def _worker_run(uri: str, options: Mapping[str, str], columns: list[str], types:
     return evaluate_run(mdt, columns, types, partitions, rows, predicate)
 
 
-def partition_runs(files: pa.Table, partitions: list[str], run_files: int) -> Iterator[Run]:
+@dataclass
+class RunCut:
     """The partitions in the order of their ids, cut into runs of about
-    `run_files` listed files, each with its listing rows (taken from each
-    batch of the listing as the run comes: the listing is never copied whole)
-    and their positions in the listing."""
-    ordered = sorted(partitions, key=keys.partition_index_id)
-    encoded = pc.dictionary_encode(files.column(PARTITION)).combine_chunks()
-    names = encoded.dictionary.to_pylist()
-    codes = to_numpy(encoded.indices).astype(np.int64)
-    counts = dict(zip(names, np.bincount(codes, minlength=len(names)).tolist()))
-    runs: list[list[str]] = [[]]
-    held = 0
-    for partition in ordered:
-        if held >= run_files:
-            runs.append([])
-            held = 0
-        runs[-1].append(partition)
-        held += counts.get(partition, 0)
-    run_of_name = {p: n for n, run in enumerate(runs) for p in run}
-    run_of_row = np.array([run_of_name.get(p, -1) for p in names], dtype=np.int32)[codes]
-    del codes, encoded  # 32-bit, and gone before the runs: at 10M files each index array is 40 to 80 MB
-    batches, first = [], 0
-    for batch in files.to_batches():
-        runs_here = run_of_row[first : first + batch.num_rows]
-        order = np.argsort(runs_here, kind="stable").astype(np.int32)
-        batches.append((batch, order, np.searchsorted(runs_here[order], np.arange(len(runs) + 1))))
-        first += batch.num_rows
-    del run_of_row
-    starts = np.cumsum([0] + [batch.num_rows for batch, _, _ in batches])
-    for n, run in enumerate(runs):
-        if run:
-            taken = [batch.take(arrow_values.from_numpy(order[bounds[n] : bounds[n + 1]])) for batch, order, bounds in batches]
-            positions = np.concatenate([order[bounds[n] : bounds[n + 1]].astype(np.int64) + start
-                                        for (_, order, bounds), start in zip(batches, starts.tolist())])
-            yield run, pa.Table.from_batches(taken, schema=files.schema), positions
+    `run_files` listed files; `runs()` gives each run's rows as positions in
+    the listing (a run's rows are matched where they lie, never copied out)."""
+
+    partitions: list[list[str]]  # each run's partitions
+    names: list[str]  # the listing's partitions, as dictionary-encoded
+    codes: npt.NDArray[np.int32]  # per listed file, its partition among `names`
+    batch_lengths: list[int]  # the listing's batches
+
+    @classmethod
+    def of(cls, files: pa.Table, partitions: list[str], run_files: int) -> RunCut:
+        ordered = sorted(partitions, key=keys.partition_index_id)
+        encoded = pc.dictionary_encode(files.column(PARTITION)).combine_chunks()
+        names = encoded.dictionary.to_pylist()
+        codes = to_numpy(encoded.indices).astype(np.int32)  # 32-bit: at 10M files each index array is 40 to 80 MB
+        counts = dict(zip(names, np.bincount(codes, minlength=len(names)).tolist()))
+        runs: list[list[str]] = [[]]
+        held = 0
+        for partition in ordered:
+            if held >= run_files:
+                runs.append([])
+                held = 0
+            runs[-1].append(partition)
+            held += counts.get(partition, 0)
+        return cls([run for run in runs if run], names, codes, [batch.num_rows for batch in files.to_batches()])
+
+    def runs(self) -> Iterator[tuple[list[str], npt.NDArray[np.int64]]]:
+        """Each run's partitions with the positions of its rows in the listing (ascending), in run order."""
+        run_of_name = {p: n for n, run in enumerate(self.partitions) for p in run}
+        run_of_row = np.array([run_of_name.get(p, -1) for p in self.names], dtype=np.int32)[self.codes]
+        self.codes = np.zeros(0, dtype=np.int32)  # gone before the runs
+        # sorted a batch of the listing at a time, held 32-bit: at 10M files a whole sort's indexes take 80 MB more
+        orders, first = [], 0
+        for length in self.batch_lengths:
+            runs_here = run_of_row[first : first + length]
+            order = np.argsort(runs_here, kind="stable").astype(np.int32)
+            orders.append((first, order, np.searchsorted(runs_here[order], np.arange(len(self.partitions) + 1))))
+            first += length
+        del run_of_row
+        for n, run in enumerate(self.partitions):
+            yield run, np.concatenate([order[bounds[n] : bounds[n + 1]].astype(np.int64) + start for start, order, bounds in orders])
 
 
-__all__ = ["RUN_FILES", "evaluate_run", "partition_runs", "runs_of_partitions"]
+__all__ = ["RUN_FILES", "RunCut", "evaluate_run", "runs_of_partitions"]

@@ -477,14 +477,17 @@ done:
     return result;
 }
 
-/* index_in_strings(set_chunks, chunks, out[, release]): for each string of
- * `chunks`, the index (across the chunks) of the first equal string of
- * `set_chunks`, or -1, into `out` (int32s, one per string): Arrow's index_in
- * for null-free string arrays, by one open-addressing table of the set's
- * hashes, each match compared in full. A chunk is (offsets, data, first,
- * count): a string array's int32 offsets and bytes, its first element and
- * its length. ValueError when a chunk's buffers do not hold what its
- * offsets say. */
+/* index_in_strings(set_chunks, chunks, out[, release[, set_positions]]): for
+ * each string of `chunks`, the index (across the chunks) of the first equal
+ * string of `set_chunks`, or -1, into `out` (int32s, one per string): Arrow's
+ * index_in for null-free string arrays, by one open-addressing table of the
+ * set's hashes, each match compared in full. A chunk is (offsets, data,
+ * first, count): a string array's int32 offsets and bytes, its first element
+ * and its length. With `set_positions` (int64s), the set is the strings at
+ * those positions across `set_chunks` (a run's rows of a whole listing, not
+ * copied out), and an index is one into `set_positions`. ValueError when a
+ * chunk's buffers do not hold what its offsets say (only the strings read
+ * are checked), or a position is outside the chunks. */
 static uint64_t string_hash(const unsigned char *p, int32_t length) {
     uint64_t h = (uint64_t)length * 0x9E3779B97F4A7C15ULL;
     while (length >= 8) {
@@ -529,8 +532,15 @@ static void release_chunks(StringChunk *chunks, Py_ssize_t count) {
     PyMem_Free(chunks);
 }
 
-/* The chunks of a sequence, their buffers held (released by release_chunks); NULL with an exception set. */
-static StringChunk *string_chunks(PyObject *sequence, Py_ssize_t *chunk_count, Py_ssize_t *total) {
+/* Whether a chunk's string `i` lies within its buffers. */
+static int string_fits(const StringChunk *chunk, Py_ssize_t i) {
+    const int32_t *at = (const int32_t *)chunk->offsets.buf + chunk->first;
+    return at[i] >= 0 && at[i + 1] >= at[i] && (Py_ssize_t)at[i + 1] <= chunk->data.len;
+}
+
+/* The chunks of a sequence, their buffers held (released by release_chunks); NULL with an exception set.
+ * `check_all`: every string is checked to lie within its buffers (else the caller checks those it reads). */
+static StringChunk *string_chunks(PyObject *sequence, Py_ssize_t *chunk_count, Py_ssize_t *total, int check_all) {
     PyObject *items = PySequence_Fast(sequence, "string chunks must be a sequence");
     if (items == NULL) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
@@ -551,9 +561,9 @@ static StringChunk *string_chunks(PyObject *sequence, Py_ssize_t *chunk_count, P
         const int32_t *at = (const int32_t *)chunk->offsets.buf + chunk->first;
         int fits = chunk->first >= 0 && chunk->count >= 0 &&
                    chunk->offsets.len >= (chunk->first + chunk->count + 1) * (Py_ssize_t)sizeof(int32_t);
-        for (Py_ssize_t i = 0; fits && i < chunk->count; i++)
+        for (Py_ssize_t i = 0; fits && check_all && i < chunk->count; i++)
             fits = at[i] >= 0 && at[i + 1] >= at[i];
-        if (!fits || (chunk->count > 0 && (Py_ssize_t)at[chunk->count] > chunk->data.len)) {
+        if (!fits || (check_all && chunk->count > 0 && (Py_ssize_t)at[chunk->count] > chunk->data.len)) {
             PyErr_SetString(PyExc_ValueError, "string offsets do not fit their buffers");
             goto fail;
         }
@@ -570,20 +580,41 @@ fail:
 
 static PyObject *index_in_strings(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *set_sequence, *sequence;
-    Py_buffer out;
+    PyObject *set_sequence, *sequence, *positions_object = Py_None;
+    Py_buffer out, positions = {0};
     int release = 0;
-    if (!PyArg_ParseTuple(args, "OOw*|p", &set_sequence, &sequence, &out, &release)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOw*|pO", &set_sequence, &sequence, &out, &release, &positions_object)) return NULL;
     PyObject *result = NULL;
     Py_ssize_t set_chunk_count = 0, chunk_count = 0, set_count = 0, count = 0;
     StringChunk *set_chunks = NULL, *chunks = NULL;
     int32_t *slots = NULL, *lengths = NULL;
     uint64_t *hashes = NULL;
     const unsigned char **heads = NULL;
-    set_chunks = string_chunks(set_sequence, &set_chunk_count, &set_count);
+    Py_ssize_t *chunk_starts = NULL;
+    int picked = positions_object != Py_None;
+    if (picked && PyObject_GetBuffer(positions_object, &positions, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&out);
+        return NULL;
+    }
+    set_chunks = string_chunks(set_sequence, &set_chunk_count, &set_count, !picked);
     if (set_chunks == NULL) goto done;
-    chunks = string_chunks(sequence, &chunk_count, &count);
+    chunks = string_chunks(sequence, &chunk_count, &count, 1);
     if (chunks == NULL) goto done;
+    if (picked) {
+        if (positions.len % (Py_ssize_t)sizeof(int64_t)) {
+            PyErr_SetString(PyExc_ValueError, "set positions must be int64s");
+            goto done;
+        }
+        /* each picked string located (by its chunk) and checked before the GIL goes */
+        set_count = positions.len / (Py_ssize_t)sizeof(int64_t);
+        chunk_starts = PyMem_Malloc((size_t)(set_chunk_count + 1) * sizeof(Py_ssize_t));
+        if (chunk_starts == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        chunk_starts[0] = 0;
+        for (Py_ssize_t c = 0; c < set_chunk_count; c++) chunk_starts[c + 1] = chunk_starts[c] + set_chunks[c].count;
+    }
     if (out.len < count * (Py_ssize_t)sizeof(int32_t) || set_count > INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "the output does not fit the strings");
         goto done;
@@ -599,12 +630,43 @@ static PyObject *index_in_strings(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
+    if (picked) { /* the picked strings' places, checked with the GIL held (an error is raised here) */
+        const int64_t *at_positions = positions.buf;
+        for (Py_ssize_t index = 0; index < set_count; index++) {
+            int64_t position = at_positions[index];
+            if (position < 0 || position >= chunk_starts[set_chunk_count]) {
+                PyErr_SetString(PyExc_ValueError, "a set position is outside the strings");
+                goto done;
+            }
+            Py_ssize_t low = 0, high = set_chunk_count - 1; /* the last chunk starting at or before it */
+            while (low < high) {
+                Py_ssize_t middle = (low + high + 1) / 2;
+                if (chunk_starts[middle] <= position) low = middle; else high = middle - 1;
+            }
+            const StringChunk *chunk = &set_chunks[low];
+            Py_ssize_t i = (Py_ssize_t)(position - chunk_starts[low]);
+            if (!string_fits(chunk, i)) {
+                PyErr_SetString(PyExc_ValueError, "string offsets do not fit their buffers");
+                goto done;
+            }
+            const int32_t *at = (const int32_t *)chunk->offsets.buf + chunk->first;
+            lengths[index] = at[i + 1] - at[i];
+            heads[index] = (const unsigned char *)chunk->data.buf + at[i];
+        }
+    }
     {
         Py_ssize_t mask = size - 1, index = 0;
         int32_t *found = out.buf;
         PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
         memset(slots, 0xFF, (size_t)size * sizeof(int32_t));
-        for (Py_ssize_t c = 0; c < set_chunk_count; c++) {
+        if (picked) {
+            for (; index < set_count; index++) {
+                hashes[index] = string_hash(heads[index], lengths[index]);
+                Py_ssize_t slot = probe(slots, mask, hashes, lengths, heads, hashes[index], heads[index], lengths[index]);
+                if (slots[slot] < 0) slots[slot] = (int32_t)index;
+            }
+        }
+        for (Py_ssize_t c = 0; !picked && c < set_chunk_count; c++) {
             const int32_t *at = (const int32_t *)set_chunks[c].offsets.buf + set_chunks[c].first;
             const unsigned char *bytes = set_chunks[c].data.buf;
             for (Py_ssize_t i = 0; i < set_chunks[c].count; i++, index++) {
@@ -633,8 +695,10 @@ done:
     PyMem_RawFree(hashes);
     PyMem_RawFree(lengths);
     PyMem_RawFree(heads);
+    PyMem_Free(chunk_starts);
     release_chunks(set_chunks, set_chunk_count);
     release_chunks(chunks, chunk_count);
+    if (picked) PyBuffer_Release(&positions);
     PyBuffer_Release(&out);
     return result;
 }
@@ -668,7 +732,7 @@ static PyObject *prefix_index_strings(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "the prefixes are not sorted and distinct");
             goto done;
         }
-    chunks = string_chunks(sequence, &chunk_count, &count);
+    chunks = string_chunks(sequence, &chunk_count, &count, 1);
     if (chunks == NULL) goto done;
     if (out.len < count * (Py_ssize_t)sizeof(int32_t) || known > INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "the output does not fit the strings");

@@ -236,6 +236,12 @@ class MetadataTable:
         read (a streamed plan's next run, while this one decodes)."""
         self.reader.prefetch(mdt_partition, self._run_query(columns, partitions))
 
+    def open_stats(self, mdt_partition: str) -> None:
+        """Open a statistics partition's base files and read their block
+        indexes: a streamed plan does it on its reading thread while it cuts
+        its runs."""
+        self.reader.open_base_files(mdt_partition)
+
     def _run_query(self, columns: list[str], partitions: list[str]) -> KeyQuery:
         """A run's loose prefix query, made once for its read ahead and its read."""
         asked = (tuple(columns), tuple(partitions))

@@ -515,6 +515,13 @@ class MetadataTableReader:
             if file_slice.base_file:
                 self._hfile(file_slice.base_file).prefetch_covering(part.scan_prefixes())
 
+    def open_base_files(self, mdt_partition: str) -> None:
+        """Open the partition's base HFiles and read their block indexes (a
+        plan about to read them, on the thread that will)."""
+        for file_slice in self.file_slices(mdt_partition):
+            if file_slice.base_file:
+                self._hfile(file_slice.base_file).data_index  # noqa: B018 - read and kept by the reader
+
     def read_split(self, mdt_partition: str, query: KeyQuery) -> tuple[list[RawCells], dict[str, MetadataRecord]]:
         """`read` split for columnar decoding: the cells of base HFiles whose
         key no log block touches, undecoded (one RawCells per file), and every
