@@ -19,13 +19,16 @@ from metadata.fingerprints import all_distinct
 from metadata.mdt import native
 
 
+@pytest.mark.parametrize("matcher", ["compiled", "numpy"])
 @settings(max_examples=400, deadline=None)
-@given(values=st.lists(st.text(alphabet="ab_.é ", max_size=6), max_size=40), width=st.sampled_from([None, 3, 8, 13]))
-def test_all_distinct_is_exact(values: list[str], width: int | None) -> None:
+@given(values=st.lists(st.text(alphabet="ab_.é ", max_size=6), max_size=40), width=st.sampled_from([None, 3, 8, 13]), skip=st.integers(0, 2))
+def test_all_distinct_is_exact(matcher: str, values: list[str], width: int | None, skip: int) -> None:
     if width is not None:  # one byte width: the fingerprint path
         values = [v.encode()[:width].ljust(width, b"x").decode("utf-8", "replace") for v in values]
         values = [v for v in values if len(v.encode()) == width]
-    assert all_distinct(pa.array(values, pa.string())) == (len(set(values)) == len(values))
+    with _matching(matcher):
+        assert all_distinct(pa.array(values, pa.string())) == (len(set(values)) == len(values))
+        assert all_distinct(pa.array(["z"] * skip + values, pa.string()).slice(skip)) == (len(set(values)) == len(values))
 
 
 def test_a_shared_fingerprint_is_settled_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
