@@ -237,6 +237,22 @@ def index_in(values: pa.Array | pa.ChunkedArray, value_set: pa.Array | pa.Chunke
 def _compiled_index_in(values: pa.Array | pa.ChunkedArray, value_set: pa.Array | pa.ChunkedArray) -> pa.Array | None:
     """`index_in` by `_cells.index_in_strings` (every string hashed whole, each match compared in full; a 1M
     plan's matching took 0.10 s of CPU, 0.20 s by fingerprints), or None: not compiled, or not null-free strings."""
+    found = _compiled_match(values, value_set, None)
+    return None if found is None else from_numpy(found, valid=found >= 0)
+
+
+def index_in_at(values: pa.Array | pa.ChunkedArray, value_set: pa.Array | pa.ChunkedArray,
+                positions: npt.NDArray[np.signedinteger]) -> npt.NDArray[np.int32] | None:
+    """Per value, the index into `positions` of the first equal string among
+    `value_set`'s at those positions (-1: none), without copying them out (a
+    run's rows of a whole listing); compiled only, else None (not compiled,
+    nulls, or not strings: the caller takes the rows and uses `index_in`)."""
+    return _compiled_match(values, value_set, np.ascontiguousarray(positions, dtype=np.int64))
+
+
+def _compiled_match(values: pa.Array | pa.ChunkedArray, value_set: pa.Array | pa.ChunkedArray,
+                    positions: npt.NDArray[np.int64] | None) -> npt.NDArray[np.int32] | None:
+    """`_cells.index_in_strings` (-1: none), or None: not compiled, or not null-free strings."""
     if native.cells is None:
         return None
     sides = [value_set.chunks if isinstance(value_set, pa.ChunkedArray) else [value_set],
@@ -245,25 +261,7 @@ def _compiled_index_in(values: pa.Array | pa.ChunkedArray, value_set: pa.Array |
         return None
     found = np.empty(len(values), dtype=np.int32)
     # the GIL goes while it matches, on any thread: the main thread matches a run while another reads the next one
-    native.cells.index_in_strings(*([_string_buffers(chunk) for chunk in side] for side in sides), found, True)
-    return from_numpy(found, valid=found >= 0)
-
-
-def index_in_at(values: pa.Array | pa.ChunkedArray, value_set: pa.Array | pa.ChunkedArray,
-                positions: npt.NDArray[np.int64]) -> npt.NDArray[np.int32] | None:
-    """Per value, the index into `positions` of the first equal string among
-    `value_set`'s at those positions (-1: none), without copying them out (a
-    run's rows of a whole listing); compiled only, else None (not compiled,
-    nulls, or not strings: the caller takes the rows and uses `index_in`)."""
-    if native.cells is None:
-        return None
-    sides = [value_set.chunks if isinstance(value_set, pa.ChunkedArray) else [value_set],
-             values.chunks if isinstance(values, pa.ChunkedArray) else [values]]
-    if any(chunk.null_count or chunk.type != pa.string() for side in sides for chunk in side):
-        return None
-    found = np.empty(len(values), dtype=np.int32)
-    native.cells.index_in_strings(*([_string_buffers(chunk) for chunk in side] for side in sides), found, True,
-                                  np.ascontiguousarray(positions, dtype=np.int64))
+    native.cells.index_in_strings(*([_string_buffers(chunk) for chunk in side] for side in sides), found, True, positions)
     return found
 
 

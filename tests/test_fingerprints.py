@@ -4,9 +4,6 @@ fingerprint forced equal."""
 
 from __future__ import annotations
 
-import contextlib
-from unittest import mock
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,16 +14,17 @@ from hypothesis import strategies as st
 from metadata import fingerprints
 from metadata.fingerprints import all_distinct
 from metadata.mdt import native
+from tests.native_paths import PATHS, on_path
 
 
-@pytest.mark.parametrize("matcher", ["compiled", "numpy"])
+@pytest.mark.parametrize("matcher", PATHS)
 @settings(max_examples=400, deadline=None)
 @given(values=st.lists(st.text(alphabet="ab_.é ", max_size=6), max_size=40), width=st.sampled_from([None, 3, 8, 13]), skip=st.integers(0, 2))
 def test_all_distinct_is_exact(matcher: str, values: list[str], width: int | None, skip: int) -> None:
     if width is not None:  # one byte width: the fingerprint path
         values = [v.encode()[:width].ljust(width, b"x").decode("utf-8", "replace") for v in values]
         values = [v for v in values if len(v.encode()) == width]
-    with _matching(matcher):
+    with on_path(matcher):
         assert all_distinct(pa.array(values, pa.string())) == (len(set(values)) == len(values))
         assert all_distinct(pa.array(["z"] * skip + values, pa.string()).slice(skip)) == (len(set(values)) == len(values))
 
@@ -39,19 +37,7 @@ def test_a_shared_fingerprint_is_settled_exactly(monkeypatch: pytest.MonkeyPatch
 _NAME = st.text(alphabet="0af-_.é", min_size=20, max_size=30)
 
 
-MATCHERS = ["compiled", "numpy"]
-
-
-def _matching(matcher: str) -> contextlib.AbstractContextManager[object]:
-    """`index_in` compiled (`_cells.index_in_strings`), or by numpy fingerprints (where it was not built)."""
-    if matcher == "numpy":
-        return mock.patch.object(native, "cells", None)
-    if native.cells is None:
-        pytest.skip("the compiled module was not built here (no C compiler): the numpy path answers")
-    return contextlib.nullcontext()
-
-
-@pytest.mark.parametrize("matcher", MATCHERS)
+@pytest.mark.parametrize("matcher", PATHS)
 @settings(max_examples=300, deadline=None)
 @given(values=st.lists(_NAME | st.text(alphabet="ab", max_size=3), max_size=30),
        value_set=st.lists(_NAME | st.text(alphabet="ab", max_size=3), max_size=30), split=st.integers(0, 30), skip=st.integers(0, 3))
@@ -65,7 +51,7 @@ def test_index_in_equals_arrow(matcher: str, values: list[str], value_set: list[
     set_sliced = pa.array(["y"] * skip + value_set, pa.string()).slice(skip)
     for given_values, given_set in ((pa.array(values, pa.string()), pa.array(value_set, pa.string())), (chunked, set_chunked),
                                     (sliced, set_sliced)):
-        with _matching(matcher):
+        with on_path(matcher):
             assert fingerprints.index_in(given_values, given_set).to_pylist() == expected.to_pylist()
 
 
@@ -78,11 +64,11 @@ def test_index_in_settles_shared_fingerprints(monkeypatch: pytest.MonkeyPatch) -
     assert found.to_pylist() == list(range(49, -1, -1)) + [None]
 
 
-@pytest.mark.parametrize("matcher", MATCHERS)
+@pytest.mark.parametrize("matcher", PATHS)
 def test_index_in_leaves_nulls_and_other_types_to_arrow(matcher: str) -> None:
     values = pa.array(["a", None, "b"], pa.string())
     large = pa.array(["a", "b"], pa.large_string())
-    with _matching(matcher):
+    with on_path(matcher):
         assert fingerprints.index_in(values, pa.array(["b", "a"], pa.string())).to_pylist() == [1, None, 0]
         assert fingerprints.index_in(large, pa.array(["b"], pa.large_string())).to_pylist() == [None, 0]
 

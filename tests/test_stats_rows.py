@@ -5,9 +5,6 @@ statistics."""
 
 from __future__ import annotations
 
-import contextlib
-from unittest import mock
-
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -17,6 +14,7 @@ from hypothesis import strategies as st
 from metadata import arrow_values
 from metadata.mdt import native
 from metadata.stats_table import FILE_NAME, PARTITION, listed_may_match, listed_rows_of, stats_row_per_listed, stats_rows_of
+from tests.native_paths import PATHS, on_path
 
 _files = st.tuples(st.sampled_from(["", "p=1", "p=2", "p=1/q=é"]), st.sampled_from(["f1.parquet", "f2.parquet", "f3.log.1", "f4"]))
 
@@ -37,7 +35,7 @@ def test_a_name_in_two_partitions_is_matched_in_its_own() -> None:
     assert stats_rows_of(_table([("p=2", "same.parquet"), ("p=3", "same.parquet")]), stats).tolist() == [1, -1]
 
 
-@pytest.mark.parametrize("matcher", ["compiled", "taken"])
+@pytest.mark.parametrize("matcher", PATHS)
 @settings(max_examples=300, deadline=None)
 @given(listed=st.lists(_files, max_size=24), stats=st.lists(_files, max_size=20), picks=st.lists(st.integers(0, 23), max_size=12),
        cuts=st.lists(st.integers(0, 24), max_size=3))
@@ -53,7 +51,7 @@ def test_listed_rows_are_the_other_way_round_of_stats_rows(matcher: str, listed:
     files = pa.Table.from_batches([b for lo, hi in zip(bounds, bounds[1:]) for b in files.slice(lo, hi - lo).to_batches()], schema=files.schema)
     positions = np.array(sorted({p for p in picks if p < len(listed)}), dtype=np.int64)
     here = [listed[p] for p in positions.tolist()]
-    with _matching(matcher):
+    with on_path(matcher):
         found = listed_rows_of(_table(stats), files, positions).tolist()
         whole = listed_rows_of(_table(stats), files).tolist()
     assert found == [here.index(pair) if pair in here else -1 for pair in stats]
@@ -73,15 +71,6 @@ def test_a_position_outside_the_listing_is_refused() -> None:
     files = _table([("p=1", "a"), ("p=1", "b")])
     with pytest.raises(ValueError, match="a set position is outside the strings"):
         listed_rows_of(_table([("p=1", "a")]), files, np.array([0, 2], dtype=np.int64))
-
-
-def _matching(matcher: str) -> contextlib.AbstractContextManager[object]:
-    """Rows matched where they lie (compiled), or taken out and matched (where the compiled part was not built)."""
-    if matcher == "taken":
-        return mock.patch.object(native, "cells", None)
-    if native.cells is None:
-        pytest.skip("the compiled module was not built here (no C compiler)")
-    return contextlib.nullcontext()
 
 
 @settings(max_examples=300, deadline=None)
