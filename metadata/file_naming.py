@@ -5,6 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from metadata import arrow_values
+from metadata.arrow_values import to_numpy
 from metadata.errors import HudiFormatError
 
 PARTITION_METADATA_PREFIX = ".hoodie_partition_metadata"
@@ -88,6 +94,22 @@ def file_id_of(name: str) -> str:
         end = max(name.rfind(".log."), name.rfind(".archive."))
         return name[1:end].rpartition("_")[0] if end > 0 else ""
     return name.partition("_")[0]
+
+
+def file_ids_of(names: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """`file_id_of` of each name, by Arrow (a plan's candidate groups are
+    found among millions of listed names); log names, which start with a
+    dot, by `file_id_of` itself."""
+    ids = pc.replace_substring_regex(names, "(?s)_.*", "")  # from the first '_' on (not pc.list_element: its index converts through pandas)
+    logs = pc.starts_with(names, ".")
+    if not pc.any(logs).as_py():
+        return ids
+    at = np.flatnonzero(to_numpy(logs, null=False))
+    log_ids = [file_id_of(name) for name in pc.take(names, arrow_values.from_numpy(at)).to_pylist()]
+    whole = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    mask = np.zeros(len(whole), dtype=bool)
+    mask[at] = True
+    return pc.replace_with_mask(whole, arrow_values.from_numpy(mask), arrow_values.array(log_ids, pa.string()))
 
 
 def classify(name: str, base_extension: str, where: str = "") -> BaseFileName | LogFileName | None:

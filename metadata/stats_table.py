@@ -40,6 +40,7 @@ _MIN, _MAX, _NULLS = "_minValue", "_maxValue", "_nullCount"
 NULL_COUNT_SUFFIX = _NULLS
 
 
+NUL = arrow_values.scalar("\x00", pa.string())  # joins a partition and a name (a Python str there would import pandas)
 TRUNCATED_KEY = b"hudi_bridge.truncated_bounds"  # schema metadata: comma-separated column names
 
 
@@ -142,34 +143,52 @@ def stats_rows_of(files: pa.Table, stats: pa.Table) -> npt.NDArray[np.int64]:
     return np.asarray(to_numpy(found, null=-1), dtype=np.int64)
 
 
-def listed_rows_of(stats: pa.Table, files: pa.Table, positions: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
-    """For each stats row, the listed file it is about: its row of `files`
-    (given `positions`, its index among the rows of `files` at those
-    positions), or -1 (not listed). `stats_rows_of` the other way round, by
-    the same rules: names first, partitions compared after, (partition,
-    name) pairs when a name matched another partition's file. The rows at
-    `positions` (a run's rows of a whole listing) are matched where they lie
-    (`fingerprints.index_in_at`); without the compiled part they are taken.
-    A file listed twice (no listing does) is matched at its first row."""
+class ListedFiles:
+    """Listed files (partition, fileName, size) a verdict is taken on: the
+    rows of a table, or its rows at `positions` (a run's rows of a whole
+    listing, matched where they lie and never copied out whole)."""
+
+    def __init__(self, table: pa.Table, positions: npt.NDArray[np.signedinteger] | None = None) -> None:
+        self.table = table
+        self.positions = positions
+        self._partitions: pa.Array | pa.ChunkedArray | None = None
+
+    def __len__(self) -> int:
+        return self.table.num_rows if self.positions is None else len(self.positions)
+
+    @property
+    def partitions(self) -> pa.Array | pa.ChunkedArray:
+        """Each listed file's partition (taken once)."""
+        if self._partitions is None:
+            column = self.table.column(PARTITION)
+            self._partitions = column if self.positions is None else arrow_values.taken(column, self.positions)
+        return self._partitions
+
+    def rows(self, which: npt.NDArray[np.signedinteger] | None = None) -> pa.Table:
+        """The listed files (those at these indexes among them, ascending) as a table."""
+        if self.positions is None:
+            return self.table if which is None else arrow_values.taken(self.table, which)
+        return arrow_values.taken(self.table, self.positions if which is None else self.positions[which])
+
+
+def listed_rows_of(stats: pa.Table, listed: ListedFiles) -> npt.NDArray[np.int64]:
+    """For each stats row, the index of the listed file it is about, or -1
+    (not listed). `stats_rows_of` the other way round, by the same rules:
+    names first, partitions compared after, (partition, name) pairs when a
+    name matched another partition's file. A run's files are matched where
+    they lie (`fingerprints.index_in_at`); without the compiled part they are
+    taken. A file listed twice (no listing does) is matched at its first row."""
     names = stats.column(FILE_NAME)
-    compiled = None if positions is None else fingerprints.index_in_at(names, files.column(FILE_NAME), positions)
-    rows: pa.Table | None = None
+    compiled = None if listed.positions is None else fingerprints.index_in_at(names, listed.table.column(FILE_NAME), listed.positions)
     if compiled is None:
-        rows = files if positions is None else arrow_values.taken(files, positions)
-        compiled = to_numpy(fingerprints.index_in(names, rows.column(FILE_NAME)), null=-1)
+        compiled = to_numpy(fingerprints.index_in(names, listed.rows().column(FILE_NAME)), null=-1)
     found: npt.NDArray[np.int64] = np.asarray(compiled, dtype=np.int64)
     matched = np.flatnonzero(found >= 0)
-    # the partition of each match's listed file, from the rows' partitions (taken in their order: no sort)
-    partitions = (rows if rows is not None else files).column(PARTITION)
-    if rows is None and positions is not None:
-        partitions = arrow_values.taken(partitions, positions)
     same = pc.equal(pc.take(stats.column(PARTITION), arrow_values.from_numpy(matched), memory_pool=READ_POOL),
-                    pc.take(partitions, arrow_values.from_numpy(found[matched]), memory_pool=READ_POOL), memory_pool=READ_POOL)
+                    pc.take(listed.partitions, arrow_values.from_numpy(found[matched]), memory_pool=READ_POOL), memory_pool=READ_POOL)
     if pc.all(same).as_py() is not False:
         return found
-    if rows is None:
-        rows = files if positions is None else arrow_values.taken(files, positions)
-    exact = pc.index_in(_file_identities(stats), value_set=_file_identities(rows), memory_pool=READ_POOL)
+    exact = pc.index_in(_file_identities(stats), value_set=_file_identities(listed.rows()), memory_pool=READ_POOL)
     return np.asarray(to_numpy(exact, null=-1), dtype=np.int64)
 
 
@@ -195,5 +214,5 @@ def stats_row_per_listed(count: int, listed: npt.NDArray[np.int64]) -> npt.NDArr
 
 def _file_identities(table: pa.Table) -> pa.Array:
     """The identity of each row's file: partition, a NUL, file name."""
-    joined = pc.binary_join_element_wise(table.column(PARTITION), table.column(FILE_NAME), "\x00", memory_pool=READ_POOL)
+    joined = pc.binary_join_element_wise(table.column(PARTITION), table.column(FILE_NAME), NUL, memory_pool=READ_POOL)
     return joined.combine_chunks(memory_pool=READ_POOL)

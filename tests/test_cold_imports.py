@@ -15,7 +15,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from engine_bridge.cli.app import COMMANDS, main
+from metadata import HudiTable
 from metadata.sample_tables.builder import TableBuilder
+from tests.conftest import fixture_ids, requires_fixtures, table_path
 
 PROBE = """
 import json, sys
@@ -82,3 +84,32 @@ def test_the_lister_plans_and_scans_leave_pandas_out(tmp_path: Path) -> None:
     found = json.loads(out.stdout)
     assert found["listed"] == 2 and found["rows"] == 4 and found["kept"]["city = 'sf'"] == 2
     assert "pandas" not in found["modules"], found["modules"]
+
+
+STREAMED_PROBE = """
+import json, sys
+from listers import plan
+from listers.index_support import column_stats
+column_stats.STREAM_ABOVE_BYTES = 0  # column_stats read in runs of partitions, as over 100,000 listed files
+found = plan(sys.argv[1], "_hoodie_record_key > ''")
+notes = [stage.note for stage in found.stages if stage.name == "column_stats"]
+print(json.dumps({"kept": len(found.files), "notes": notes, "modules": sorted({m.split(".")[0] for m in sys.modules})}))
+"""
+
+
+@requires_fixtures
+def test_a_streamed_plan_leaves_pandas_out(fixture_root: Path) -> None:
+    """A plan reading column_stats in runs, each run's candidates and their groups found, never imports pandas."""
+    import pandas  # noqa: F401  (installed: the probe's process could import it)
+
+    for stem in fixture_ids():
+        table = HudiTable.open(table_path(fixture_root, stem))
+        if table.metadata_table is None or "column_stats" not in table.config.metadata_partitions:
+            continue
+        out = subprocess.run([sys.executable, "-c", STREAMED_PROBE, table_path(fixture_root, stem)], capture_output=True, text=True,
+                             timeout=120, check=True)
+        found = json.loads(out.stdout)
+        assert found["kept"] and any("run(s) of partitions" in note for note in found["notes"]), (stem, found["notes"])
+        assert "pandas" not in found["modules"], stem
+        return
+    raise AssertionError("no fixture has column_stats")

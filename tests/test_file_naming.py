@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given
+import pyarrow as pa
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metadata.file_naming import BaseFileName, LogFileName, classify, file_id_of
+from metadata.file_naming import BaseFileName, LogFileName, classify, file_id_of, file_ids_of
 from metadata.sample_tables.sample import build_sample_table
 from tests.conftest import requires_fixtures
 
@@ -48,3 +49,14 @@ def test_file_id_of_agrees_with_classify_on_made_up_names(file_id: str, instant:
     assert file_id_of(base) == classify(base, ".parquet").file_id  # type: ignore[union-attr]
     assert file_id_of(log) == LogFileName.parse(log).file_id
     assert (classify(log, ".parquet") is None) == cdc  # a change-data log is no log file of the slice
+
+
+@settings(max_examples=300, deadline=None)
+@given(names=st.lists(st.text(alphabet="ab_.-é0", max_size=12) | st.builds(lambda f, i: f".{f}_{i}.log.1_0-1-2", st.text("ab_", max_size=5),
+                                                                        st.text("01", max_size=3)), max_size=20),
+       split=st.integers(0, 20))
+def test_file_ids_of_is_file_id_of_each_name(names: list[str], split: int) -> None:
+    """By Arrow over an array (one chunk or two): what `file_id_of` gives a name at a time, log names and names without '_' too."""
+    expected = [file_id_of(name) for name in names]
+    assert file_ids_of(pa.array(names, pa.string())).to_pylist() == expected
+    assert file_ids_of(pa.chunked_array([names[:split], names[split:]], pa.string())).to_pylist() == expected

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from metadata import arrow_values
 from metadata.mdt import native
-from metadata.stats_table import FILE_NAME, PARTITION, listed_may_match, listed_rows_of, stats_row_per_listed, stats_rows_of
+from metadata.stats_table import FILE_NAME, PARTITION, ListedFiles, listed_may_match, listed_rows_of, stats_row_per_listed, stats_rows_of
 from tests.native_paths import PATHS, on_path
 
 _files = st.tuples(st.sampled_from(["", "p=1", "p=2", "p=1/q=é"]), st.sampled_from(["f1.parquet", "f2.parquet", "f3.log.1", "f4"]))
@@ -52,8 +52,8 @@ def test_listed_rows_are_the_other_way_round_of_stats_rows(matcher: str, listed:
     positions = np.array(sorted({p for p in picks if p < len(listed)}), dtype=np.int64)
     here = [listed[p] for p in positions.tolist()]
     with on_path(matcher):
-        found = listed_rows_of(_table(stats), files, positions).tolist()
-        whole = listed_rows_of(_table(stats), files).tolist()
+        found = listed_rows_of(_table(stats), ListedFiles(files, positions)).tolist()
+        whole = listed_rows_of(_table(stats), ListedFiles(files)).tolist()
     assert found == [here.index(pair) if pair in here else -1 for pair in stats]
     assert whole == [listed.index(pair) if pair in listed else -1 for pair in stats]
     keep = np.array([i % 2 == 0 for i in range(len(stats))], dtype=bool)
@@ -70,7 +70,7 @@ def test_a_position_outside_the_listing_is_refused() -> None:
         pytest.skip("the compiled module was not built here (no C compiler)")
     files = _table([("p=1", "a"), ("p=1", "b")])
     with pytest.raises(ValueError, match="a set position is outside the strings"):
-        listed_rows_of(_table([("p=1", "a")]), files, np.array([0, 2], dtype=np.int64))
+        listed_rows_of(_table([("p=1", "a")]), ListedFiles(files, np.array([0, 2], dtype=np.int64)))
 
 
 @settings(max_examples=300, deadline=None)

@@ -22,10 +22,10 @@ from listers.index_support.base import FileIndexSupport, FileListing, Groups, Pl
 from metadata import FileSlice, MetadataTableUnavailable, arrow_values
 from metadata.arrow_values import to_numpy
 from metadata.errors import HudiFormatError
-from metadata.file_naming import file_id_of
+from metadata.file_naming import file_id_of, file_ids_of
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.stats_columns import FlatStats, pivot
-from metadata.stats_table import FILE_NAME, PARTITION, listed_may_match, listed_rows_of, min_field, stats_rows_of
+from metadata.stats_table import FILE_NAME, NUL, PARTITION, ListedFiles, listed_may_match, listed_rows_of, min_field, stats_rows_of
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def bucket_candidates(files: pa.Table, pieces: dict[str, list[pa.Table]], predic
     stats = pivoted(files, pieces, columns, types)
     if stats is None:
         raise HudiFormatError("column_stats", "a key is held by two metadata file groups")
-    return candidates_of(files, stats, predicate, columns)
+    return candidates_of(ListedFiles(files), stats, predicate, columns)
 
 
 def pivoted(files: pa.Table, pieces: dict[str, list[pa.Table]], columns: list[str], types: dict[str, pa.DataType],
@@ -116,27 +116,24 @@ def pivoted(files: pa.Table, pieces: dict[str, list[pa.Table]], columns: list[st
     return pivot(flat, columns, known, True, types)
 
 
-def candidates_of(files: pa.Table, stats: pa.Table, predicate: BoundPredicate, columns: list[str],
-                  positions: npt.NDArray[np.int64] | None = None, listed: npt.NDArray[np.int64] | None = None) -> Candidates:
-    """The listed files (the rows of `files`, or its rows at `positions`: a
-    run's rows of the whole listing) whose statistics may hold a match, and
-    every listed file of their groups (`listed`: each stats row's listed
-    file, `listed_rows_of`, when known)."""
+def candidates_of(files: ListedFiles, stats: pa.Table, predicate: BoundPredicate, columns: list[str],
+                  listed: npt.NDArray[np.int64] | None = None) -> Candidates:
+    """The listed files whose statistics may hold a match, and every listed
+    file of their groups (`listed`: each stats row's listed file,
+    `listed_rows_of`, when known)."""
     verdict = verdict_of(stats, predicate, columns)
-    count = files.num_rows if positions is None else len(positions)
-    may = listed_may_match(count, listed_rows_of(stats, files, positions) if listed is None else listed, verdict.keep)
+    may = listed_may_match(len(files), listed_rows_of(stats, files) if listed is None else listed, verdict.keep)
     chosen = np.flatnonzero(may)
     if not len(chosen):
-        return Candidates(frozenset(), count, tuple(verdict.indexed), group_files=files.slice(0, 0))
-    kept = arrow_values.taken(files, chosen if positions is None else positions[chosen])
+        return Candidates(frozenset(), len(files), tuple(verdict.indexed), group_files=files.table.slice(0, 0))
+    kept = files.rows(chosen)
     candidates = frozenset(zip(kept.column(PARTITION).to_pylist(), kept.column(FILE_NAME).to_pylist()))
-    groups = {(p, file_id_of(n)) for p, n in candidates}
     # only the files of partitions holding a candidate can share its group: the others are not parsed
-    partitions = files.column(PARTITION) if positions is None else arrow_values.taken(files.column(PARTITION), positions)
-    near_rows = np.flatnonzero(to_numpy(pc.is_in(partitions, value_set=arrow_values.array(sorted({p for p, _ in groups}), pa.string()))))
-    near = arrow_values.taken(files, near_rows if positions is None else positions[near_rows])
-    in_group = [(p, file_id_of(n)) in groups for p, n in zip(near.column(PARTITION).to_pylist(), near.column(FILE_NAME).to_pylist())]
-    return Candidates(candidates, count, tuple(verdict.indexed), group_files=near.filter(arrow_values.array(in_group, pa.bool_())))
+    near = files.rows(np.flatnonzero(to_numpy(pc.is_in(files.partitions, value_set=arrow_values.array(sorted({p for p, _ in candidates}),
+                                                                                                        pa.string())))))
+    groups = arrow_values.array(sorted({f"{p}\x00{file_id_of(n)}" for p, n in candidates}), pa.string())
+    in_group = pc.is_in(pc.binary_join_element_wise(near.column(PARTITION), file_ids_of(near.column(FILE_NAME)), NUL), value_set=groups)
+    return Candidates(candidates, len(files), tuple(verdict.indexed), group_files=near.filter(in_group))
 
 
 # Evaluates column_stats for some partitions elsewhere (Spark executors) or in runs: (ctx, partitions) -> Candidates.

@@ -42,7 +42,7 @@ from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.stats_columns import FlatStats
 from metadata.process import worker_count, worker_pool
 from metadata.read_ahead import Ahead
-from metadata.stats_table import PARTITION, listed_rows_of, stats_row_per_listed
+from metadata.stats_table import PARTITION, ListedFiles, listed_rows_of, stats_row_per_listed
 
 # Listed files a run evaluates, with their statistics. Smaller runs stay in
 # the caches and leave the allocators less to hold: a streamed 1M plan took
@@ -180,10 +180,11 @@ def evaluate_run(mdt: MetadataTable, columns: list[str], types: dict[str, pa.Dat
     of the whole listing, never copied out); what it read added to `kept`."""
     if stats is None:
         stats = run_stats(mdt, columns, types, partitions, files)
-    listed = listed_rows_of(stats, files, positions)
+    here = ListedFiles(files, positions)
+    listed = listed_rows_of(stats, here)
     if kept is not None and positions is not None:
         kept.add(stats, positions, stats_row_per_listed(len(positions), listed))
-    return candidates_of(files, stats, predicate, columns, positions, listed)
+    return candidates_of(here, stats, predicate, columns, listed)
 
 
 _WORKER_TABLES: dict[tuple[str, tuple[tuple[str, str], ...]], HudiTable] = {}
