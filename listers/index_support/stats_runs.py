@@ -226,7 +226,7 @@ class RunCut:
         ordered = sorted(partitions, key=keys.partition_index_id)
         encoded = pc.dictionary_encode(files.column(PARTITION)).combine_chunks()
         names = encoded.dictionary.to_pylist()
-        codes = to_numpy(encoded.indices).astype(np.int32)  # 32-bit: at 10M files each index array is 40 to 80 MB
+        codes = to_numpy(encoded.indices).astype(np.int32, copy=False)  # 32-bit, as encoded: at 10M files 40 MB
         counts = dict(zip(names, np.bincount(codes, minlength=len(names)).tolist()))
         runs: list[list[str]] = [[]]
         held = 0
