@@ -152,6 +152,7 @@ class ListedFiles:
         self.table = table
         self.positions = positions
         self._partitions: pa.Array | pa.ChunkedArray | None = None
+        self._rows: pa.Table | None = None
 
     def __len__(self) -> int:
         return self.table.num_rows if self.positions is None else len(self.positions)
@@ -165,10 +166,12 @@ class ListedFiles:
         return self._partitions
 
     def rows(self, which: npt.NDArray[np.signedinteger] | None = None) -> pa.Table:
-        """The listed files (those at these indexes among them, ascending) as a table."""
-        if self.positions is None:
-            return self.table if which is None else arrow_values.taken(self.table, which)
-        return arrow_values.taken(self.table, self.positions if which is None else self.positions[which])
+        """The listed files (those at these indexes among them, ascending) as a table (all of them taken once)."""
+        if which is not None:
+            return arrow_values.taken(self.table, which if self.positions is None else self.positions[which])
+        if self._rows is None:
+            self._rows = self.table if self.positions is None else arrow_values.taken(self.table, self.positions)
+        return self._rows
 
 
 def listed_rows_of(stats: pa.Table, listed: ListedFiles) -> npt.NDArray[np.int64]:

@@ -9,12 +9,13 @@ few runs of neighbouring blocks per column. A run's listing rows and records
 meet in the executors' bucket evaluator (`pivoted`, `candidates_of`), so the
 local stream and a Spark plan take their verdicts by one code path; here a
 run's rows are positions in the listing, matched where they lie (a bucket's
-are its own table). A run holds about `run_files` listed files. With worker processes, each evaluates
-whole runs (it opens the table once and reads its runs' statistics itself);
-the listing is read here meanwhile, as the workers start. In one process, a
-thread reads each run's records (the only thread reading the metadata
-table meanwhile) while the run before is pivoted and evaluated, and starts
-the next run's blocks inflating before it decodes its own.
+are its own table). A run holds about `run_files` listed files. With worker
+processes, each evaluates whole runs (it opens the table once and reads its
+runs' statistics itself); the listing is read here meanwhile, as the workers
+start. In one process, a thread reads each run's records (the only thread
+reading the metadata table meanwhile) while the run before is pivoted and
+evaluated, and starts the next run's blocks inflating before it decodes its
+own.
 """
 
 from __future__ import annotations
