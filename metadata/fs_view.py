@@ -28,7 +28,7 @@ from metadata.errors import CleanedFilesError, HudiError, HudiFormatError, Missi
 from metadata.file_group import FileGroup, FileSlice
 from metadata.file_naming import BaseFileName, LogFileName, classify, file_id_of
 from metadata.instant import Action, Instant, check_instant_time
-from metadata.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing
+from metadata.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing, partition_created_time
 from metadata.storage import Storage, StoredFile, join
 from metadata.table_config import TableConfig
 from metadata.timeline import Timeline
@@ -267,27 +267,38 @@ class FileSystemView:
             self._check_newest_bases(partition, newest, self.listing.storage, only)
         return groups
 
-    def _check_newest_bases(self, partition: str, stored: dict[str, str], storage: Storage, only: set[str] | None = None) -> None:
+    def _check_newest_bases(self, partition: str, stored: dict[str, str], storage: Storage, only: set[str] | None = None,
+                            since_made: bool = False) -> None:
         """Storage must hold the newest base file each visible commit wrote: a
         missing one would make the view serve the version before it. (The
-        metadata table lists what was committed, so it needs no such check.)"""
-        for file_id, instant in self._written_bases(partition).items():
-            if (partition, file_id) in self._replaced or only is not None and file_id not in only:
-                continue
-            newest = stored.get(file_id)
-            if newest is None or newest < instant.requested_time:
-                path = next(path for p, fid, path in self.timeline.written_files(instant)
-                            if p == partition and fid == file_id and path.endswith(self.config.base_file_format.extension))
-                raise MissingFileError(storage.full_path(path), instant.requested_time, instant.action.value)
+        metadata table lists what was committed, so it needs no such check.)
+        With `since_made`, only commits from the folder's making on count."""
+        missing = [(file_id, instant) for file_id, instant in self._written_bases(partition).items()
+                   if (partition, file_id) not in self._replaced and (only is None or file_id in only)
+                   and stored.get(file_id, "") < instant.requested_time]
+        if missing and since_made:
+            made = partition_created_time(storage, partition)
+            missing = [(file_id, instant) for file_id, instant in missing if made is None or instant.requested_time >= made]
+        for file_id, instant in missing[:1]:
+            path = next(path for p, fid, path in self.timeline.written_files(instant)
+                        if p == partition and fid == file_id and path.endswith(self.config.base_file_format.extension))
+            raise MissingFileError(storage.full_path(path), instant.requested_time, instant.action.value)
 
     def check_slices(self, slices: list[FileSlice]) -> None:
         """Raise MissingFileError where a visible commit wrote a newer base
-        file for a slice's file group than the slice holds."""
+        file for a slice's file group than the slice holds.
+
+        A metadata-table partition dropped and built again keeps, on the
+        timeline, the commits that wrote its old base files. The new build
+        writes no base file for a file group no record routes to (as Hudi's
+        does), so those old commits' bases are not owed: only commits from the
+        partition's new `.hoodie_partition_metadata` on count. The file is
+        read only when a base would otherwise be missing."""
         if not isinstance(self.listing, StorageListing):
             return
         for partition in sorted({s.partition for s in slices}):
             held = {s.file_id: s.base_instant if s.base_file else "" for s in slices if s.partition == partition}
-            self._check_newest_bases(partition, held, self.listing.storage, set(held))
+            self._check_newest_bases(partition, held, self.listing.storage, set(held), since_made=True)
 
     def _written_bases(self, partition: str) -> dict[str, Instant]:
         """File id -> the newest visible commit that wrote a base file for it in

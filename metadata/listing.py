@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from metadata import arrow_values
+from metadata.errors import StoredFileNotFound
 from metadata.file_naming import PARTITION_METADATA_PREFIX
 from metadata.storage import Storage, StoredFile, join
 from metadata.text_enum import TextEnum
@@ -142,6 +143,21 @@ class StorageListing:
 
     def file_table(self, partitions: list[str]) -> pa.Table:
         return file_table_of(self.file_names_for(partitions))
+
+
+def partition_created_time(storage: Storage, partition: str) -> str | None:
+    """The instant that made a partition's folder: `commitTime` in its
+    `.hoodie_partition_metadata` (Hudi's `readPartitionCreatedCommitTime`).
+    None when the folder has no such text file or it names no instant."""
+    try:
+        text = storage.read_bytes(join(partition, PARTITION_METADATA_PREFIX)).decode("utf-8", "replace")
+    except StoredFileNotFound:
+        return None
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "commitTime" and value.strip().isdigit():
+            return value.strip()
+    return None
 
 
 FILE_TABLE_SCHEMA = pa.schema([("partition", pa.string()), ("fileName", pa.string()), ("size", pa.int64())])
