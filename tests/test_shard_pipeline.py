@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import hudi
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -184,3 +185,29 @@ def test_a_streamed_run_that_does_not_decode_names_its_hfile(tmp_path: Path) -> 
         base.write_bytes(writer.finish({b"schema": (reader.schema_json() or "").encode()}))
     with pytest.raises(HudiFormatError, match=r"column_stats/col-stats-.*\.hfile"):
         plan(str(path), "fare > 0", column_stats_runner=runs_of_partitions(run_files=2))
+
+
+@pytest.mark.parametrize("positions", [None, [5, 0, 1, 2, 3, 4]])
+def test_a_candidates_group_is_every_listed_file_of_its_partition_and_file_id(positions: list[int] | None) -> None:
+    """The group files a run hands over: the candidate's base files and log
+    files (names starting with a dot) of its partition; not the files of the
+    same file id in another partition, nor other groups. The listing in two
+    chunks, evaluated whole or at a run's positions."""
+    from expressions import bind_predicate, parse_sql
+    from metadata.stats_table import FILE_NAME, PARTITION, ListedFiles, build_stats_table, max_field, min_field
+
+    listed = [("p=1", "fa_0-1-0_001.parquet"), ("p=1", ".fa_001.log.1_0-1-0"), ("p=1", "fb_0-1-0_001.parquet"),
+              ("p=2", "fa_0-1-0_001.parquet"), ("p=1", "fa_0-1-0_002.parquet"), ("p=2", ".fb_001.log.1_0-1-0")]
+    columns = {PARTITION: [p for p, _ in listed], FILE_NAME: [n for _, n in listed], "size": [1] * len(listed)}
+    table = pa.Table.from_batches([pa.record_batch({k: v[:3] for k, v in columns.items()}),
+                                   pa.record_batch({k: v[3:] for k, v in columns.items()})])
+    stats = build_stats_table([{PARTITION: p, FILE_NAME: n, min_field("x"): lo, max_field("x"): lo + 1}
+                               for (p, n), lo in zip([listed[0], listed[2], listed[3], listed[4]], [10, 0, 0, 0])], ["x"], {"x": pa.int64()})
+    predicate = bind_predicate(parse_sql("x > 5"), pa.schema([("x", pa.int64())]))
+    found = column_stats.candidates_of(ListedFiles(table, None if positions is None else np.asarray(positions, np.int64)),
+                                       stats, predicate, ["x"])
+    # the listed log files have no statistics: each may match, and is a candidate of its own
+    assert found.files == {("p=1", "fa_0-1-0_001.parquet"), ("p=1", ".fa_001.log.1_0-1-0"), ("p=2", ".fb_001.log.1_0-1-0")}
+    assert found.group_files is not None
+    assert sorted(zip(found.group_files.column(PARTITION).to_pylist(), found.group_files.column(FILE_NAME).to_pylist())) == sorted(
+        [("p=1", "fa_0-1-0_001.parquet"), ("p=1", ".fa_001.log.1_0-1-0"), ("p=1", "fa_0-1-0_002.parquet"), ("p=2", ".fb_001.log.1_0-1-0")])

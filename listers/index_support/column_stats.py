@@ -129,11 +129,14 @@ def candidates_of(files: ListedFiles, stats: pa.Table, predicate: BoundPredicate
     kept = files.rows(chosen)
     candidates = frozenset(zip(kept.column(PARTITION).to_pylist(), kept.column(FILE_NAME).to_pylist()))
     # only the files of partitions holding a candidate can share its group: the others are not parsed
-    near = files.rows(np.flatnonzero(to_numpy(pc.is_in(files.partitions, value_set=arrow_values.array(sorted({p for p, _ in candidates}),
-                                                                                                        pa.string())))))
-    groups = arrow_values.array(sorted({f"{p}\x00{file_id_of(n)}" for p, n in candidates}), pa.string())
-    in_group = pc.is_in(pc.binary_join_element_wise(near.column(PARTITION), file_ids_of(near.column(FILE_NAME)), NUL), value_set=groups)
+    near = files.rows(np.flatnonzero(to_numpy(pc.is_in(files.partitions, value_set=pc.unique(kept.column(PARTITION))), null=False)))
+    in_group = pc.is_in(_group_keys(near), value_set=_group_keys(kept).combine_chunks())
     return Candidates(candidates, len(files), tuple(verdict.indexed), group_files=near.filter(in_group))
+
+
+def _group_keys(files: pa.Table) -> pa.ChunkedArray:
+    """Each listed file's group: its partition, a NUL, its file id."""
+    return pc.binary_join_element_wise(files.column(PARTITION), file_ids_of(files.column(FILE_NAME)), NUL)
 
 
 # Evaluates column_stats for some partitions elsewhere (Spark executors) or in runs: (ctx, partitions) -> Candidates.
