@@ -365,6 +365,8 @@ class MetadataTableReader:
         group too. Other prefix queries, and groups not numbered 0..n-1,
         read every slice with the whole query."""
         slices = self.file_slices(mdt_partition)
+        if len(slices) <= 1:  # one group holds every key (the files partition's 10,000 partitions are not hashed)
+            return [(s, query) for s in slices]
         if mdt_partition in _KEY_ROUTED and query.keys is not None:
             routed_by, exact = query.keys, True
             prefix = MdtPartition(mdt_partition).file_group_prefix
