@@ -279,7 +279,8 @@ class FileSystemView:
         if missing and since_made:
             made = partition_created_time(storage, partition)
             missing = [(file_id, instant) for file_id, instant in missing if made is None or instant.requested_time >= made]
-        for file_id, instant in missing[:1]:
+        if missing:
+            file_id, instant = missing[0]
             path = next(path for p, fid, path in self.timeline.written_files(instant)
                         if p == partition and fid == file_id and path.endswith(self.config.base_file_format.extension))
             raise MissingFileError(storage.full_path(path), instant.requested_time, instant.action.value)

@@ -13,10 +13,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from expressions import bind_predicate, parse_sql
 from listers import plan
 from listers.index_support import column_stats
 from listers.index_support.shard_pipeline import local_candidates_runner
 from listers.index_support.stats_runs import runs_of_partitions
+from metadata.stats_table import FILE_NAME, PARTITION, ListedFiles, build_stats_table, max_field, min_field
 from tests.conftest import fixture_ids, requires_fixtures, table_path
 
 
@@ -193,9 +195,6 @@ def test_a_candidates_group_is_every_listed_file_of_its_partition_and_file_id(po
     files (names starting with a dot) of its partition; not the files of the
     same file id in another partition, nor other groups. The listing in two
     chunks, evaluated whole or at a run's positions."""
-    from expressions import bind_predicate, parse_sql
-    from metadata.stats_table import FILE_NAME, PARTITION, ListedFiles, build_stats_table, max_field, min_field
-
     listed = [("p=1", "fa_0-1-0_001.parquet"), ("p=1", ".fa_001.log.1_0-1-0"), ("p=1", "fb_0-1-0_001.parquet"),
               ("p=2", "fa_0-1-0_001.parquet"), ("p=1", "fa_0-1-0_002.parquet"), ("p=2", ".fb_001.log.1_0-1-0")]
     columns = {PARTITION: [p for p, _ in listed], FILE_NAME: [n for _, n in listed], "size": [1] * len(listed)}

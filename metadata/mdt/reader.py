@@ -362,10 +362,11 @@ class MetadataTableReader:
         only: one of the record index's 10+ groups, not all, and a 100,000-key
         lookup gives each group its own tenth. Secondary indexes route by the
         `<escaped value>$` prefix instead, so a lookup of a value reads one
-        group too. Other prefix queries, and groups not numbered 0..n-1,
-        read every slice with the whole query."""
+        group too. Other prefix queries, groups not numbered 0..n-1, and a
+        partition of one group (`files`: nothing to hash) read every slice
+        with the whole query."""
         slices = self.file_slices(mdt_partition)
-        if len(slices) <= 1:  # one group holds every key (the files partition's 10,000 partitions are not hashed)
+        if len(slices) <= 1:  # the files partition's 10,000 partition keys of a 1M listing were hashed to its one group
             return [(s, query) for s in slices]
         if mdt_partition in _KEY_ROUTED and query.keys is not None:
             routed_by, exact = query.keys, True
