@@ -17,7 +17,7 @@ from expressions import bind_predicate, parse_sql
 from listers import plan
 from listers.index_support import column_stats
 from listers.index_support.shard_pipeline import local_candidates_runner
-from listers.index_support.stats_runs import runs_of_partitions
+from listers.index_support.stats_runs import RunCut, runs_of_partitions
 from metadata.stats_table import FILE_NAME, PARTITION, ListedFiles, build_stats_table, max_field, min_field
 from tests.conftest import fixture_ids, requires_fixtures, table_path
 
@@ -65,6 +65,48 @@ def test_runs_of_partitions_plan_as_the_local_planner(fixture_table: str) -> Non
                 {(s.partition, s.file_id, s.base_file, tuple(s.log_file_names)) for s in local.files}, (where, run_files)
             if any(stage.name == "column_stats" for stage in local.stages):
                 assert "run(s) of partitions" in streamed.explain(), streamed.explain()
+
+
+@pytest.mark.parametrize("chunks, together", [
+    ([["p=1", "p=1", "p=2"], ["p=2", "p=3"], [], ["p=3", "p=3", "p=4"]], True),  # a partition across chunks, an empty chunk
+    ([["p=1", "p=2", "p=1"], ["p=3"]], False),  # a partition's rows apart in a chunk
+    ([["p=1", "p=1"], ["p=2"], ["p=1", "p=3"]], False),  # apart across chunks
+    ([["p=1", None], ["p=2"]], True),  # a row of no partition is in no run
+])
+def test_a_run_cut_gives_each_runs_rows_of_the_listing(chunks: list[list[str | None]], together: bool) -> None:
+    """Each run's rows: every listed row of its partitions, ascending, found by the partitions' spans when each one's
+    rows are together, else by sorting the listing; a partition without rows (p=5) has none."""
+    listing = pa.table({PARTITION: pa.chunked_array(chunks, pa.string())})
+    partitions = ["p=1", "p=2", "p=3", "p=4", "p=5"]
+    for run_files in (1, 2, 4, 100):
+        cut = RunCut.of(listing, partitions, run_files)
+        assert (cut.spans is not None) == together
+        runs = list(cut.runs())
+        assert sorted(p for run, _ in runs for p in run) == partitions
+        column = np.array(listing.column(PARTITION).to_pylist(), dtype=object)
+        for run, positions in runs:
+            assert positions.dtype == np.int64
+            assert positions.tolist() == np.flatnonzero(np.isin(column, run)).tolist(), (run_files, run)
+
+
+@requires_fixtures
+def test_a_listing_with_its_partitions_mixed_plans_in_runs_as_in_order(monkeypatch: pytest.MonkeyPatch, fixture_root: Path) -> None:
+    """A listing whose partitions' rows are not together (none of Hudi's is) is cut by sorting: the same plans."""
+    from listers import DirectoryLister
+
+    listed = DirectoryLister.file_table
+    monkeypatch.setattr(DirectoryLister, "file_table", lambda self, partitions: (lambda t: t.take(
+        np.argsort(np.arange(t.num_rows) % 2, kind="stable")))(listed(self, partitions)))  # even rows first, then odd
+    checked = 0
+    for stem in fixture_ids():
+        table = table_path(fixture_root, stem)
+        for where in _predicates(table)[:3]:
+            local = plan(table, where)
+            if any(s.name == "column_stats" for s in local.stages) and len({s.partition for s in local.files}) > 1:
+                streamed = plan(table, where, column_stats_runner=runs_of_partitions(run_files=2))
+                assert [s.to_dict() for s in streamed.files] == [s.to_dict() for s in local.files], (table, where)
+                checked += 1
+    assert checked, "no fixture plan reads column_stats over two partitions"
 
 
 @requires_fixtures
