@@ -369,19 +369,27 @@ class FileSystemView:
         `<fileId>_<token>_<instant><ext>` sends its partition there)."""
         if not partitions or not self.is_latest or self._pending_compactions:
             return {}
-        extension = self.config.base_file_format.extension
-        out: dict[str, list[FileSlice]] = {}
         with _paused_gc():
             listed = self.listing.files_for(partitions)
-            for partition in partitions:
-                newest = self._newest_bases_by_name(partition, listed.get(partition, []), extension)
-                if newest is None:
-                    continue
-                if isinstance(self.listing, StorageListing) and self.check_committed_bases:
-                    self._check_newest_bases(partition, {fid: instant for fid, (instant, _) in newest.items()}, self.listing.storage)
-                out[partition] = [FileSlice(partition, fid, instant, f.relative_path, (), f.size, ())
-                                  for fid, (instant, f) in sorted(newest.items())
-                                  if (partition, fid) not in self._replaced]
+            return self._base_only_latest_slices_of({p: listed.get(p, []) for p in partitions})
+
+    def _base_only_latest_slices_of(self, listed: dict[str, list[StoredFile]],
+                                    groups: dict[str, set[str]] | None = None) -> dict[str, list[FileSlice]]:
+        """`_base_only_latest_slices` of listed files: each partition's, or
+        (with `groups`) those of some of its file groups, all listed here."""
+        if not self.is_latest or self._pending_compactions:
+            return {}
+        extension = self.config.base_file_format.extension
+        out: dict[str, list[FileSlice]] = {}
+        for partition, files in listed.items():
+            newest = self._newest_bases_by_name(partition, files, extension)
+            if newest is None:
+                continue
+            if isinstance(self.listing, StorageListing) and self.check_committed_bases:
+                self._check_newest_bases(partition, {fid: instant for fid, (instant, _) in newest.items()}, self.listing.storage,
+                                         None if groups is None else groups[partition])
+            out[partition] = [FileSlice(partition, fid, instant, f.relative_path, (), f.size, ())
+                              for fid, (instant, f) in sorted(newest.items()) if (partition, fid) not in self._replaced]
         return out
 
     def _newest_bases_by_name(self, partition: str, files: list[StoredFile],
@@ -480,9 +488,12 @@ class FileSystemView:
             listed = {p: [StoredFile(join(p, name), size) for name, size in sorted(names.items()) if file_id_of(name) in groups[p]]
                       for p, names in names_of.items() if p in unbuilt}
             ghosts, attributed, pending_groups = self._build_inputs(todo) if todo else ({}, {}, {})
+            direct = self._base_only_latest_slices_of(listed, groups)
             for partition in sorted(groups):
                 if partition in cached:
                     out += [s for s in cached[partition] if s.file_id in groups[partition]]
+                elif partition in direct:
+                    out += direct[partition]
                 elif partition in listed:
                     out += self._latest_of(self._build_groups(partition, listed[partition], ghosts.get(partition, {}), attributed,
                                                               pending_groups, only=groups[partition]))

@@ -184,18 +184,28 @@ def test_non_partitioned_and_multi_field_partitions(tmp_path) -> None:
 def test_base_only_partitions_skip_file_groups_and_agree(tmp_path, version: int, table_type: str, metadata_table: bool,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Latest slices of partitions holding base files only are found without
-    building file groups; after every kind of step they equal the general
+    building file groups, as are those of some of their file groups (a
+    plan's candidates); after every kind of step they equal the general
     path's (groups built first) and the builder's own expectation."""
 
     direct: list[int] = []
+    direct_groups: list[int] = []
     original = FileSystemView._base_only_latest_slices
+    original_of = FileSystemView._base_only_latest_slices_of
 
     def spy(self: FileSystemView, partitions: list[str]) -> dict:
         found = original(self, partitions)
         direct.append(len(found))
         return found
 
+    def spy_of(self: FileSystemView, listed: dict, groups: dict | None = None) -> dict:
+        found = original_of(self, listed, groups)
+        if groups is not None:
+            direct_groups.append(len(found))
+        return found
+
     monkeypatch.setattr(FileSystemView, "_base_only_latest_slices", spy)
+    monkeypatch.setattr(FileSystemView, "_base_only_latest_slices_of", spy_of)
     recorder, path = new_builder(tmp_path, version, table_type, max_rows_per_file=2, metadata_table=metadata_table)
     steps: list[Callable[[TableBuilder], str]] = [
         lambda b: b.write(rows(range(9))),
@@ -215,5 +225,13 @@ def test_base_only_partitions_skip_file_groups_and_agree(tmp_path, version: int,
         general = {(s.partition, s.file_id): (s.base_file_name, tuple(s.log_file_names)) for s in general_view.latest_file_slices()}
         assert fast == general == recorder.builder.expected_latest_files()
         table.close()
+        groups: dict[str, set[str]] = {}
+        for n, (partition, file_id) in enumerate(sorted(general)):
+            if n % 2 == 0:  # every other group, in a new view (nothing built before)
+                groups.setdefault(partition, set()).add(file_id)
+        chosen = HudiTable.open(path)
+        some = {(s.partition, s.file_id): (s.base_file_name, tuple(s.log_file_names)) for s in chosen.view().latest_file_slices_of_groups(groups)}
+        assert some == {k: v for k, v in general.items() if k[1] in groups.get(k[0], set())}
+        chosen.close()
     if table_type == "COPY_ON_WRITE":
-        assert sum(direct) > 0  # the direct path served partitions
+        assert sum(direct) > 0 and sum(direct_groups) > 0  # the direct paths served partitions
