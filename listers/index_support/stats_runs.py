@@ -84,7 +84,8 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
                 # thread opens the files while the runs are cut, and the first reads start as soon as the runs'
                 # partitions are known, before their rows are located in the listing.
                 stats_opened = reader.submit(mdt.open_stats, MdtPartition.COLUMN_STATS.value)
-                release_unused()  # what reading the listing left free goes back before the runs
+                # What the listing freed is not trimmed here: the runs reuse it. A trim took 21 to 23 ms at 1M files and
+                # lowered no peak (1M: the same; 10M: 1,357 against 1,378 MiB, at the plan's end).
                 cut = RunCut.of(files, partitions, run_files)
                 stats_opened.result()  # a file that does not open fails here
                 reads = Ahead(reader, _with_next(cut.partitions), lambda pair: read(*pair), depth=2)
