@@ -70,12 +70,19 @@ def fingerprints(matrix: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
 
 
 def all_distinct(values: pa.Array) -> bool:
-    """Whether no value repeats: compiled, each string finds itself first
-    (`_compiled_index_in` of the values in themselves); else by numpy
-    fingerprints, a shared one settled by Arrow exactly."""
+    """Whether no value repeats: compiled, by a merge of its ascending runs
+    when there are a few (a pivot's identities: each metadata file group's in
+    key order; 0.4 ms a run of 25,000, against 1.3 ms hashed), else
+    each string finds itself first (`_compiled_index_in` of the values in
+    themselves); else by numpy fingerprints, a shared one settled by Arrow
+    exactly."""
     count = len(values)
     if count < 2:
         return True
+    if native.cells is not None and values.type == pa.string() and values.null_count == 0:
+        merged = native.cells.distinct_in_runs([_string_buffers(values)], True)
+        if merged >= 0:
+            return bool(merged)
     compiled = _compiled_index_in(values, values)
     if compiled is not None:  # a pivot's identities: 0.5 ms a run of 25,000, 2.8 ms fingerprinted and sorted
         return bool((to_numpy(compiled, null=-1) == np.arange(count)).all())

@@ -29,6 +29,27 @@ def test_all_distinct_is_exact(matcher: str, values: list[str], width: int | Non
         assert all_distinct(pa.array(["z"] * skip + values, pa.string()).slice(skip)) == (len(set(values)) == len(values))
 
 
+@settings(max_examples=400, deadline=None)
+@given(runs=st.lists(st.lists(st.text(alphabet="ab\x00é", max_size=4), max_size=12), min_size=1, max_size=20),
+       cuts=st.lists(st.integers(0, 200), max_size=3), skip=st.integers(0, 2))
+def test_distinct_in_runs_merges_a_few_ascending_runs_exactly(runs: list[list[str]], cuts: list[int], skip: int) -> None:
+    """Strings in ascending runs (sorted by bytes, a repeat inside a run or across runs), in chunks cut anywhere (a
+    chunk's first string starts a run) and sliced: 1 when none repeats, 0 when one does, -1 only past 16 runs."""
+    if native.cells is None:
+        pytest.skip("the compiled module was not built here (no C compiler)")
+    values = [v for run in runs for v in sorted(run, key=lambda text: text.encode())]
+    whole = pa.array(["z"] * skip + values, pa.string()).slice(skip)
+    bounds = sorted({0, len(values), *(c for c in cuts if c < len(values))})
+    chunks = [whole.slice(a, b - a) for a, b in zip(bounds, bounds[1:])]
+    answer = native.cells.distinct_in_runs([fingerprints._string_buffers(c) for c in chunks], True)
+    starts = sum(1 for c in chunks for i, v in enumerate(c.to_pylist()) if i == 0 or v.encode() <= c[i - 1].as_py().encode())
+    expected = int(len(set(values)) == len(values))
+    if answer == -1:
+        assert starts > 16  # runs (each chunk's first string starts one)
+    else:
+        assert answer == expected, (values, chunks)
+
+
 def test_a_shared_fingerprint_is_settled_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fingerprints, "fingerprints", lambda matrix: np.zeros(len(matrix), dtype=np.uint64))
     assert all_distinct(pa.array(["ab", "cd"])) and not all_distinct(pa.array(["ab", "ab"]))

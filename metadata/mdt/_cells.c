@@ -783,11 +783,101 @@ done:
     return result;
 }
 
+/* Strings compared as bytes, the shorter first when one is the other's prefix. */
+static inline int compare_strings(const unsigned char *a, int32_t a_length, const unsigned char *b, int32_t b_length) {
+    int order = memcmp(a, b, (size_t)(a_length < b_length ? a_length : b_length));
+    return order != 0 ? order : (a_length > b_length) - (a_length < b_length);
+}
+
+typedef struct {
+    const int32_t *offsets;
+    const unsigned char *bytes;
+    Py_ssize_t next, end; /* the run's strings left: [next, end) of its chunk */
+} AscendingRun;
+
+#define MAX_ASCENDING_RUNS 16
+
+/* distinct_in_runs(chunks[, release]) -> 1, 0 or -1: whether no string of
+ * `chunks` (as index_in_strings takes them, taken as one sequence) repeats,
+ * when they are at most MAX_ASCENDING_RUNS runs each strictly ascending (a
+ * pivot's identities: each metadata file group's in key order, one after
+ * another). Walked once to find the runs (an equal neighbour: 0), then the
+ * runs merged, comparing each string with the one before it in the merge;
+ * -1 for more runs (the caller hashes instead). Each string checked to lie in
+ * its buffers first. */
+static PyObject *distinct_in_runs(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *sequence;
+    int release = 0;
+    if (!PyArg_ParseTuple(args, "O|p", &sequence, &release)) return NULL;
+    Py_ssize_t chunk_count = 0, count = 0;
+    StringChunk *chunks = string_chunks(sequence, &chunk_count, &count, 1);
+    if (chunks == NULL) return NULL;
+    AscendingRun runs[MAX_ASCENDING_RUNS];
+    int run_count = 0, answer = 1;
+    PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
+    const unsigned char *previous = NULL;
+    int32_t previous_length = 0;
+    for (Py_ssize_t c = 0; c < chunk_count && answer == 1; c++) {
+        const int32_t *at = (const int32_t *)chunks[c].offsets.buf + chunks[c].first;
+        const unsigned char *bytes = chunks[c].data.buf;
+        for (Py_ssize_t i = 0; i < chunks[c].count; i++) {
+            const unsigned char *value = bytes + at[i];
+            int32_t length = at[i + 1] - at[i];
+            int order = previous == NULL || i == 0 ? -1 : compare_strings(previous, previous_length, value, length);
+            if (order == 0) {
+                answer = 0;
+                break;
+            }
+            if (order > 0 || i == 0) { /* a run starts here (a chunk's first string starts one too) */
+                if (run_count == MAX_ASCENDING_RUNS) {
+                    answer = -1;
+                    break;
+                }
+                runs[run_count].offsets = at;
+                runs[run_count].bytes = bytes;
+                runs[run_count].next = i;
+                run_count++;
+            }
+            runs[run_count - 1].end = i + 1;
+            previous = value;
+            previous_length = length;
+        }
+    }
+    /* the runs merged (one strictly ascending run repeats nothing): the smallest head each time, which must differ
+     * from the one taken before */
+    previous = NULL;
+    while (answer == 1 && run_count > 1) {
+        int smallest = -1;
+        const unsigned char *head = NULL;
+        int32_t head_length = 0;
+        for (int r = 0; r < run_count; r++) {
+            if (runs[r].next >= runs[r].end) continue;
+            const unsigned char *value = runs[r].bytes + runs[r].offsets[runs[r].next];
+            int32_t length = runs[r].offsets[runs[r].next + 1] - runs[r].offsets[runs[r].next];
+            if (smallest < 0 || compare_strings(value, length, head, head_length) < 0) {
+                smallest = r;
+                head = value;
+                head_length = length;
+            }
+        }
+        if (smallest < 0) break;
+        if (previous != NULL && compare_strings(previous, previous_length, head, head_length) == 0) answer = 0;
+        previous = head;
+        previous_length = head_length;
+        runs[smallest].next++;
+    }
+    if (saved != NULL) PyEval_RestoreThread(saved);
+    release_chunks(chunks, chunk_count);
+    return PyLong_FromLong(answer);
+}
+
 static PyMethodDef methods[] = {
     {"walk_cells", walk_cells, METH_VARARGS, "Where each cell of an HFile data block and its value start (native int64 pairs), or None."},
     {"decode_records", decode_records, METH_VARARGS, "Avro records decoded into per-path columns (see _cells.c)."},
     {"gather_spans", gather_spans, METH_VARARGS, "Byte spans copied end to end into given buffers, with int32 offsets (see _cells.c)."},
     {"index_in_strings", index_in_strings, METH_VARARGS, "Per string, the index of the first equal one of a set, or -1 (see _cells.c)."},
+    {"distinct_in_runs", distinct_in_runs, METH_VARARGS, "Whether no string repeats, for strings in a few ascending runs (1, 0, or -1: not known) (see _cells.c)."},
     {"prefix_index_strings", prefix_index_strings, METH_VARARGS, "Per string, the index of the sorted prefix it starts with, or -1 (see _cells.c)."},
     {NULL, NULL, 0, NULL},
 };
