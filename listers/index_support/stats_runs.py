@@ -46,12 +46,14 @@ from metadata.read_ahead import Ahead
 from metadata.stats_table import PARTITION, ListedFiles, listed_rows_of, stats_row_per_listed
 
 # Listed files a run evaluates, with their statistics. Smaller runs stay in
-# the caches and leave the allocators less to hold: a streamed 1M plan took
-# 4.4 s and 475 MiB in runs of 100,000, 3.4 s and 317 MiB in runs of 25,000
-# (50,000: 3.4 s, 367 MiB; 10,000: 3.8 to 4.0 s); 10M, 42.0 s and 1,375 MiB.
-RUN_FILES = 25_000
+# the caches and leave the allocators less to hold; larger ones cost fewer
+# steps a run on the plan's thread. Cold 1M plans in runs of 50,000 took 0.90x
+# the time of runs of 25,000 (12 alternating rounds, 11 faster), peak 475
+# against 425 MiB (75,000: 0.89x, 520 MiB; 100,000: 0.93x, 534 MiB); 10M:
+# 18.1 to 18.4 s and 1,388 to 1,398 MiB, against 19.1 s and 1,371 MiB.
+RUN_FILES = 50_000
 # Freed pages handed back every few runs: the allocators keep what a run freed, and a kept plan's statistics grow
-# beside it. At 1M files, every 4 runs: peak 494 to 485 MiB, about 0.1 s slower (every run: 478 MiB, 0.3 s slower).
+# beside it. At 1M files in runs of 50,000, every 2 runs rather than 4: 4% slower for 7 MiB less at the peak.
 RELEASE_EVERY_RUNS = 4
 RUNS_IN_FLIGHT = 2  # runs per worker handed over ahead (their listing rows are held until they finish)
 
@@ -84,8 +86,9 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
                 # thread opens the files while the runs are cut, and the first reads start as soon as the runs'
                 # partitions are known, before their rows are located in the listing.
                 stats_opened = reader.submit(mdt.open_stats, MdtPartition.COLUMN_STATS.value)
-                # What the listing freed is not trimmed here: the runs reuse it. A trim took 21 to 23 ms at 1M files and
-                # lowered no peak (1M: the same; 10M: 1,357 against 1,378 MiB, at the plan's end).
+                # What reading the listing left free goes back before the runs (at 10M files in runs of 50,000, the
+                # peak as the first runs are read: 1,406 MiB against 1,436; at 1M it costs 21 to 23 ms)
+                release_unused()
                 cut = RunCut.of(files, partitions, run_files)
                 stats_opened.result()  # a file that does not open fails here
                 reads = Ahead(reader, _with_next(cut.partitions), lambda pair: read(*pair), depth=2)
