@@ -9,7 +9,7 @@ few runs of neighbouring blocks per column. A run's listing rows and records
 meet in the executors' bucket evaluator (`pivoted`, `candidates_of`), so the
 local stream and a Spark plan take their verdicts by one code path; here a
 run's rows are positions in the listing, matched where they lie (a bucket's
-are its own table). A run holds about `run_files` listed files. With worker
+are its own table). A run holds about a twentieth of the listing (25,000 to 50,000 files). With worker
 processes, each evaluates whole runs (it opens the table once and reads its
 runs' statistics itself); the listing is read here meanwhile, as the workers
 start. In one process, a thread reads each run's records (the only thread
@@ -45,21 +45,35 @@ from metadata.process import worker_count, worker_pool
 from metadata.read_ahead import Ahead
 from metadata.stats_table import PARTITION, ListedFiles, listed_rows_of, stats_row_per_listed
 
-# Listed files a run evaluates, with their statistics. Smaller runs stay in
-# the caches and leave the allocators less to hold; larger ones cost fewer
-# steps a run on the plan's thread. Cold 1M plans in runs of 50,000 took 0.90x
-# the time of runs of 25,000 (12 alternating rounds, 11 faster), peak 475
-# against 425 MiB (75,000: 0.89x, 520 MiB; 100,000: 0.93x, 534 MiB); 10M:
-# 18.1 to 18.4 s and 1,388 to 1,398 MiB, against 19.1 s and 1,371 MiB.
-RUN_FILES = 50_000
+# Listed files a run evaluates, with their statistics: about 1/RUNS_PER_PLAN
+# of the listing, within [FEWEST_RUN_FILES, MOST_RUN_FILES]. Smaller runs stay
+# in the caches, leave the allocators less to hold and start the overlap of
+# reading and evaluating sooner; larger ones cost fewer steps a run on the
+# plan's thread. Cold plans, alternating: at 1M files, runs of 50,000 0.90x
+# the time of runs of 25,000 (12 rounds, 11 faster), peak 475 against 425 MiB
+# (75,000: 0.89x but 520 MiB; 100,000: 0.93x, 534 MiB); at 100,010 files,
+# runs of 25,000 0.89x those of 50,000 (10 rounds, all faster; 10,000: 1.05x;
+# 5,000: 1.26x); at 10M, 18.1 to 18.4 s and 1,388 to 1,398 MiB in runs of
+# 50,000, against 19.1 s and 1,371 MiB.
+FEWEST_RUN_FILES = 25_000
+MOST_RUN_FILES = 50_000
+RUNS_PER_PLAN = 20
+
+
+def run_files_for(listed: int) -> int:
+    """Listed files a run of a plan over `listed` files holds."""
+    return max(FEWEST_RUN_FILES, min(MOST_RUN_FILES, listed // RUNS_PER_PLAN))
+
+
 # Freed pages handed back every few runs: the allocators keep what a run freed, and a kept plan's statistics grow
 # beside it. At 1M files in runs of 50,000, every 2 runs rather than 4: 4% slower for 7 MiB less at the peak.
 RELEASE_EVERY_RUNS = 4
 RUNS_IN_FLIGHT = 2  # runs per worker handed over ahead (their listing rows are held until they finish)
 
 
-def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) -> CandidatesRunner:
-    """A runner evaluating column_stats a run of partitions at a time; with
+def runs_of_partitions(run_files: int | None = None, processes: int | None = 1) -> CandidatesRunner:
+    """A runner evaluating column_stats a run of partitions at a time (of
+    about `run_files` listed files; None: `run_files_for` the listing); with
     `processes` above 1 (None: one per core), in worker processes."""
 
     def run(ctx: PlanContext, partitions: list[str]) -> Candidates:
@@ -89,7 +103,7 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
                 # What reading the listing left free goes back before the runs (at 10M files in runs of 50,000, the
                 # peak as the first runs are read: 1,406 MiB against 1,436; at 1M it costs 21 to 23 ms)
                 release_unused()
-                cut = RunCut.of(files, partitions, run_files)
+                cut = RunCut.of(files, partitions, run_files or run_files_for(files.num_rows))
                 stats_opened.result()  # a file that does not open fails here
                 reads = Ahead(reader, _with_next(cut.partitions), lambda pair: read(*pair), depth=2)
                 here = []
@@ -112,7 +126,7 @@ def runs_of_partitions(run_files: int = RUN_FILES, processes: int | None = 1) ->
             opened = [pool.submit(_worker_open, uri, options) for _ in range(workers)]  # they start while the listing is read
             listing = ctx.lister.file_table(partitions)
             release_unused()  # what reading the listing left free goes back before the runs
-            runs = RunCut.of(listing, partitions, run_files).runs()
+            runs = RunCut.of(listing, partitions, run_files or run_files_for(listing.num_rows)).runs()
             for future in opened:
                 future.result()  # a table the workers cannot open fails here, as it would in this process
             found: list[Candidates] = []
@@ -323,4 +337,4 @@ class PartitionSpans:
         return np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - before, lengths)
 
 
-__all__ = ["RUN_FILES", "PartitionSpans", "RunCut", "evaluate_run", "runs_of_partitions"]
+__all__ = ["FEWEST_RUN_FILES", "MOST_RUN_FILES", "PartitionSpans", "RunCut", "evaluate_run", "run_files_for", "runs_of_partitions"]
