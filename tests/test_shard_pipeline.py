@@ -17,7 +17,7 @@ from expressions import bind_predicate, parse_sql
 from listers import plan
 from listers.index_support import column_stats
 from listers.index_support.shard_pipeline import local_candidates_runner
-from listers.index_support.stats_runs import RunCut, runs_of_partitions
+from listers.index_support.stats_runs import FEWEST_RUN_FILES, MOST_RUN_FILES, RunCut, run_files_for, runs_of_partitions
 from metadata.stats_table import FILE_NAME, PARTITION, ListedFiles, build_stats_table, max_field, min_field
 from tests.conftest import fixture_ids, requires_fixtures, table_path
 
@@ -87,6 +87,12 @@ def test_a_run_cut_gives_each_runs_rows_of_the_listing(chunks: list[list[str | N
         for run, positions in runs:
             assert positions.dtype == np.int64
             assert positions.tolist() == np.flatnonzero(np.isin(column, run)).tolist(), (run_files, run)
+
+
+def test_a_run_is_a_twentieth_of_the_listing_within_its_bounds() -> None:
+    assert run_files_for(0) == run_files_for(100_010) == FEWEST_RUN_FILES
+    assert run_files_for(600_000) == 30_000
+    assert run_files_for(1_000_010) == run_files_for(10**7) == MOST_RUN_FILES
 
 
 @requires_fixtures
