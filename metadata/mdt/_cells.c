@@ -523,6 +523,11 @@ typedef struct {
 } Slot;
 
 #define MATCH_BATCH 16 /* strings hashed and their slots fetched ahead together: the table's misses overlap */
+#if defined(__GNUC__) || defined(__clang__)
+#define FETCH_AHEAD(address, write) __builtin_prefetch((address), (write))
+#else /* a hint only: other compilers go without it */
+#define FETCH_AHEAD(address, write) ((void)(address))
+#endif
 
 /* The slot holding a string equal to this one, or the empty slot where it would go, from `slot` on. */
 static inline Py_ssize_t probe_from(const Slot *slots, Py_ssize_t mask, const int32_t *lengths, const unsigned char *const *heads,
@@ -541,7 +546,7 @@ static void fill_table(Slot *slots, Py_ssize_t mask, const int32_t *lengths, con
         Py_ssize_t n = count - base < MATCH_BATCH ? count - base : MATCH_BATCH;
         for (Py_ssize_t k = 0; k < n; k++) {
             hashes[k] = string_hash(heads[base + k], lengths[base + k]);
-            __builtin_prefetch(&slots[hashes[k] & (uint64_t)mask], 1);
+            FETCH_AHEAD(&slots[hashes[k] & (uint64_t)mask], 1);
         }
         for (Py_ssize_t k = 0; k < n; k++) {
             Py_ssize_t index = base + k;
@@ -565,14 +570,14 @@ static void match_table(const Slot *slots, Py_ssize_t mask, const int32_t *set_l
         Py_ssize_t n = count - base < MATCH_BATCH ? count - base : MATCH_BATCH;
         for (Py_ssize_t k = 0; k < n; k++) {
             hashes[k] = string_hash(heads[base + k], lengths[base + k]);
-            __builtin_prefetch(&slots[hashes[k] & (uint64_t)mask]);
+            FETCH_AHEAD(&slots[hashes[k] & (uint64_t)mask], 0);
         }
         for (Py_ssize_t k = 0; k < n; k++) { /* the first slot whose tag agrees (or the empty one) */
             uint32_t tag = (uint32_t)(hashes[k] >> 32);
             Py_ssize_t slot = (Py_ssize_t)(hashes[k] & (uint64_t)mask);
             while (slots[slot].index >= 0 && slots[slot].tag != tag) slot = (slot + 1) & mask;
             at[k] = slot;
-            if (slots[slot].index >= 0) __builtin_prefetch(set_heads[slots[slot].index]);
+            if (slots[slot].index >= 0) FETCH_AHEAD(set_heads[slots[slot].index], 0);
         }
         for (Py_ssize_t k = 0; k < n; k++) {
             Py_ssize_t index = base + k;
