@@ -367,17 +367,22 @@ class FileSystemView:
         building file groups (most partitions of most tables; the general
         path below handles the rest, and any name that is not plainly
         `<fileId>_<token>_<instant><ext>` sends its partition there)."""
-        if not partitions or not self.is_latest or self._pending_compactions:
+        if not partitions or not self._base_only_applies:
             return {}
         with _paused_gc():
             listed = self.listing.files_for(partitions)
             return self._base_only_latest_slices_of({p: listed.get(p, []) for p in partitions})
 
+    @property
+    def _base_only_applies(self) -> bool:
+        """Whether base-only partitions' slices may be found without file groups: the latest state, no pending compaction."""
+        return self.is_latest and not self._pending_compactions
+
     def _base_only_latest_slices_of(self, listed: dict[str, list[StoredFile]],
                                     groups: dict[str, set[str]] | None = None) -> dict[str, list[FileSlice]]:
         """`_base_only_latest_slices` of listed files: each partition's, or
         (with `groups`) those of some of its file groups, all listed here."""
-        if not self.is_latest or self._pending_compactions:
+        if not self._base_only_applies:
             return {}
         extension = self.config.base_file_format.extension
         out: dict[str, list[FileSlice]] = {}
@@ -487,8 +492,9 @@ class FileSystemView:
             unbuilt = set(todo)  # a set: a plan over 100,000 partitions tests each of them
             listed = {p: [StoredFile(join(p, name), size) for name, size in sorted(names.items()) if file_id_of(name) in groups[p]]
                       for p, names in names_of.items() if p in unbuilt}
-            ghosts, attributed, pending_groups = self._build_inputs(todo) if todo else ({}, {}, {})
             direct = self._base_only_latest_slices_of(listed, groups)
+            built = [p for p in todo if p not in direct]  # what the general path builds needs its inputs read
+            ghosts, attributed, pending_groups = self._build_inputs(built) if built else ({}, {}, {})
             for partition in sorted(groups):
                 if partition in cached:
                     out += [s for s in cached[partition] if s.file_id in groups[partition]]

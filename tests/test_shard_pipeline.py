@@ -78,12 +78,12 @@ def test_a_run_cut_gives_each_runs_rows_of_the_listing(chunks: list[list[str | N
     rows are together, else by sorting the listing; a partition without rows (p=5) has none."""
     listing = pa.table({PARTITION: pa.chunked_array(chunks, pa.string())})
     partitions = ["p=1", "p=2", "p=3", "p=4", "p=5"]
+    column = np.array(listing.column(PARTITION).to_pylist(), dtype=object)
     for run_files in (1, 2, 4, 100):
         cut = RunCut.of(listing, partitions, run_files)
         assert (cut.spans is not None) == together
         runs = list(cut.runs())
         assert sorted(p for run, _ in runs for p in run) == partitions
-        column = np.array(listing.column(PARTITION).to_pylist(), dtype=object)
         for run, positions in runs:
             assert positions.dtype == np.int64
             assert positions.tolist() == np.flatnonzero(np.isin(column, run)).tolist(), (run_files, run)

@@ -539,15 +539,22 @@ static inline Py_ssize_t probe_from(const Slot *slots, Py_ssize_t mask, const in
     }
 }
 
+/* The hashes of a batch of strings, their slots fetched meanwhile (`write`: for filling them). */
+static inline void hash_ahead(const Slot *slots, Py_ssize_t mask, const unsigned char *const *heads, const int32_t *lengths,
+                              Py_ssize_t n, int write, uint64_t *hashes) {
+    for (Py_ssize_t k = 0; k < n; k++) {
+        hashes[k] = string_hash(heads[k], lengths[k]);
+        if (write) FETCH_AHEAD(&slots[hashes[k] & (uint64_t)mask], 1);
+        else FETCH_AHEAD(&slots[hashes[k] & (uint64_t)mask], 0);
+    }
+}
+
 /* The set's strings (heads, lengths) put in the table in order, a batch at a time; a repeat finds the first one, which stays. */
 static void fill_table(Slot *slots, Py_ssize_t mask, const int32_t *lengths, const unsigned char *const *heads, Py_ssize_t count) {
     uint64_t hashes[MATCH_BATCH];
     for (Py_ssize_t base = 0; base < count; base += MATCH_BATCH) {
         Py_ssize_t n = count - base < MATCH_BATCH ? count - base : MATCH_BATCH;
-        for (Py_ssize_t k = 0; k < n; k++) {
-            hashes[k] = string_hash(heads[base + k], lengths[base + k]);
-            FETCH_AHEAD(&slots[hashes[k] & (uint64_t)mask], 1);
-        }
+        hash_ahead(slots, mask, heads + base, lengths + base, n, 1, hashes);
         for (Py_ssize_t k = 0; k < n; k++) {
             Py_ssize_t index = base + k;
             Py_ssize_t slot = probe_from(slots, mask, lengths, heads, (Py_ssize_t)(hashes[k] & (uint64_t)mask), (uint32_t)(hashes[k] >> 32),
@@ -568,10 +575,7 @@ static void match_table(const Slot *slots, Py_ssize_t mask, const int32_t *set_l
     Py_ssize_t at[MATCH_BATCH];
     for (Py_ssize_t base = 0; base < count; base += MATCH_BATCH) {
         Py_ssize_t n = count - base < MATCH_BATCH ? count - base : MATCH_BATCH;
-        for (Py_ssize_t k = 0; k < n; k++) {
-            hashes[k] = string_hash(heads[base + k], lengths[base + k]);
-            FETCH_AHEAD(&slots[hashes[k] & (uint64_t)mask], 0);
-        }
+        hash_ahead(slots, mask, heads + base, lengths + base, n, 0, hashes);
         for (Py_ssize_t k = 0; k < n; k++) { /* the first slot whose tag agrees (or the empty one) */
             uint32_t tag = (uint32_t)(hashes[k] >> 32);
             Py_ssize_t slot = (Py_ssize_t)(hashes[k] & (uint64_t)mask);
@@ -586,6 +590,19 @@ static void match_table(const Slot *slots, Py_ssize_t mask, const int32_t *set_l
             if (other >= 0 && !(set_lengths[other] == lengths[index] && memcmp(set_heads[other], heads[index], (size_t)lengths[index]) == 0))
                 slot = probe_from(slots, mask, set_lengths, set_heads, (slot + 1) & mask, (uint32_t)(hashes[k] >> 32), heads[index], lengths[index]);
             found[index] = slots[slot].index;
+        }
+    }
+}
+
+/* Each string's bytes and length across the chunks, in order. */
+static void place_strings(const StringChunk *chunks, Py_ssize_t chunk_count, int32_t *lengths, const unsigned char **heads) {
+    Py_ssize_t index = 0;
+    for (Py_ssize_t c = 0; c < chunk_count; c++) {
+        const int32_t *at = (const int32_t *)chunks[c].offsets.buf + chunks[c].first;
+        const unsigned char *bytes = chunks[c].data.buf;
+        for (Py_ssize_t i = 0; i < chunks[c].count; i++, index++) {
+            lengths[index] = at[i + 1] - at[i];
+            heads[index] = bytes + at[i];
         }
     }
 }
@@ -723,26 +740,11 @@ static PyObject *index_in_strings(PyObject *self, PyObject *args) {
         }
     }
     {
-        Py_ssize_t mask = size - 1, index = 0;
+        Py_ssize_t mask = size - 1;
         PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
         memset(slots, 0xFF, (size_t)size * sizeof(Slot));
-        for (Py_ssize_t c = 0; !picked && c < set_chunk_count; c++) { /* the set's strings in order */
-            const int32_t *at = (const int32_t *)set_chunks[c].offsets.buf + set_chunks[c].first;
-            const unsigned char *bytes = set_chunks[c].data.buf;
-            for (Py_ssize_t i = 0; i < set_chunks[c].count; i++, index++) {
-                lengths[index] = at[i + 1] - at[i];
-                heads[index] = bytes + at[i];
-            }
-        }
-        index = 0;
-        for (Py_ssize_t c = 0; c < chunk_count; c++) {
-            const int32_t *at = (const int32_t *)chunks[c].offsets.buf + chunks[c].first;
-            const unsigned char *bytes = chunks[c].data.buf;
-            for (Py_ssize_t i = 0; i < chunks[c].count; i++, index++) {
-                value_lengths[index] = at[i + 1] - at[i];
-                value_heads[index] = bytes + at[i];
-            }
-        }
+        if (!picked) place_strings(set_chunks, set_chunk_count, lengths, heads); /* picked: placed above, each checked */
+        place_strings(chunks, chunk_count, value_lengths, value_heads);
         fill_table(slots, mask, lengths, heads, set_count);
         match_table(slots, mask, lengths, heads, value_heads, value_lengths, count, (int32_t *)out.buf);
         if (saved != NULL) PyEval_RestoreThread(saved);
