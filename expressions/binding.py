@@ -13,14 +13,13 @@ import difflib
 import math
 from datetime import date, datetime, timezone
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from expressions.dialect import Dialect
 from expressions.errors import CoercionError, UnknownColumnError
-from expressions.functions import RoundingCast, StringToNumber
-from expressions.functions import result_type as function_result_type
+from expressions.functions.base import result_type as function_result_type
 from expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
@@ -41,6 +40,9 @@ from expressions.tree import (
     or_,
     push_not_down,
 )
+
+if TYPE_CHECKING:
+    from expressions.functions import RoundingCast
 
 
 class Schema:
@@ -135,6 +137,8 @@ def _bind(expr: Expr, schema: Schema, strict: bool) -> Expr:
             and expr.origin not in (Dialect.TRINO, Dialect.PRESTO):  # Trino refuses varchar = integer: the error stays
         numbers = _numeric_literals(expr)
         if numbers is not None:  # Spark casts the text to the number's type, Hive to DOUBLE: a cast, not an error
+            from expressions.functions import StringToNumber
+
             cast = StringToNumber(integral=expr.origin is not Dialect.HIVE and all(isinstance(v, int) for v in numbers))
             bound_ref = Ref(bound_ref.path, ref.position, functions=(*bound_ref.functions, cast))
             dtype = cast.result_type(dtype) or dtype
@@ -178,6 +182,8 @@ def rounding_cast(dtype: pa.DataType, cast: str) -> RoundingCast | None:
     kind = cast.split("(")[0].strip()
     if not pa.types.is_integer(dtype) or kind not in ("DOUBLE", "FLOAT", "REAL"):
         return None
+    from expressions.functions import RoundingCast
+
     return RoundingCast(64 if kind == "DOUBLE" else 32)
 
 

@@ -23,8 +23,7 @@ from expressions.binding import bind
 from expressions.bound import BoundPredicate
 from expressions.dialect import NanSemantics, nan_semantics
 from expressions.eval_rows import is_nan_literal
-from expressions.functions import Function, RoundingCast, all_total, all_total_within_image, image_all, image_all_arrays, result_type
-from expressions.functions.text import after_prefix
+from expressions.functions import Function, all_total, all_total_within_image, image_all, image_all_arrays, result_type
 from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, Ref, StartsWith, Unknown, Visitor, visit
 from metadata import arrow_values
 from metadata.arrow_values import to_numpy
@@ -85,6 +84,8 @@ class _Column:
             low_array, high_array = (pa.chunked_array([b.cast(target)]) for b in vectorised)
         else:
             low_array, high_array = self._images_file_by_file(functions, usable, target)
+        from expressions.functions import RoundingCast
+
         nan_free = not pa.types.is_floating(source) and all(isinstance(f, RoundingCast) for f in functions)
         if all_total(functions, source):
             return _Column(low_array, high_array, self.nulls, self.count, nan_free=nan_free)
@@ -300,6 +301,8 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
             return self._finish(column, pc.invert(both))
         scalar = arrow_values.scalar(prefix, pa.string())
         decided = self._max_at_least(column, prefix, scalar, strict=False)
+        from expressions.functions import after_prefix
+
         upper = after_prefix(prefix)
         if upper is not None:
             decided = pc.and_(decided, pc.less(column.min, arrow_values.scalar(upper, pa.string())))

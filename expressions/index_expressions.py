@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from expressions.bound import BoundPredicate, bound_as
 from expressions.errors import ExpressionError
-from expressions.functions import DatePart, Function, SessionZone, ToDate, Unit, all_total, apply_all, image_all, normalise, result_type
+from expressions.functions import Function, SessionZone, Unit, all_total, apply_all, image_all, result_type
 from expressions.sql import parse_sql
 from expressions.tree import (
     AlwaysFalse,
@@ -60,6 +60,8 @@ def same_function(a: tuple[Function, ...], b: tuple[Function, ...]) -> bool:
 
 
 def _canonical(functions: tuple[Function, ...]) -> tuple[Function, ...]:
+    from expressions.functions import DatePart, ToDate, normalise
+
     chain = list(normalise(functions))
     for i in range(len(chain) - 1, 0, -1):
         after = chain[i]
@@ -80,6 +82,8 @@ def index_ref(index: ExpressionIndexPartition, zone: SessionZone | None = None) 
         return None
     if not isinstance(parsed, IsNull):
         return None
+    from expressions.functions import normalise
+
     ref = parsed.ref
     return Ref(ref.path, functions=normalise(ref.functions))
 

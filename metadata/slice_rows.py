@@ -8,6 +8,7 @@ changed)."""
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -29,7 +30,11 @@ def file_group_reader(base_uri: str, storage_options: Mapping[str, str], latest_
     then comes from the log records that have it (hudi-rs's bare
     HudiFileGroupReader reads the base file's columns only). Cached per table
     state (`latest_instant`)."""
-    return _table_reader(base_uri, tuple(sorted(hudi_rs_options(base_uri, storage_options).items())), latest_instant)
+    with _READERS_LOCK:  # built once: slices read on several threads would each import hudi-rs and read the timeline
+        return _table_reader(base_uri, tuple(sorted(hudi_rs_options(base_uri, storage_options).items())), latest_instant)
+
+
+_READERS_LOCK = threading.Lock()
 
 
 @functools.lru_cache(maxsize=8)

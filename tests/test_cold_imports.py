@@ -25,7 +25,8 @@ from click.testing import CliRunner
 from engine_bridge.cli import main
 result = CliRunner().invoke(main, json.loads(sys.argv[1]))
 print(json.dumps({"exit": result.exit_code, "modules": sorted({m.split(".")[0] for m in sys.modules}),
-                  "dialects": sorted(m for m in sys.modules if m.startswith("sqlglot.dialects."))}))
+                  "dialects": sorted(m for m in sys.modules if m.startswith("sqlglot.dialects.")),
+                  "functions": sorted(m for m in sys.modules if m.startswith("expressions.functions."))}))
 """
 CLIENTS = {"pyspark", "py4j", "hudi", "trino", "pyhive", "hmsclient", "thrift", "thrift_sasl", "duckdb", "polars", "boto3"}
 
@@ -51,10 +52,13 @@ def test_cold_commands_leave_the_engines_clients_out(tmp_path: Path) -> None:
     planned = _loaded(["plan", path, "--where", "id = 1"])  # a plain predicate: read and printed without sqlglot
     assert planned["exit"] == 0 and not CLIENTS & set(planned["modules"]) and "pandas" not in planned["modules"]
     assert "sqlglot" not in planned["modules"]
+    # a predicate naming no function loads none of their classes (a fifth of a cold `import listers`)
+    assert planned["functions"] == ["expressions.functions.base", "expressions.functions.zones"] and not shown["functions"]
     functions = _loaded(["plan", path, "--where", "upper(city) = 'SF'"])  # sqlglot's front end reads it
     assert functions["exit"] == 0 and not CLIENTS & set(functions["modules"]) and "pandas" not in functions["modules"]
     assert set(functions["dialects"]) <= {"sqlglot.dialects", "sqlglot.dialects.dialect", "sqlglot.dialects.hive", "sqlglot.dialects.spark",
                                           "sqlglot.dialects.spark2"}  # the predicate's dialect and what it derives from
+    assert "expressions.functions.text" in functions["functions"]  # upper(): loaded when named
 
 
 LIBRARY_PROBE = """
