@@ -17,7 +17,15 @@ from expressions import bind_predicate, parse_sql
 from listers import plan
 from listers.index_support import column_stats
 from listers.index_support.shard_pipeline import local_candidates_runner
-from listers.index_support.stats_runs import FEWEST_RUN_FILES, MOST_RUN_FILES, RunCut, run_files_for, runs_of_partitions
+from listers.index_support.stats_runs import (
+    FEWEST_RUN_FILES,
+    MOST_RUN_FILES,
+    PartitionSpans,
+    RunCut,
+    SortedRows,
+    run_files_for,
+    runs_of_partitions,
+)
 from metadata.stats_table import FILE_NAME, PARTITION, ListedFiles, build_stats_table, max_field, min_field
 from tests.conftest import fixture_ids, requires_fixtures, table_path
 
@@ -81,7 +89,7 @@ def test_a_run_cut_gives_each_runs_rows_of_the_listing(chunks: list[list[str | N
     column = np.array(listing.column(PARTITION).to_pylist(), dtype=object)
     for run_files in (1, 2, 4, 100):
         cut = RunCut.of(listing, partitions, run_files)
-        assert (cut.spans is not None) == together
+        assert isinstance(cut.rows, PartitionSpans if together else SortedRows)
         runs = list(cut.runs())
         assert sorted(p for run, _ in runs for p in run) == partitions
         for run, positions in runs:

@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -229,6 +230,15 @@ def _worker_run(uri: str, options: Mapping[str, str], columns: list[str], types:
     return evaluate_run(mdt, columns, types, partitions, rows, predicate)
 
 
+class RowsOfRuns(Protocol):
+    """Where a listing's partitions' rows are: how many each holds, and each
+    run's rows as positions in the listing (ascending), run after run."""
+
+    def counts(self) -> Mapping[str | None, int]: ...
+
+    def positions_of_runs(self, runs: list[list[str]]) -> Iterator[npt.NDArray[np.int64]]: ...
+
+
 @dataclass
 class RunCut:
     """The partitions in the order of their ids, cut into runs of about
@@ -236,48 +246,23 @@ class RunCut:
     the listing (a run's rows are matched where they lie, never copied out).
 
     A listing holds each partition's rows together (the files partition's
-    records are one per partition), so a partition is located by its span of
-    rows, found from the runs of equal values: nothing the size of the
-    listing is made (at 10M files, the sort below held 80 to 120 MB more as
-    the first runs were read). A listing that mixes partitions is sorted."""
+    records are one per partition), so its rows are located by each
+    partition's span (`PartitionSpans`): nothing the size of the listing is
+    made (at 10M files, sorting held 80 to 120 MB more as the first runs were
+    read). A listing that mixes partitions is sorted (`SortedRows`)."""
 
     partitions: list[list[str]]  # each run's partitions
-    spans: PartitionSpans | None = None  # where each partition's rows are, when together
-    names: list[str] = field(default_factory=list)  # else the listing's partitions, as dictionary-encoded,
-    codes: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # per listed file its name
-    batch_lengths: list[int] = field(default_factory=list)  # and the listing's batches
+    rows: RowsOfRuns
 
     @classmethod
     def of(cls, files: pa.Table, partitions: list[str], run_files: int) -> RunCut:
         ordered = sorted(partitions, key=keys.partition_index_id)
-        spans = PartitionSpans.of(files.column(PARTITION))
-        if spans is not None:
-            return cls(_cut(ordered, spans.counts(), run_files), spans)
-        encoded = pc.dictionary_encode(files.column(PARTITION)).combine_chunks()
-        names = encoded.dictionary.to_pylist()
-        codes = to_numpy(encoded.indices).astype(np.int32, copy=False)  # 32-bit, as encoded: at 10M files 40 MB
-        counts = dict(zip(names, np.bincount(codes, minlength=len(names)).tolist()))
-        return cls(_cut(ordered, counts, run_files), None, names, codes, [batch.num_rows for batch in files.to_batches()])
+        rows: RowsOfRuns = PartitionSpans.of(files.column(PARTITION)) or SortedRows.of(files)
+        return cls(_cut(ordered, rows.counts(), run_files), rows)
 
     def runs(self) -> Iterator[tuple[list[str], npt.NDArray[np.int64]]]:
         """Each run's partitions with the positions of its rows in the listing (ascending), in run order."""
-        if self.spans is not None:
-            for run in self.partitions:
-                yield run, self.spans.positions(run)
-            return
-        run_of_name = {p: n for n, run in enumerate(self.partitions) for p in run}
-        run_of_row = np.array([run_of_name.get(p, -1) for p in self.names], dtype=np.int32)[self.codes]
-        self.codes = np.zeros(0, dtype=np.int32)  # gone before the runs
-        # sorted a batch of the listing at a time, held 32-bit: at 10M files a whole sort's indexes take 80 MB more
-        orders, first = [], 0
-        for length in self.batch_lengths:
-            runs_here = run_of_row[first : first + length]
-            order = np.argsort(runs_here, kind="stable").astype(np.int32)
-            orders.append((first, order, np.searchsorted(runs_here[order], np.arange(len(self.partitions) + 1))))
-            first += length
-        del run_of_row
-        for n, run in enumerate(self.partitions):
-            yield run, np.concatenate([order[bounds[n] : bounds[n + 1]].astype(np.int64) + start for start, order, bounds in orders])
+        return zip(self.partitions, self.rows.positions_of_runs(self.partitions))
 
 
 def _cut(ordered: list[str], counts: Mapping[str | None, int], run_files: int) -> list[list[str]]:
@@ -328,6 +313,9 @@ class PartitionSpans:
         lengths = (self.ends - self.starts).tolist()
         return {partition: lengths[n] for partition, n in self.index.items()}
 
+    def positions_of_runs(self, runs: list[list[str]]) -> Iterator[npt.NDArray[np.int64]]:
+        return (self.positions(run) for run in runs)
+
     def positions(self, partitions: list[str]) -> npt.NDArray[np.int64]:
         """The rows of these partitions, ascending (a partition not listed has none)."""
         found = np.array(sorted(self.index[p] for p in partitions if p in self.index), dtype=np.int64)  # spans ascend as they were found
@@ -337,4 +325,38 @@ class PartitionSpans:
         return np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - before, lengths)
 
 
-__all__ = ["FEWEST_RUN_FILES", "MOST_RUN_FILES", "PartitionSpans", "RunCut", "evaluate_run", "run_files_for", "runs_of_partitions"]
+@dataclass
+class SortedRows:
+    """A listing whose partitions' rows are apart: its partitions dictionary
+    encoded, each run's rows found by sorting the listing by run."""
+
+    names: list[str]  # the listing's partitions, as dictionary-encoded
+    codes: npt.NDArray[np.int32]  # per listed file its name (32-bit, as encoded: at 10M files 40 MB)
+    batch_lengths: list[int]  # the listing's batches
+
+    @classmethod
+    def of(cls, files: pa.Table) -> SortedRows:
+        encoded = pc.dictionary_encode(files.column(PARTITION)).combine_chunks()
+        return cls(encoded.dictionary.to_pylist(), to_numpy(encoded.indices).astype(np.int32, copy=False),
+                   [batch.num_rows for batch in files.to_batches()])
+
+    def counts(self) -> dict[str | None, int]:
+        return dict(zip(self.names, np.bincount(self.codes, minlength=len(self.names)).tolist()))
+
+    def positions_of_runs(self, runs: list[list[str]]) -> Iterator[npt.NDArray[np.int64]]:
+        run_of_name = {p: n for n, run in enumerate(runs) for p in run}
+        run_of_row = np.array([run_of_name.get(p, -1) for p in self.names], dtype=np.int32)[self.codes]
+        self.codes = np.zeros(0, dtype=np.int32)  # gone before the runs
+        # sorted a batch of the listing at a time, held 32-bit: at 10M files a whole sort's indexes take 80 MB more
+        orders, first = [], 0
+        for length in self.batch_lengths:
+            runs_here = run_of_row[first : first + length]
+            order = np.argsort(runs_here, kind="stable").astype(np.int32)
+            orders.append((first, order, np.searchsorted(runs_here[order], np.arange(len(runs) + 1))))
+            first += length
+        del run_of_row
+        for n in range(len(runs)):
+            yield np.concatenate([order[bounds[n] : bounds[n + 1]].astype(np.int64) + start for start, order, bounds in orders])
+
+
+__all__ = ["FEWEST_RUN_FILES", "MOST_RUN_FILES", "PartitionSpans", "RunCut", "SortedRows", "evaluate_run", "run_files_for", "runs_of_partitions"]
