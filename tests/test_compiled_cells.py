@@ -200,6 +200,28 @@ def test_compiled_decoder_refuses_damaged_records_as_numpy_does(case: tuple[int,
 
 
 @compiled
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(stats_records() | files_records(), st.data())
+def test_compiled_decoder_keeps_the_paths_read_as_numpy_decodes_them(case: tuple[int, list[tuple[str, dict[str, Any]]]],
+                                                                     data: st.DataObject) -> None:
+    """With the paths a caller reads (`read`), the others are stepped over, not kept: the paths read come out as the
+    numpy decoder makes them, the others not at all, and a map's entries are still numbered."""
+    version, records = case
+    schema_json = record_schema_json(version)
+    parsed = parse_schema_cached(schema_json)
+    values = [encode_record(r, schema_json) for _, r in records]
+    whole = _canonical(decode_spans_with_numpy(*_buffer(values), parsed))
+    paths = sorted(p for p in whole if p not in ("count", "entries"))
+    prefixes = sorted({*paths, *(p.split("|")[0].split(".")[0] for p in paths)})
+    read = tuple(data.draw(st.lists(st.sampled_from(prefixes), min_size=1, max_size=4, unique=True)))
+    native = _canonical(decode_spans(*_buffer(values), parsed, read))
+    kept = {p for p in paths if p.startswith(read) or p.endswith("{}")}
+    assert {p for p in native if p not in ("count", "entries")} == kept, read
+    assert all(native[p] == whole[p] for p in kept), read
+    assert native["count"] == whole["count"] and native["entries"] == whole["entries"]
+
+
+@compiled
 def test_compiled_decoder_reads_the_long_maps_numpy_leaves_to_the_reference() -> None:
     schema_json = record_schema_json(9)
     entries = {f"{n}.parquet": (10 + n, n % 7 == 0) for n in range(columnar.LOCKSTEP_ENTRIES + 1)}
