@@ -6,6 +6,7 @@ refuse with the same message."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import struct
 import sysconfig
@@ -244,6 +245,20 @@ def test_a_map_claiming_more_entries_than_its_bytes_is_left_to_numpy() -> None:
     schema_json = '{"type": "record", "name": "R", "fields": [{"name": "m", "type": {"type": "array", "items": "null"}}]}'
     native, numpy_ = _both([lowest + b"\x00"], schema_json)
     assert native == numpy_
+
+
+@compiled
+def test_a_schema_nested_deeper_than_the_flat_layout_is_decoded_by_numpy() -> None:
+    """The compiled decoder lays its program out flat up to a depth (`FLAT_DEPTH`, 64); deeper, it leaves the records
+    to the numpy decoder rather than refusing them."""
+    schema: dict[str, Any] = {"type": "record", "name": "R70", "fields": [{"name": "v", "type": ["null", "long"]}]}
+    for depth in range(69, -1, -1):
+        schema = {"type": "record", "name": f"R{depth}", "fields": [{"name": "f", "type": schema}]}
+    schema_json = json.dumps(schema)
+    values = [b"\x02\x0a", b"\x00"]  # v = 5, then v = null
+    native, numpy_ = _both(values, schema_json)
+    assert isinstance(native, dict) and native == numpy_
+    assert native[".".join(["f"] * 70 + ["v|long"])] == [((0,), 5)]
 
 
 def test_recursive_schemas_are_not_compiled() -> None:

@@ -55,6 +55,10 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 __all__ = [
     "Add", "ChangeCase", "DateFormat", "DatePart", "Divide", "Function", "Multiply", "ParseTime", "Pattern", "RoundingCast", "SecondsToTimestamp", "StringToNumber",
     "Length", "SessionZone", "Substring", "ToDate", "Trim", "ToTimestamp", "Unit", "UnixSeconds", "after_prefix", "all_total", "all_total_within_image",

@@ -90,12 +90,13 @@ static PyObject *walk_cells(PyObject *self, PyObject *args) {
  * int64 buffers: rows (None when they are 0, 1, 2, ...), values[, lengths]),
  * (per path: entries counted; -1 for a path that is not a map's or array's
  * space, or one never reached)); None when a map or
- * array claims more entries than its record has bytes (left to the numpy
- * decoder); ValueError for bytes that do not decode. */
+ * array claims more entries than its record has bytes, or the program does
+ * not lay out flat (left to the numpy decoder); ValueError for bytes that do
+ * not decode. */
 
 enum { OP_NULL, OP_LONG, OP_BOOL, OP_FLOAT, OP_DOUBLE, OP_SPAN, OP_FIXED, OP_RECORD, OP_UNION, OP_ENTRIES };
 enum { KIND_INTS, KIND_BOOLS, KIND_FLOATS, KIND_SPAN, KIND_OWNER, KIND_SKIP };
-enum { OK, ERR_VARINT_PAST, ERR_VARINT_LONG, ERR_SPAN_PAST, ERR_FIXED_PAST, ERR_BRANCH, ERR_END, ERR_MEMORY, ERR_ENTRIES, ERR_PROGRAM };
+enum { OK, ERR_VARINT_PAST, ERR_VARINT_LONG, ERR_SPAN_PAST, ERR_FIXED_PAST, ERR_BRANCH, ERR_END, ERR_MEMORY, ERR_ENTRIES, ERR_PROGRAM, ERR_FLAT };
 
 typedef struct {
     int64_t *rows; /* NULL while the rows are 0, 1, 2, ... (most paths: every record has them) */
@@ -356,8 +357,8 @@ static int flatten(const Decoder *d, Flat *f, int64_t at, int depth) {
         if (operands < 2 || n[2] < 0) return ERR_PROGRAM;
         return skip ? emit(f, F_SKIP_FIXED) || emit(f, n[2]) : emit(f, F_FIXED) || emit(f, path) || emit(f, n[2]);
     case OP_UNION: {
+        if (operands < 2 || n[2] < 0 || n[2] > operands - 2) return ERR_PROGRAM;
         int64_t count = n[2];
-        if (operands < 2 || count < 0 || count > operands - 2) return ERR_PROGRAM;
         if (emit(f, skip ? F_SKIP_UNION : F_UNION) || emit(f, path) || emit(f, count)) return ERR_PROGRAM;
         Py_ssize_t table = f->size;
         for (int64_t b = 0; b < count; b++)
@@ -511,7 +512,8 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    if (records > 0 && (flatten(&d, &flat, 0, 0) || emit(&flat, F_END))) d.error = ERR_PROGRAM;
+    /* a program that does not lay out flat (deeper than FLAT_DEPTH, or not a tree) is left to the numpy decoder */
+    if (records > 0 && (flatten(&d, &flat, 0, 0) || emit(&flat, F_END))) d.error = ERR_FLAT;
     PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
     for (Py_ssize_t i = 0; i < records && !d.error; i++) {
         d.pos = start[i];
@@ -526,7 +528,7 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     }
     if (saved != NULL) PyEval_RestoreThread(saved);
     PyMem_RawFree(flat.code);
-    if (d.error == ERR_ENTRIES) {
+    if (d.error == ERR_ENTRIES || d.error == ERR_FLAT) {
         result = Py_NewRef(Py_None);
         goto done;
     }
