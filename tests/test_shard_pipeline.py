@@ -95,6 +95,9 @@ def test_a_run_cut_gives_each_runs_rows_of_the_listing(chunks: list[list[str | N
         for run, positions in runs:
             assert positions.dtype == np.int64
             assert positions.tolist() == np.flatnonzero(np.isin(column, run)).tolist(), (run_files, run)
+        if not together:  # the sorted listing lets its codes go: asked again, it refuses rather than give no rows
+            with pytest.raises(RuntimeError):
+                list(cut.runs())
 
 
 def test_a_run_is_a_twentieth_of_the_listing_within_its_bounds() -> None:

@@ -329,7 +329,7 @@ class SortedRows:
     encoded, each run's rows found by sorting the listing by run."""
 
     names: list[str]  # the listing's partitions, as dictionary-encoded
-    codes: npt.NDArray[np.int32]  # per listed file its name (32-bit, as encoded: at 10M files 40 MB)
+    codes: npt.NDArray[np.int32] | None  # per listed file its name (32-bit, as encoded: at 10M files 40 MB); None once the runs have them
     batch_lengths: list[int]  # the listing's batches
 
     @classmethod
@@ -339,12 +339,13 @@ class SortedRows:
                    [batch.num_rows for batch in files.to_batches()])
 
     def counts(self) -> dict[str | None, int]:
-        return dict(zip(self.names, np.bincount(self.codes, minlength=len(self.names)).tolist()))
+        return dict(zip(self.names, np.bincount(self._codes(), minlength=len(self.names)).tolist()))
 
     def positions_of_runs(self, runs: list[list[str]]) -> Iterator[npt.NDArray[np.int64]]:
+        """Each run's rows, once: the codes are let go before the runs (asked again, it refuses rather than give none)."""
         run_of_name = {p: n for n, run in enumerate(runs) for p in run}
-        run_of_row = np.array([run_of_name.get(p, -1) for p in self.names], dtype=np.int32)[self.codes]
-        self.codes = np.zeros(0, dtype=np.int32)  # gone before the runs
+        run_of_row = np.array([run_of_name.get(p, -1) for p in self.names], dtype=np.int32)[self._codes()]
+        self.codes = None  # gone before the runs
         # sorted a batch of the listing at a time, held 32-bit: at 10M files a whole sort's indexes take 80 MB more
         orders, first = [], 0
         for length in self.batch_lengths:
@@ -355,6 +356,11 @@ class SortedRows:
         del run_of_row
         for n in range(len(runs)):
             yield np.concatenate([order[bounds[n] : bounds[n + 1]].astype(np.int64) + start for start, order, bounds in orders])
+
+    def _codes(self) -> npt.NDArray[np.int32]:
+        if self.codes is None:
+            raise RuntimeError("a sorted listing's runs were located already: its codes are gone")
+        return self.codes
 
 
 __all__ = ["FEWEST_RUN_FILES", "MOST_RUN_FILES", "PartitionSpans", "RunCut", "SortedRows", "evaluate_run", "run_files_for", "runs_of_partitions"]

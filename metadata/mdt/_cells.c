@@ -167,13 +167,48 @@ static inline int varint(Decoder *d, int64_t *out) {
     return OK;
 }
 
+/* The leaf values, read and stepped over; the tree walk and the flat code push what they read. */
+static inline int read_span(Decoder *d, int64_t *start, int64_t *length) {
+    if (varint(d, length)) return d->error;
+    if (*length < 0 || *length > d->end - d->pos) return d->error = ERR_SPAN_PAST;
+    *start = d->pos;
+    d->pos += *length;
+    return OK;
+}
+
+static inline int read_fixed(Decoder *d, int64_t size, int64_t *start) {
+    if (size > d->end - d->pos) return d->error = ERR_FIXED_PAST;
+    *start = d->pos;
+    d->pos += size;
+    return OK;
+}
+
+static inline int read_bool(Decoder *d, int64_t *value) {
+    if (d->pos + 1 > d->end) return d->error = ERR_FIXED_PAST;
+    *value = d->buf[d->pos++] != 0;
+    return OK;
+}
+
+static inline int read_float(Decoder *d, int64_t *value) { /* widened to a double, kept in the int64's 8 bytes */
+    if (d->pos + 4 > d->end) return d->error = ERR_FIXED_PAST;
+    float single;
+    memcpy(&single, d->buf + d->pos, 4); /* Avro floats are little-endian, as this machine (checked at import) */
+    d->pos += 4;
+    double widened = (double)single;
+    memcpy(value, &widened, 8);
+    return OK;
+}
+
+static inline int read_double(Decoder *d, int64_t *value) {
+    if (d->pos + 8 > d->end) return d->error = ERR_FIXED_PAST;
+    memcpy(value, d->buf + d->pos, 8);
+    d->pos += 8;
+    return OK;
+}
+
 static inline int span(Decoder *d, int64_t path, int64_t row) {
-    int64_t length;
-    if (varint(d, &length)) return d->error;
-    if (length < 0 || length > d->end - d->pos) return d->error = ERR_SPAN_PAST;
-    int64_t start = d->pos;
-    d->pos += length;
-    return push(d, path, row, start, length);
+    int64_t start, length;
+    return read_span(d, &start, &length) || push(d, path, row, start, length) ? d->error : OK;
 }
 
 static int node(Decoder *d, int64_t at, int64_t row) {
@@ -187,29 +222,15 @@ static int node(Decoder *d, int64_t at, int64_t row) {
         if (varint(d, &value)) return d->error;
         return push(d, n[1], row, value, 0);
     case OP_BOOL:
-        if (d->pos + 1 > d->end) return d->error = ERR_FIXED_PAST;
-        return push(d, n[1], row, d->buf[d->pos++] != 0, 0);
-    case OP_FLOAT: {
-        if (d->pos + 4 > d->end) return d->error = ERR_FIXED_PAST;
-        float f;
-        memcpy(&f, d->buf + d->pos, 4); /* Avro floats are little-endian, as this machine (checked at import) */
-        d->pos += 4;
-        double widened = (double)f;
-        memcpy(&value, &widened, 8);
-        return push(d, n[1], row, value, 0);
-    }
+        return read_bool(d, &value) || push(d, n[1], row, value, 0) ? d->error : OK;
+    case OP_FLOAT:
+        return read_float(d, &value) || push(d, n[1], row, value, 0) ? d->error : OK;
     case OP_DOUBLE:
-        if (d->pos + 8 > d->end) return d->error = ERR_FIXED_PAST;
-        memcpy(&value, d->buf + d->pos, 8);
-        d->pos += 8;
-        return push(d, n[1], row, value, 0);
+        return read_double(d, &value) || push(d, n[1], row, value, 0) ? d->error : OK;
     case OP_SPAN:
         return span(d, n[1], row);
     case OP_FIXED:
-        if (n[2] > d->end - d->pos) return d->error = ERR_FIXED_PAST;
-        value = d->pos;
-        d->pos += n[2];
-        return push(d, n[1], row, value, n[2]);
+        return read_fixed(d, n[2], &value) || push(d, n[1], row, value, n[2]) ? d->error : OK;
     case OP_RECORD:
         for (int64_t i = 0; i < n[1]; i++)
             if (node(d, n[2 + i], row)) return d->error;
@@ -405,47 +426,33 @@ static int run_flat(Decoder *d, const int64_t *code, int64_t row) {
             pc += 1;
             break;
         case F_BOOL:
-            if (d->pos + 1 > d->end) return d->error = ERR_FIXED_PAST;
-            if (push(d, c[1], row, d->buf[d->pos++] != 0, 0)) return d->error;
+            if (read_bool(d, &value) || push(d, c[1], row, value, 0)) return d->error;
             pc += 2;
             break;
-        case F_FLOAT: {
-            if (d->pos + 4 > d->end) return d->error = ERR_FIXED_PAST;
-            float single;
-            memcpy(&single, d->buf + d->pos, 4); /* little-endian, as this machine (checked at import) */
-            d->pos += 4;
-            double widened = (double)single;
-            memcpy(&value, &widened, 8);
-            if (push(d, c[1], row, value, 0)) return d->error;
+        case F_FLOAT:
+            if (read_float(d, &value) || push(d, c[1], row, value, 0)) return d->error;
             pc += 2;
             break;
-        }
         case F_DOUBLE:
-            if (d->pos + 8 > d->end) return d->error = ERR_FIXED_PAST;
-            memcpy(&value, d->buf + d->pos, 8);
-            d->pos += 8;
-            if (push(d, c[1], row, value, 0)) return d->error;
+            if (read_double(d, &value) || push(d, c[1], row, value, 0)) return d->error;
             pc += 2;
             break;
         case F_SPAN:
             if (span(d, c[1], row)) return d->error;
             pc += 2;
             break;
-        case F_SKIP_SPAN:
-            if (varint(d, &value)) return d->error;
-            if (value < 0 || value > d->end - d->pos) return d->error = ERR_SPAN_PAST;
-            d->pos += value;
+        case F_SKIP_SPAN: {
+            int64_t start;
+            if (read_span(d, &start, &value)) return d->error;
             pc += 1;
             break;
+        }
         case F_FIXED:
-            if (c[2] > d->end - d->pos) return d->error = ERR_FIXED_PAST;
-            if (push(d, c[1], row, d->pos, c[2])) return d->error;
-            d->pos += c[2];
+            if (read_fixed(d, c[2], &value) || push(d, c[1], row, value, c[2])) return d->error;
             pc += 3;
             break;
         case F_SKIP_FIXED:
-            if (c[1] > d->end - d->pos) return d->error = ERR_FIXED_PAST;
-            d->pos += c[1];
+            if (read_fixed(d, c[1], &value)) return d->error;
             pc += 2;
             break;
         case F_UNION:
