@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from metadata import HudiTable
+from metadata.errors import HudiFormatError
 from metadata.mdt import columnar, hfile_cells
 from metadata.mdt.columnar import Decoded, Unsupported, decode_many, decode_spans, decode_spans_with_numpy
 from metadata.mdt.files_columns import entries_of_sizes, live_entries
@@ -302,3 +303,53 @@ def test_the_compiled_helpers_can_be_switched_off() -> None:
     shown = subprocess.run([sys.executable, "-c", code], env={**os.environ, "HUDI_BRIDGE_NATIVE": "0"}, capture_output=True, text=True,
                            check=True).stdout.split()
     assert shown == ["None", "None", "None"]
+
+
+# The chunk layout ------------------------------------------------------------------------------
+def _vint_tail(rng: np.random.Generator) -> bytes:
+    """An MVCC tail byte: mostly a one-byte vint, sometimes the first byte of a longer one (the quick layout must refuse it)."""
+    return bytes([int(rng.choice([0, 5, 0x7F, 0x90, 0xFF, 0x80, 0x8F]))])
+
+
+@compiled
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 12), st.binary(max_size=20), st.binary(max_size=30)), max_size=12), max_size=6),
+       st.sampled_from([0, 1]), st.integers(0, 2**31 - 1))
+def test_compiled_layout_equals_the_numpy_layout(blocks: list[list[tuple[int, bytes, bytes]]], tail: int, seed: int) -> None:
+    """Blocks of cells (a row length in each key that may not fit it, MVCC tails that may not be one byte) laid end to
+    end: the compiled layout gives the numpy layout's cells, its None, or leaves the refusal to it."""
+    rng = np.random.default_rng(seed)
+    payloads = []
+    for cells in blocks:
+        payloads.append(b"".join(struct.pack(">iih", len(rest) + 2, len(value), row) + rest + value + (_vint_tail(rng) if tail else b"")
+                                 for row, rest, value in cells))
+    walks = [walk_cells(p, tail) for p in payloads]
+    assert all(w is not None for w in walks)
+    compiled_laid = hfile_cells._native.lay_out(payloads, walks, tail, PADDING)  # type: ignore[union-attr]
+    try:
+        numpy_chunk = hfile_cells.lay_out_with_numpy(payloads, walks, tail, "f")  # type: ignore[arg-type]
+    except HudiFormatError:
+        assert compiled_laid is None  # left to numpy, which names the cell
+        return
+    if numpy_chunk is None:
+        assert compiled_laid is None
+        return
+    chunk = hfile_cells.lay_out_blocks(payloads, walks, tail, "f")  # type: ignore[arg-type]
+    assert compiled_laid is not None and chunk is not None
+    assert bytes(chunk.data) == bytes(numpy_chunk.data) == b"".join(payloads) + bytes(PADDING)
+    for column in ("row_start", "row_length", "value_start", "value_length"):
+        assert getattr(chunk, column).tolist() == getattr(numpy_chunk, column).tolist(), column
+    assert chunk.rows().to_pylist() == numpy_chunk.rows().to_pylist()
+
+
+@compiled
+def test_compiled_layout_leaves_bad_cells_to_numpy() -> None:
+    """A multi-byte MVCC tail: None both ways (walked exactly after); a row longer than its key: numpy refuses it by offset."""
+    good = struct.pack(">iih", 3, 1, 1) + b"k" + b"v" + b"\x00"
+    long_tail = struct.pack(">iih", 3, 1, 1) + b"k" + b"v" + b"\x88"
+    assert hfile_cells.lay_out_blocks([good, long_tail], [walk_cells(good, 1), walk_cells(long_tail, 1)], 1, "f") is None  # type: ignore[list-item]
+    bad_row = struct.pack(">iih", 3, 1, 5) + b"k" + b"v" + b"\x00"
+    with pytest.raises(HudiFormatError, match="cell row of 5 bytes does not fit its key of 3"):
+        hfile_cells.lay_out_blocks([good, bad_row], [walk_cells(good, 1), walk_cells(bad_row, 1)], 1, "f")  # type: ignore[list-item]
+    with pytest.raises(ValueError):
+        hfile_cells._native.lay_out([good], [], 1, PADDING)  # type: ignore[union-attr]

@@ -76,6 +76,88 @@ static PyObject *walk_cells(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------
+ * lay_out(payloads, walks, fixed_tail, padding) -> (bytes, bytes) | None
+ *
+ * Walked blocks (`walk_cells`' pairs per block) laid end to end as one chunk:
+ * the blocks copied into one buffer followed by `padding` zero bytes, and per
+ * cell its row's start and length, its value's start and length (four int64
+ * columns one after the other), in one pass a block at a time while the block
+ * is in the cache; the numpy layout (`hfile_cells.lay_out_blocks`) took a
+ * dozen passes over every cell. None when a cell's tail byte is not a
+ * one-byte MVCC vint or its row does not fit its key: the numpy layout then
+ * decides (walked exactly, or refused naming the cell). */
+
+static PyObject *lay_out(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *payloads, *walks;
+    Py_ssize_t fixed_tail, padding;
+    if (!PyArg_ParseTuple(args, "O!O!nn", &PyList_Type, &payloads, &PyList_Type, &walks, &fixed_tail, &padding))
+        return NULL;
+    Py_ssize_t blocks = PyList_GET_SIZE(payloads);
+    if (PyList_GET_SIZE(walks) != blocks || fixed_tail < 0 || fixed_tail > 1 || padding < 0) {
+        PyErr_SetString(PyExc_ValueError, "lay_out: a walk per block, a tail of 0 or 1 byte, padding not negative");
+        return NULL;
+    }
+    Py_buffer *views = PyMem_Calloc((size_t)(2 * blocks + 1), sizeof(Py_buffer));
+    if (views == NULL) return PyErr_NoMemory();
+    Py_ssize_t held = 0, total = 0, cells = 0;
+    PyObject *joined = NULL, *layout = NULL, *result = NULL;
+    for (Py_ssize_t b = 0; b < blocks; b++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(payloads, b), &views[held], PyBUF_SIMPLE) < 0) goto done;
+        total += views[held++].len;
+        if (PyObject_GetBuffer(PyList_GET_ITEM(walks, b), &views[held], PyBUF_SIMPLE) < 0) goto done;
+        if (views[held].len % (Py_ssize_t)(2 * sizeof(int64_t)) != 0) {
+            held++;
+            PyErr_SetString(PyExc_ValueError, "lay_out: a walk is not int64 pairs");
+            goto done;
+        }
+        cells += views[held++].len / (Py_ssize_t)(2 * sizeof(int64_t));
+    }
+    joined = PyBytes_FromStringAndSize(NULL, total + padding);
+    layout = PyBytes_FromStringAndSize(NULL, 4 * cells * (Py_ssize_t)sizeof(int64_t));
+    if (joined == NULL || layout == NULL) goto done;
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(joined);
+    int64_t *row_start = (int64_t *)PyBytes_AS_STRING(layout);
+    int64_t *row_length = row_start + cells, *value_start = row_length + cells, *value_length = value_start + cells;
+    int fits = 1;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t shift = 0;
+    Py_ssize_t n = 0;
+    for (Py_ssize_t b = 0; b < blocks && fits; b++) {
+        const unsigned char *data = views[2 * b].buf;
+        const int64_t size = views[2 * b].len;
+        const int64_t *pairs = views[2 * b + 1].buf;
+        const Py_ssize_t count = views[2 * b + 1].len / (Py_ssize_t)(2 * sizeof(int64_t));
+        memcpy(out + shift, data, (size_t)size);
+        for (Py_ssize_t c = 0; c < count; c++, n++) {
+            const int64_t start = pairs[2 * c], value = pairs[2 * c + 1];
+            const int64_t end = c + 1 < count ? pairs[2 * c + 2] : size; /* a block's last cell ends with the block */
+            if (start < 0 || value < start + 10 || end < value + fixed_tail || end > size) { fits = 0; break; }
+            if (fixed_tail) {
+                const unsigned char last = data[end - 1];
+                if (last >= 0x80 && last < 0x90) { fits = 0; break; } /* the first byte of a longer vint */
+            }
+            const int64_t length = (int64_t)(int16_t)(((uint16_t)data[start + 8] << 8) | data[start + 9]);
+            if (length < 0 || length + 2 > value - start - 8) { fits = 0; break; }
+            row_start[n] = shift + start + 10;
+            row_length[n] = length;
+            value_start[n] = shift + value;
+            value_length[n] = end - fixed_tail - value;
+        }
+        shift += size;
+    }
+    memset(out + total, 0, (size_t)padding);
+    Py_END_ALLOW_THREADS
+    result = fits ? PyTuple_Pack(2, joined, layout) : Py_NewRef(Py_None);
+done:
+    for (Py_ssize_t v = 0; v < held; v++) PyBuffer_Release(&views[v]);
+    PyMem_Free(views);
+    Py_XDECREF(joined);
+    Py_XDECREF(layout);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------
  * decode_records(buffer, starts, lengths, program, kinds, names, release=False)
  *
  * Avro records decoded one after the other, each field appended to its path's
@@ -1117,6 +1199,7 @@ static PyObject *distinct_in_runs(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"walk_cells", walk_cells, METH_VARARGS, "Where each cell of an HFile data block and its value start (native int64 pairs), or None."},
+    {"lay_out", lay_out, METH_VARARGS, "Walked blocks laid end to end: one buffer and each cell's row and value spans, or None (see _cells.c)."},
     {"decode_records", decode_records, METH_VARARGS, "Avro records decoded into per-path columns (see _cells.c)."},
     {"gather_spans", gather_spans, METH_VARARGS, "Byte spans copied end to end into given buffers, with int32 offsets (see _cells.c)."},
     {"index_in_strings", index_in_strings, METH_VARARGS, "Per string, the index of the first equal one of a set, or -1 (see _cells.c)."},

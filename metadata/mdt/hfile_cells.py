@@ -77,6 +77,42 @@ def walk_cells_in_python(payload: bytes, fixed_tail: int) -> list[int] | None:
     return starts if pos == len(payload) else None
 
 
+def lay_out_blocks(payloads: list[bytes], walks: list[IntArray], fixed_tail: int, where: str) -> CellChunk | None:
+    """Walked blocks (`walk_cells`) as one chunk: their payloads end to end,
+    then PADDING zero bytes; each cell's value ends `fixed_tail` bytes before
+    the next cell (or its block's end), and those bytes are checked to be a
+    one-byte MVCC vint. None when they are not (the caller walks the blocks
+    exactly). Compiled, in one pass a block at a time; the numpy layout
+    decides whatever the compiled one does not take (and names a bad cell)."""
+    if _native is not None:
+        laid = _native.lay_out(payloads, walks, fixed_tail, PADDING)
+        if laid is not None:
+            data, layout = laid
+            row_start, row_length, value_start, value_length = np.frombuffer(layout, dtype=np.int64).reshape(4, -1)
+            return CellChunk(np.frombuffer(data, dtype=np.uint8), row_start, row_length, value_start, value_length, where)
+    return lay_out_with_numpy(payloads, walks, fixed_tail, where)
+
+
+def lay_out_with_numpy(payloads: list[bytes], walks: list[IntArray], fixed_tail: int, where: str) -> CellChunk | None:
+    """`lay_out_blocks` with numpy, over all cells at once: the reference."""
+    counts = [len(w) for w in walks]
+    shifts = np.repeat(np.cumsum([0, *(len(p) for p in payloads)])[:-1], counts)  # each block's place in the chunk
+    cells = np.concatenate(walks) if walks else np.empty((0, 2), dtype=np.int64)  # rows: cell start, value start, in their blocks
+    starts, value_starts = cells[:, 0] + shifts, cells[:, 1] + shifts
+    padded = b"".join([*payloads, ZEROS])  # one copy: the blocks end to end, then the padding
+    # blocks lie end to end: a block's end is the next one's first cell
+    cell_ends = np.append(starts[1:], len(padded) - len(ZEROS)) if len(starts) else starts
+    if fixed_tail and not _single_byte_vints(padded, cell_ends - 1):
+        return None
+    return CellChunk.from_layout(padded, starts, value_starts, cell_ends - fixed_tail - value_starts, where)
+
+
+def _single_byte_vints(payload: bytes, at: IntArray) -> bool:
+    """Whether the bytes at these places are whole writable vints (-112..127)."""
+    last = np.frombuffer(payload, dtype=np.uint8)[at]
+    return bool(((last < 0x80) | (last >= 0x90)).all())
+
+
 def key_lengths(data: npt.NDArray[np.uint8], starts: IntArray) -> IntArray:
     """The big-endian int32 key length at the start of each cell."""
     at = data[starts[:, None] + np.arange(4)].astype(np.int64)

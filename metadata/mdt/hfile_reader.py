@@ -24,7 +24,7 @@ import numpy.typing as npt
 from isal import igzip_lib  # ISA-L's inflate: twice zlib's speed on these blocks
 
 from metadata.errors import HudiFormatError
-from metadata.mdt.hfile_cells import ZEROS, CellChunk, IntArray, walk_cells
+from metadata.mdt.hfile_cells import ZEROS, CellChunk, IntArray, lay_out_blocks, walk_cells
 from metadata.mdt.hfile_format import (
     CHECKSUM_CRC32,
     CHECKSUM_CRC32C,
@@ -635,16 +635,9 @@ class HFileReader:
         tail = self._fixed_tail()
         walks = [b.walk for b in blocks]
         if tail is not None and all(w is not None for w in walks):
-            counts = [len(w) for w in walks if w is not None]
-            shifts = np.repeat(np.cumsum([0] + [len(b.payload) for b in blocks[:-1]]), counts)  # each block's place in the chunk
-            cells = np.concatenate([w for w in walks if w is not None])  # rows: cell start, value start, in their blocks
-            starts, value_starts = cells[:, 0] + shifts, cells[:, 1] + shifts
-            padded = b"".join([*(b.payload for b in blocks), ZEROS])  # one copy: the blocks end to end, then the padding
-            # blocks lie end to end: a block's end is the next one's first cell
-            cell_ends = np.append(starts[1:], len(padded) - len(ZEROS)) if len(starts) else starts
-            if not tail or _single_byte_vints(padded, cell_ends - 1):
-                chunk = CellChunk.from_layout(padded, starts, value_starts, cell_ends - tail - value_starts, self.path)
-                return self._select(chunk, counts, [b.checks for b in blocks])
+            chunk = lay_out_blocks([b.payload for b in blocks], [w for w in walks if w is not None], tail, self.path)
+            if chunk is not None:
+                return self._select(chunk, [len(w) for w in walks if w is not None], [b.checks for b in blocks])
         return self._exact_chunk(blocks)
 
     def _fixed_tail(self) -> int | None:
@@ -725,9 +718,3 @@ class HFileReader:
             if found > row:
                 break
         return None
-
-
-def _single_byte_vints(payload: bytes, at: np.ndarray) -> bool:
-    """Whether the bytes at these places are whole writable vints (-112..127)."""
-    last = np.frombuffer(payload, dtype=np.uint8)[at]
-    return bool(((last < 0x80) | (last >= 0x90)).all())
