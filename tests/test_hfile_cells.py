@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from metadata.errors import HudiFormatError
 from metadata.mdt import hfile_reader
-from metadata.mdt.hfile_cells import walk_cells
+from metadata.mdt.hfile_cells import at_ascending, walk_cells
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.write.hfile_writer import HFileWriter
 
@@ -246,3 +246,18 @@ def test_a_block_header_disagreeing_with_its_index_entry_is_named() -> None:
     with pytest.raises(HudiFormatError, match=rf"grouped\.hfile at offset {damaged_at}: ") as caught:
         list(HFileReader.from_bytes(bytes(data), "grouped.hfile").scan_chunks(None))
     assert "block" in str(caught.value)
+
+
+@settings(max_examples=200)
+@given(st.lists(st.integers(0, 40), unique=True, max_size=20), st.booleans())
+def test_values_at_ascending_positions_are_the_gather(positions: list[int], own: bool) -> None:
+    """A view where the positions are one unbroken range, a gather elsewhere: the same values either way; a result
+    asked to own its values shares no memory with the array it came from."""
+    values = np.arange(100, 141, dtype=np.int64)
+    index = np.array(sorted(positions), dtype=np.int64)
+    found = at_ascending(values, index, own=own)
+    assert found.tolist() == values[index].tolist()
+    if own:
+        assert not np.shares_memory(found, values)
+    if len(index) and index[-1] - index[0] == len(index) - 1 and not own:
+        assert np.shares_memory(found, values)  # one unbroken range: no copy

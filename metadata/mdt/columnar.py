@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL
-from metadata.mdt.hfile_cells import PADDING, as_utf8, spans_to_binary
+from metadata.mdt.hfile_cells import PADDING, as_utf8, at_ascending, spans_to_binary
 from metadata.mdt.native import cells as _native
 from metadata.mdt.record_program import Kind, NotCompiled, RecordProgram, branch_name, compile_schema
 
@@ -127,7 +127,7 @@ class Decoded:
                 values = table[path]
                 if not len(values):  # present in no row: all null
                     return arrow_values.from_numpy(np.zeros(len(rows), dtype=values.dtype), valid=np.zeros(len(rows), dtype=np.bool_))
-                return arrow_values.from_numpy(values[at], valid=found)
+                return arrow_values.from_numpy(values[at] if found is not None else at_ascending(values, at, own=True), valid=found)
         raise KeyError(path)
 
     def binary_at(self, path: str, rows: IntArray) -> pa.BinaryArray:
@@ -136,7 +136,9 @@ class Decoded:
             return pa.nulls(len(rows), pa.binary())
         at, found = self.locate(path, rows)
         starts, lengths = self.spans[path]
-        if found is None or found.all():
+        if found is None:
+            return spans_to_binary(self.buffer, at_ascending(starts, at), at_ascending(lengths, at))
+        if found.all():
             return spans_to_binary(self.buffer, starts[at], lengths[at])
         values = spans_to_binary(self.buffer, starts[at[found]], lengths[at[found]])
         where = np.cumsum(found) - 1

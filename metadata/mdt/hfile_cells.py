@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.ma  # noqa: F401 - pa.array(ndarray) imports it on first use; a lister's first read should not pay for that
@@ -113,6 +114,19 @@ def _single_byte_vints(payload: bytes, at: IntArray) -> bool:
     return bool(((last < 0x80) | (last >= 0x90)).all())
 
 
+def at_ascending(values: npt.NDArray[Any], index: IntArray, own: bool = False) -> npt.NDArray[Any]:
+    """`values[index]` for distinct ascending positions: a view rather than a
+    gather when they are one unbroken range (a chunk's records of one column
+    usually are), copied when the result must `own` its values (a view kept
+    would keep all of `values`)."""
+    count = len(index)
+    if count and int(index[0]) >= 0 and int(index[-1]) - int(index[0]) == count - 1:
+        first = int(index[0])
+        view = values[first : first + count]
+        return view.copy() if own else view
+    return values[index]
+
+
 def key_lengths(data: npt.NDArray[np.uint8], starts: IntArray) -> IntArray:
     """The big-endian int32 key length at the start of each cell."""
     at = data[starts[:, None] + np.arange(4)].astype(np.int64)
@@ -149,7 +163,9 @@ class CellChunk:
         return cls(data, starts + 10, row_length, value_starts, value_lengths, where)
 
     def take(self, index: IntArray) -> CellChunk:
-        return CellChunk(self.data, self.row_start[index], self.row_length[index], self.value_start[index], self.value_length[index], self.where)
+        """The cells at these distinct ascending positions."""
+        return CellChunk(self.data, at_ascending(self.row_start, index), at_ascending(self.row_length, index),
+                         at_ascending(self.value_start, index), at_ascending(self.value_length, index), self.where)
 
     def rows(self, skip: int = 0) -> pa.BinaryArray:
         """The rows, without their first `skip` bytes."""

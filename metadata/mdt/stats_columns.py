@@ -29,7 +29,7 @@ from metadata.arrow_values import scalar, to_numpy
 from metadata.fingerprints import all_distinct, fixed_width, prefix_index, starts_with_any
 from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded, IntArray
-from metadata.mdt.hfile_cells import as_utf8
+from metadata.mdt.hfile_cells import as_utf8, at_ascending
 from metadata.mdt.records import LOGICAL_VALUE_TYPES, MetadataRecord, stat_value
 from metadata.stats_table import FILE_NAME, PARTITION, VALUE_COUNT, build_stats_table, max_field, min_field, null_count_field, typed_array
 
@@ -184,7 +184,7 @@ def _records_by_column(decoded: Decoded, path: str, records: IntArray) -> list[t
         return [("", records)] if len(records) else []
     at, found = decoded.locate(path, records)
     starts, lengths = decoded.spans[path]
-    starts, lengths = starts[at], np.where(found, lengths[at], 0) if found is not None else lengths[at]
+    starts, lengths = (starts[at], np.where(found, lengths[at], 0)) if found is not None else (at_ascending(starts, at), at_ascending(lengths, at))
     widest = int(lengths.max())
     if widest <= NAMES_GATHERED:
         width = np.arange(max(widest, 1))
@@ -224,11 +224,11 @@ class _Bounds:
         """The bounds as an array of `dtype`, or None when the reference rules must type them."""
         if dtype is None:
             return None
-        if self.logical[chosen].any():
+        if at_ascending(self.logical, chosen).any():
             return None
         picked = np.zeros(self.decoded.count, dtype=np.bool_)
         picked[chosen] = True
-        leaves = [(leaf, wrapper) for leaf, wrapper in self._leaves(which) if picked[self.decoded.present[leaf]].any()]
+        leaves = [(leaf, wrapper) for leaf, wrapper in self._leaves(which) if at_ascending(picked, self.decoded.present[leaf]).any()]
         if not leaves:
             return pa.nulls(len(chosen), dtype)
         if len(leaves) > 1:
