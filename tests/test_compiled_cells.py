@@ -25,6 +25,7 @@ from metadata.mdt import columnar, hfile_cells
 from metadata.mdt.columnar import Decoded, Unsupported, decode_many, decode_spans, decode_spans_with_numpy
 from metadata.mdt.files_columns import entries_of_sizes, live_entries
 from metadata.mdt.hfile_cells import PADDING, walk_cells, walk_cells_in_python
+from metadata.mdt.hfile_format import block_checksums
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_program import NotCompiled, compile_schema
@@ -353,3 +354,25 @@ def test_compiled_layout_leaves_bad_cells_to_numpy() -> None:
         hfile_cells.lay_out_blocks([good, bad_row], [walk_cells(good, 1), walk_cells(bad_row, 1)], 1, "f")  # type: ignore[list-item]
     with pytest.raises(ValueError):
         hfile_cells._native.lay_out([good], [], 1, PADDING)  # type: ignore[union-attr]
+
+
+# The block checksums ---------------------------------------------------------------------------
+@compiled
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=3000), st.integers(1, 600), st.integers(0, 7))
+def test_compiled_checksums_equal_google_crc32c(data: bytes, per: int, skip: int) -> None:
+    """Each chunk's CRC32C, big-endian, end to end, from bytes or a view at any offset: as google_crc32c sums them
+    (where the CPU has no crc32 instruction the compiled part answers None and google_crc32c sums them)."""
+    import google_crc32c
+
+    view = memoryview(data)[min(skip, len(data)):]
+    expected = b"".join(struct.pack(">I", google_crc32c.value(bytes(view[i : i + per]))) for i in range(0, len(view), per))
+    summed = hfile_cells._native.crc32c_chunks(view, per)  # type: ignore[union-attr]
+    assert summed is None or summed == expected
+    assert block_checksums(view, per) == expected
+
+
+@compiled
+def test_compiled_checksums_refuse_a_chunk_size_that_cannot_be() -> None:
+    with pytest.raises(ValueError):
+        hfile_cells._native.crc32c_chunks(b"abc", 0)  # type: ignore[union-attr]

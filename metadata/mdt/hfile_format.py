@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import google_crc32c
 
+from metadata.mdt import native
+
 TRAILER_SIZE = 4096
 TRAILER_MAGIC = b'TRABLK"$'
 HEADER_SIZE = 33
@@ -144,6 +146,10 @@ def checksum_bytes_per_chunk(data_with_header_size: int) -> int:
 
 def block_checksums(data_with_header: bytes | memoryview, bytes_per_checksum: int, checksum_type: int = CHECKSUM_CRC32C) -> bytes:
     """The checksum of each chunk, as HBase writes them after a block's data."""
+    if checksum_type == CHECKSUM_CRC32C and native.cells is not None:
+        summed = native.cells.crc32c_chunks(data_with_header, bytes_per_checksum)  # the GIL let go, no copies
+        if summed is not None:
+            return summed
     digest = google_crc32c.value if checksum_type == CHECKSUM_CRC32C else zlib.crc32
     return b"".join(
         struct.pack(">I", digest(bytes(data_with_header[start : start + bytes_per_checksum])))  # google_crc32c takes bytes only
