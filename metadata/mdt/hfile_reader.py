@@ -57,9 +57,9 @@ ReadAt = Callable[[int, int], bytes]
 MAX_TAGS_KEY = b"hfile.MAX_TAGS_LEN"
 KEY_VALUE_VERSION_KEY = b"KEY_VALUE_VERSION"
 BLOCK_CACHE_SIZE = 64
-# Uncompressed block bytes per CellChunk of a columnar scan. A cold 1M plan peaked at 445 to 453 MiB in chunks
-# of 4 MiB against 470 to 480 in chunks of 16 (6 alternating rounds, the same time and CPU: 1.84 s, 2.65 s of CPU).
-CHUNK_BYTES = 4 * 1024 * 1024
+# Uncompressed block bytes per CellChunk of a columnar scan. Chunks of 4 MiB peaked 25 MiB lower in a cold 1M
+# plan (445 to 453 MiB against 470 to 480) in the same time, but a 10M plan took 26 to 28 s against 19 to 21 s.
+CHUNK_BYTES = 16 * 1024 * 1024
 # Inflating runs beside the thread that walks and decodes the blocks: one core is left to it.
 _DECOMPRESS_WORKERS = max(1, min(4, (os.cpu_count() or 1) - 1))
 INFLATE_GROUP = 16  # data blocks (about 1 MiB) a worker reads and inflates per task
