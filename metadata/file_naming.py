@@ -100,16 +100,31 @@ def file_ids_of(names: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray
     """`file_id_of` of each name, by Arrow (a plan's candidate groups are
     found among millions of listed names); log names, which start with a
     dot, by `file_id_of` itself."""
-    ids = pc.replace_substring_regex(names, "(?s)_.*", "")  # from the first '_' on (not pc.list_element: its index converts through pandas)
     logs = pc.starts_with(names, ".")
     if not pc.any(logs).as_py():
-        return ids
+        return _text_before_first_underscore(names)
+    ids = pc.replace_substring_regex(names, "(?s)_.*", "")  # from the first '_' on (not pc.list_element: its index converts through pandas)
     at = np.flatnonzero(to_numpy(logs, null=False))
     log_ids = [file_id_of(name) for name in pc.take(names, arrow_values.from_numpy(at)).to_pylist()]
     whole = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
     mask = np.zeros(len(whole), dtype=bool)
     mask[at] = True
     return pc.replace_with_mask(whole, arrow_values.from_numpy(mask), arrow_values.array(log_ids, pa.string()))
+
+
+def _text_before_first_underscore(names: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Each name up to its first '_' (all of it without one). Where every
+    name has its first '_' at the same byte (Hudi's file ids are of one
+    width), the names are cut there; a regular expression took 16 ms for
+    50,000 names (a 10M plan's run), 8 of every 10 of a run's candidates."""
+    if len(names):
+        at = pc.find_substring(names, "_")
+        bounds = pc.min_max(at).as_py()
+        width = bounds["min"]
+        if width is not None and width >= 0 and width == bounds["max"]:
+            # cut at an ASCII byte: what is left is text
+            return pc.binary_slice(names.cast(pa.binary()), 0, width).cast(names.type)
+    return pc.replace_substring_regex(names, "(?s)_.*", "")
 
 
 def classify(name: str, base_extension: str, where: str = "") -> BaseFileName | LogFileName | None:

@@ -60,3 +60,14 @@ def test_file_ids_of_is_file_id_of_each_name(names: list[str], split: int) -> No
     expected = [file_id_of(name) for name in names]
     assert file_ids_of(pa.array(names, pa.string())).to_pylist() == expected
     assert file_ids_of(pa.chunked_array([names[:split], names[split:]], pa.string())).to_pylist() == expected
+
+
+def test_file_ids_of_names_of_one_width_are_cut_where_the_ids_end() -> None:
+    """Hudi's names: every first '_' at the same byte (cut there, non-ASCII text before it included), or not (by the
+    general rule), or a name without '_' (the whole name)."""
+    same = ["aé-0_1-2-3_20240101010101.parquet", "bé-0_1-2-3_20240101010102.parquet", "cé-0_x_y.parquet"]
+    mixed = [*same, "dd-0_1-2-3_20240101010101.parquet", "no-underscore.parquet"]
+    for names in (same, mixed, same[:1], []):
+        expected = [file_id_of(name) for name in names]
+        assert file_ids_of(pa.array(names, pa.string())).to_pylist() == expected
+        assert file_ids_of(pa.chunked_array([names[:1], names[1:]], pa.string())).to_pylist() == expected

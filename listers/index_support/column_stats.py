@@ -128,10 +128,14 @@ def candidates_of(files: ListedFiles, stats: pa.Table, predicate: BoundPredicate
         return Candidates(frozenset(), len(files), tuple(verdict.indexed), group_files=files.table.slice(0, 0))
     kept = files.rows(chosen)
     candidates = frozenset(zip(kept.column(PARTITION).to_pylist(), kept.column(FILE_NAME).to_pylist()))
-    # only the files of partitions holding a candidate can share its group: the others are not parsed
+    # only the files of partitions holding a candidate can share its group: the others are not parsed; of those, the
+    # files whose id is a candidate's are checked by (partition, id) (in a 10M plan's run, 50,000 files near 500
+    # candidates: their keys took 24 ms a run)
     near = files.rows(np.flatnonzero(to_numpy(pc.is_in(files.partitions, value_set=pc.unique(kept.column(PARTITION))), null=False)))
-    in_group = pc.is_in(_group_keys(near), value_set=_group_keys(kept).combine_chunks())
-    return Candidates(candidates, len(files), tuple(verdict.indexed), group_files=near.filter(in_group))
+    near_ids = file_ids_of(near.column(FILE_NAME))
+    same_id = near.filter(pc.is_in(near_ids, value_set=pc.unique(file_ids_of(kept.column(FILE_NAME)))))
+    in_group = pc.is_in(_group_keys(same_id), value_set=_group_keys(kept).combine_chunks())
+    return Candidates(candidates, len(files), tuple(verdict.indexed), group_files=same_id.filter(in_group))
 
 
 def _group_keys(files: pa.Table) -> pa.ChunkedArray:
