@@ -100,10 +100,10 @@ def file_ids_of(names: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray
     """`file_id_of` of each name, by Arrow (a plan's candidate groups are
     found among millions of listed names); log names, which start with a
     dot, by `file_id_of` itself."""
+    ids = _text_before_first_underscore(names)
     logs = pc.starts_with(names, ".")
     if not pc.any(logs).as_py():
-        return _text_before_first_underscore(names)
-    ids = pc.replace_substring_regex(names, "(?s)_.*", "")  # from the first '_' on (not pc.list_element: its index converts through pandas)
+        return ids
     at = np.flatnonzero(to_numpy(logs, null=False))
     log_ids = [file_id_of(name) for name in pc.take(names, arrow_values.from_numpy(at)).to_pylist()]
     whole = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
@@ -124,7 +124,7 @@ def _text_before_first_underscore(names: pa.Array | pa.ChunkedArray) -> pa.Array
         if width is not None and width >= 0 and width == bounds["max"]:
             # cut at an ASCII byte: what is left is text
             return pc.binary_slice(names.cast(pa.binary()), 0, width).cast(names.type)
-    return pc.replace_substring_regex(names, "(?s)_.*", "")
+    return pc.replace_substring_regex(names, "(?s)_.*", "")  # from the first '_' on (not pc.list_element: its index converts through pandas)
 
 
 def classify(name: str, base_extension: str, where: str = "") -> BaseFileName | LogFileName | None:

@@ -136,10 +136,8 @@ class Decoded:
             return pa.nulls(len(rows), pa.binary())
         at, found = self.locate(path, rows)
         starts, lengths = self.spans[path]
-        if found is None:
+        if found is None or found.all():  # every row found: distinct ascending places
             return spans_to_binary(self.buffer, at_ascending(starts, at), at_ascending(lengths, at))
-        if found.all():
-            return spans_to_binary(self.buffer, starts[at], lengths[at])
         values = spans_to_binary(self.buffer, starts[at[found]], lengths[at[found]])
         where = np.cumsum(found) - 1
         return pc.take(values, arrow_values.from_numpy(where, valid=found), memory_pool=READ_POOL)

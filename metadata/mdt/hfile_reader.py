@@ -635,11 +635,11 @@ class HFileReader:
         were inflated), then checked together; walked exactly when the quick
         walk does not fit them."""
         tail = self._fixed_tail()
-        walks = [b.walk for b in blocks]
-        if tail is not None and all(w is not None for w in walks):
-            chunk = lay_out_blocks([b.payload for b in blocks], [w for w in walks if w is not None], tail, self.path)
+        walks = [b.walk for b in blocks if b.walk is not None]
+        if tail is not None and len(walks) == len(blocks):
+            chunk = lay_out_blocks([b.payload for b in blocks], walks, tail, self.path)
             if chunk is not None:
-                return self._select(chunk, [len(w) for w in walks if w is not None], [b.checks for b in blocks])
+                return self._select(chunk, [len(w) for w in walks], [b.checks for b in blocks])
         return self._exact_chunk(blocks)
 
     def _fixed_tail(self) -> int | None:
