@@ -203,6 +203,12 @@ def _records_by_column(decoded: Decoded, path: str, records: IntArray) -> list[t
             for column in pc.unique(column_names).to_pylist()]
 
 
+# Per value type ordinal (and -1 and the last place for those outside the known ones), whether it is logical: one
+# look-up a record, where `np.isin` took a pass per logical type over every record of a chunk
+_LOGICAL_ORDINAL = np.zeros(max(LOGICAL_VALUE_TYPES) + 2, dtype=np.bool_)
+_LOGICAL_ORDINAL[list(LOGICAL_VALUE_TYPES)] = True
+
+
 class _Bounds:
     """min/max values of chosen records: as decoded where the wrapper and the
     column type allow, else as the reference rules give them."""
@@ -211,9 +217,12 @@ class _Bounds:
         self.decoded = decoded
         ordinal_path = f"{STATS}.valueType|HoodieValueTypeInfo.typeOrdinal"
         self.ordinals = np.full(decoded.count, -1, dtype=np.int64)  # -1: no valueType (before v9)
+        # bounds the reference rules type (dates, decimals, ...); records without a valueType have none
+        self.logical = np.zeros(decoded.count, dtype=np.bool_)
         if ordinal_path in decoded.present:
-            self.ordinals[decoded.present[ordinal_path]] = decoded.ints[ordinal_path]
-        self.logical = np.isin(self.ordinals, list(LOGICAL_VALUE_TYPES))  # bounds the reference rules type (dates, decimals, ...)
+            ordinals = decoded.ints[ordinal_path]
+            self.ordinals[decoded.present[ordinal_path]] = ordinals
+            self.logical[decoded.present[ordinal_path]] = _LOGICAL_ORDINAL[np.clip(ordinals, -1, len(_LOGICAL_ORDINAL) - 1)]
 
     def _leaves(self, which: str) -> list[tuple[str, str]]:
         """(path, wrapper name) of each decoded value of a bound."""
