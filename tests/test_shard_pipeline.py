@@ -248,6 +248,40 @@ def test_a_streamed_run_that_does_not_decode_names_its_hfile(tmp_path: Path) -> 
         plan(str(path), "fare > 0", column_stats_runner=runs_of_partitions(run_files=2))
 
 
+@pytest.mark.parametrize("streamed", [True, False])
+def test_statistics_that_do_not_open_fail_the_plan_naming_their_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                     streamed: bool) -> None:
+    """The statistics' files are opened on a thread of their own while the files are listed: a file that does not
+    open fails the plan there, naming it, streamed or read whole, and the lister still closes."""
+    from listers import DirectoryLister
+    from metadata.errors import HudiFormatError
+    from metadata.mdt.file_groups import MdtPartition
+    from metadata.mdt.write.writer import MetadataTableWriter
+    from tests.test_index_writer import _builder, _rows
+
+    path = tmp_path / "t"
+    builder = _builder(path, 8, "COPY_ON_WRITE")
+    for n, city in enumerate(["sf", "nyc", "la"]):
+        builder.write(_rows(10 * n, 9, city))
+    MetadataTableWriter(str(path)).build(columns=["fare"])
+    monkeypatch.setattr(column_stats, "STREAM_ABOVE_FILES", 0 if streamed else 10**9)
+    with DirectoryLister.open(str(path)) as lister:
+        mdt = lister.table.metadata_table
+        assert mdt is not None
+        first = plan(lister, "fare > 0")  # sound before the damage, opened ahead
+        assert first.files and ("run(s) of partitions" in first.explain()) is streamed
+    for base in (path / ".hoodie/metadata/column_stats").glob("*.hfile"):
+        base.write_bytes(base.read_bytes()[:-7])  # the trailer cut short
+    with DirectoryLister.open(str(path)) as lister:
+        with pytest.raises(HudiFormatError, match=r"column_stats/col-stats-.*\.hfile"):
+            plan(lister, "fare > 0")
+        mdt = lister.table.metadata_table
+        assert mdt is not None
+        mdt.start_opening_stats(MdtPartition.COLUMN_STATS.value)  # asked again: the same failure, from its thread
+        with pytest.raises(HudiFormatError, match=r"column_stats/col-stats-.*\.hfile"):
+            mdt.open_stats(MdtPartition.COLUMN_STATS.value)
+
+
 @pytest.mark.parametrize("positions", [None, [5, 0, 1, 2, 3, 4]])
 def test_a_candidates_group_is_every_listed_file_of_its_partition_and_file_id(positions: list[int] | None) -> None:
     """The group files a run hands over: the candidate's base files and log
