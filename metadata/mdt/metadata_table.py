@@ -248,12 +248,18 @@ class MetadataTable:
         indexes: a streamed plan does it on its reading thread while it cuts
         its runs, unless it started earlier (`start_opening_stats`); then
         this waits for that (and raises what it raised)."""
+        if not self._opened_ahead(mdt_partition):
+            self.reader.open_base_files(mdt_partition)
+
+    def _opened_ahead(self, mdt_partition: str) -> bool:
+        """Whether `start_opening_stats` opened the partition's files, waiting
+        for it (and raising what it raised): a read then opens nothing twice."""
         with self._opening_lock:
             ahead = self._opening.pop(mdt_partition, None)
-        if ahead is not None:
-            ahead.result()
-            return
-        self.reader.open_base_files(mdt_partition)
+        if ahead is None:
+            return False
+        ahead.result()
+        return True
 
     def start_opening_stats(self, mdt_partition: str) -> None:
         """`open_stats` on a thread of its own, from now: a plan that will
@@ -293,6 +299,7 @@ class MetadataTable:
         """Few partitions: one prefix seek per column and partition. Many (or
         all): the columns' whole key ranges, read once and filtered to the
         partitions asked for. Either is kept in the stats cache for later calls."""
+        self._opened_ahead(mdt_partition)  # files being opened ahead are not opened a second time beside them
         if partitions is not None and len(partitions) <= max(PER_PARTITION_SEEKS, len(self.partitions()) // 4):
             wanted = sorted(partitions)
 
