@@ -35,10 +35,14 @@ def live_entries(record_keys: pa.StringArray, decoded: Decoded) -> pa.Table:
     if not decoded.entries.get(_MAP):
         return empty_table(ENTRIES_SCHEMA)
     owners = decoded.owners[_MAP]
-    order = np.argsort(owners, kind="stable")  # entries come step by step; records keep their map order
-    owners = owners[order]
+    # the compiled decoder numbers entries record by record; numpy's comes a step (entry j of every record) at a time:
+    # put in record order, each record keeping its map order
+    order = None if bool((owners[1:] >= owners[:-1]).all()) else np.argsort(owners, kind="stable")
+    if order is not None:
+        owners = owners[order]
     types = np.full(decoded.count, -1, dtype=np.int64)
     types[decoded.present["type"]] = decoded.ints["type"]
+    listing = (types == TYPE_ALL_PARTITIONS) | (types == TYPE_FILES)  # per record
     deleted = np.zeros(decoded.entries[_MAP], dtype=bool)
     deleted_path = f"{_MAP}.value.isDeleted"
     if deleted_path in decoded.present:
@@ -47,8 +51,8 @@ def live_entries(record_keys: pa.StringArray, decoded: Decoded) -> pa.Table:
     size_path = f"{_MAP}.value.size"
     if size_path in decoded.present:
         sizes[decoded.present[size_path]] = decoded.ints[size_path]
-    live = ~deleted[order] & np.isin(types[owners], [TYPE_ALL_PARTITIONS, TYPE_FILES])
-    kept = order[live]
+    live = ~(deleted if order is None else deleted[order]) & listing[owners]
+    kept = np.flatnonzero(live) if order is None else order[live]
     return pa.table({KEY: pc.take(record_keys, arrow_values.from_numpy(owners[live]), memory_pool=READ_POOL),
                      NAME: _names(decoded, kept), SIZE: arrow_values.from_numpy(sizes[kept])}, schema=ENTRIES_SCHEMA)
 
