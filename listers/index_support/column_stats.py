@@ -217,8 +217,6 @@ class ColumnStats(FileIndexSupport):
             partitions = [p for p in partitions if groups.get(p)]
         if self.runner is not None:  # the listing stays unread on the driver
             return self._run_elsewhere(ctx, partitions, groups, self.runner)
-        if self.streamed is not None and ctx.mdt is not None and partitions and not listing.loaded:
-            ctx.mdt.start_opening_stats(MdtPartition.COLUMN_STATS.value)  # read whether they stream or not, opened as the files are listed
         files = listing.table
         if groups is not None:
             files = files.filter(pc.is_in(files.column(PARTITION), arrow_values.array(partitions, pa.string())))

@@ -95,9 +95,8 @@ def runs_of_partitions(run_files: int | None = None, processes: int | None = 1) 
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stats-run") as reader:
                 # A run's records are read on a thread (the only one reading the metadata table meanwhile) while the run
                 # before is pivoted, matched and evaluated here; its blocks inflate while the run before it decodes. The
-                # files were opened as the listing was read (`start_opening_stats`; else the thread opens them while the
-                # runs are cut), and the first reads start as soon as the runs' partitions are known, before their rows
-                # are located in the listing.
+                # thread opens the files while the runs are cut, and the first reads start as soon as the runs'
+                # partitions are known, before their rows are located in the listing.
                 stats_opened = reader.submit(mdt.open_stats, MdtPartition.COLUMN_STATS.value)
                 # What reading the listing left free goes back before the runs (at 10M files in runs of 50,000, the
                 # peak as the first runs are read: 1,406 MiB against 1,436; at 1M it costs 21 to 23 ms)

@@ -10,7 +10,6 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 import pyarrow as pa
@@ -65,8 +64,6 @@ class MetadataTable:
         self.persistent_cache: PersistentStatsCache | None = None  # set by plan(cache_dir=...)
         self._run_queries: OrderedDict[tuple[tuple[str, ...], tuple[str, ...]], KeyQuery] = OrderedDict()
         self._run_queries_lock = threading.Lock()
-        self._opening: dict[str, Future[None]] = {}  # statistics partitions being opened ahead (`start_opening_stats`)
-        self._opening_lock = threading.Lock()
 
     @classmethod
     def open(cls, table_or_path: StoredTable | str) -> MetadataTable:
@@ -91,10 +88,6 @@ class MetadataTable:
             )
 
     def close(self) -> None:
-        with self._opening_lock:
-            opening, self._opening = list(self._opening.values()), {}
-        for future in opening:
-            future.exception()  # an open ahead finishes before its files close (its failure is the plan's, already said)
         self.reader.close()
 
     @property
@@ -246,40 +239,8 @@ class MetadataTable:
     def open_stats(self, mdt_partition: str) -> None:
         """Open a statistics partition's base files and read their block
         indexes: a streamed plan does it on its reading thread while it cuts
-        its runs, unless it started earlier (`start_opening_stats`); then
-        this waits for that (and raises what it raised)."""
-        if not self._opened_ahead(mdt_partition):
-            self.reader.open_base_files(mdt_partition)
-
-    def _opened_ahead(self, mdt_partition: str) -> bool:
-        """Whether `start_opening_stats` opened the partition's files, waiting
-        for it (and raising what it raised): a read then opens nothing twice."""
-        with self._opening_lock:
-            ahead = self._opening.pop(mdt_partition, None)
-        if ahead is None:
-            return False
-        ahead.result()
-        return True
-
-    def start_opening_stats(self, mdt_partition: str) -> None:
-        """`open_stats` on a thread of its own, from now: a plan that will
-        stream a partition's statistics lists its files meanwhile (at 1M
-        files the open took 26 to 44 ms after the listing, before any run)."""
-        with self._opening_lock:
-            if mdt_partition in self._opening:
-                return
-            ahead: Future[None] = Future()
-            self._opening[mdt_partition] = ahead
-
-        def run() -> None:
-            try:
-                self.reader.open_base_files(mdt_partition)
-            except BaseException as exc:  # noqa: BLE001 - handed to the plan's thread by `open_stats`
-                ahead.set_exception(exc)
-            else:
-                ahead.set_result(None)
-
-        threading.Thread(target=run, name="mdt-open-stats", daemon=True).start()
+        its runs."""
+        self.reader.open_base_files(mdt_partition)
 
     def _run_query(self, columns: list[str], partitions: list[str]) -> KeyQuery:
         """A run's loose prefix query, made once for its read ahead and its read."""
@@ -299,7 +260,6 @@ class MetadataTable:
         """Few partitions: one prefix seek per column and partition. Many (or
         all): the columns' whole key ranges, read once and filtered to the
         partitions asked for. Either is kept in the stats cache for later calls."""
-        self._opened_ahead(mdt_partition)  # files being opened ahead are not opened a second time beside them
         if partitions is not None and len(partitions) <= max(PER_PARTITION_SEEKS, len(self.partitions()) // 4):
             wanted = sorted(partitions)
 
