@@ -26,6 +26,7 @@ a map's keys at `path + "{}.key"` and values below `path + "{}.value"`.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -383,11 +384,9 @@ def _program_of(parsed_schema: Any, read: tuple[str, ...] | None) -> RecordProgr
 def _decode_compiled(program: RecordProgram, buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntArray) -> Decoded | None:
     """The compiled decoder's columns as `Decoded` (None: left to numpy)."""
     assert _native is not None
-    # The GIL is let go on any thread: off the main thread, the main thread evaluates meanwhile; on it (the listing, a
-    # run's pivot), the run read ahead and the inflating thread go on. Kept on the main thread: a cold 1M plan 1.03x
-    # (28 alternating rounds, 21 slower).
+    # The GIL is let go off the main thread (a plan's run read ahead): the main thread evaluates meanwhile.
     found = _native.decode_records(buffer, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(lengths, dtype=np.int64),
-                                   program.nodes, program.kinds, program.names, True)
+                                   program.nodes, program.kinds, program.names, threading.current_thread() is not threading.main_thread())
     if found is None:
         return None
     columns, entries = found

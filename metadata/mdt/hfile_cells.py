@@ -18,6 +18,7 @@ a Hadoop writable vint when the file has one.
 from __future__ import annotations
 
 import struct
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,7 +230,7 @@ def spans_to_binary(data: npt.NDArray[np.uint8], starts: IntArray, lengths: IntA
         offsets = pa.allocate_buffer(4 * (count + 1), memory_pool=READ_POOL)
         copied = pa.allocate_buffer(total, memory_pool=READ_POOL)
         if _native.gather_spans(data, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(lengths, dtype=np.int64),
-                                offsets, copied, True):  # the GIL let go on any thread, as `columnar` decodes
+                                offsets, copied, threading.current_thread() is not threading.main_thread()):
             return pa.Array.from_buffers(pa.binary(), count, [None, offsets, copied])
     return spans_to_binary_with_arrow(data, starts, lengths)
 
