@@ -224,12 +224,8 @@ def test_a_streamed_plan_keeps_the_whole_statistics_for_the_next(monkeypatch: py
     assert checked >= 3, checked
 
 
-def test_a_streamed_run_that_does_not_decode_names_its_hfile(tmp_path: Path) -> None:
-    """A run's statistics are read on a thread while the run before is evaluated: what fails there reaches the plan,
-    naming the file, as in a whole read."""
-    from metadata.errors import HudiFormatError
-    from metadata.mdt.hfile_reader import HFileReader
-    from metadata.mdt.write.hfile_writer import HFileWriter
+def _fare_table(tmp_path: Path) -> Path:
+    """A COW table of three partitions (cities) with column_stats of `fare`."""
     from metadata.mdt.write.writer import MetadataTableWriter
     from tests.test_index_writer import _builder, _rows
 
@@ -238,6 +234,17 @@ def test_a_streamed_run_that_does_not_decode_names_its_hfile(tmp_path: Path) -> 
     for n, city in enumerate(["sf", "nyc", "la"]):
         builder.write(_rows(10 * n, 9, city))
     MetadataTableWriter(str(path)).build(columns=["fare"])
+    return path
+
+
+def test_a_streamed_run_that_does_not_decode_names_its_hfile(tmp_path: Path) -> None:
+    """A run's statistics are read on a thread while the run before is evaluated: what fails there reaches the plan,
+    naming the file, as in a whole read."""
+    from metadata.errors import HudiFormatError
+    from metadata.mdt.hfile_reader import HFileReader
+    from metadata.mdt.write.hfile_writer import HFileWriter
+
+    path = _fare_table(tmp_path)
     assert plan(str(path), "fare > 0", column_stats_runner=runs_of_partitions(run_files=2)).files  # sound before the damage
     for base in (path / ".hoodie/metadata/column_stats").glob("*.hfile"):
         reader = HFileReader.from_bytes(base.read_bytes(), str(base))
@@ -255,14 +262,8 @@ def test_statistics_that_do_not_open_fail_the_plan_naming_their_file(monkeypatch
     the thread reading the runs) or read whole."""
     from listers import DirectoryLister
     from metadata.errors import HudiFormatError
-    from metadata.mdt.write.writer import MetadataTableWriter
-    from tests.test_index_writer import _builder, _rows
 
-    path = tmp_path / "t"
-    builder = _builder(path, 8, "COPY_ON_WRITE")
-    for n, city in enumerate(["sf", "nyc", "la"]):
-        builder.write(_rows(10 * n, 9, city))
-    MetadataTableWriter(str(path)).build(columns=["fare"])
+    path = _fare_table(tmp_path)
     monkeypatch.setattr(column_stats, "STREAM_ABOVE_FILES", 0 if streamed else 10**9)
     with DirectoryLister.open(str(path)) as lister:
         first = plan(lister, "fare > 0")  # sound before the damage

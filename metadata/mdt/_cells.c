@@ -67,14 +67,9 @@ static PyObject *walk_cells(PyObject *self, PyObject *args) {
         PyBuffer_Release(&payload);
         return PyErr_NoMemory();
     }
-    Py_ssize_t count;
-    if (payload.len < SHORT_CALL_BYTES) {
-        count = walk((const unsigned char *)payload.buf, payload.len, fixed_tail, cells);
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        count = walk((const unsigned char *)payload.buf, payload.len, fixed_tail, cells);
-        Py_END_ALLOW_THREADS
-    }
+    PyThreadState *saved = payload.len < SHORT_CALL_BYTES ? NULL : PyEval_SaveThread();
+    Py_ssize_t count = walk((const unsigned char *)payload.buf, payload.len, fixed_tail, cells);
+    if (saved != NULL) PyEval_RestoreThread(saved);
     PyBuffer_Release(&payload);
     PyObject *result;
     if (count < 0) {

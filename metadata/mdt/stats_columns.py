@@ -220,9 +220,9 @@ class _Bounds:
         # bounds the reference rules type (dates, decimals, ...); records without a valueType have none
         self.logical = np.zeros(decoded.count, dtype=np.bool_)
         if ordinal_path in decoded.present:
-            ordinals = decoded.ints[ordinal_path]
-            self.ordinals[decoded.present[ordinal_path]] = ordinals
-            self.logical[decoded.present[ordinal_path]] = _LOGICAL_ORDINAL[np.clip(ordinals, -1, len(_LOGICAL_ORDINAL) - 1)]
+            rows, ordinals = decoded.present[ordinal_path], decoded.ints[ordinal_path]
+            self.ordinals[rows] = ordinals
+            self.logical[rows] = _LOGICAL_ORDINAL[np.clip(ordinals, -1, len(_LOGICAL_ORDINAL) - 1)]
 
     def _leaves(self, which: str) -> list[tuple[str, str]]:
         """(path, wrapper name) of each decoded value of a bound."""
