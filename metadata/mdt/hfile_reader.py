@@ -24,6 +24,7 @@ import numpy.typing as npt
 from isal import igzip_lib  # ISA-L's inflate: twice zlib's speed on these blocks
 
 from metadata.errors import HudiFormatError
+from metadata.mdt import native
 from metadata.mdt.hfile_cells import ZEROS, CellChunk, IntArray, lay_out_blocks, walk_cells
 from metadata.mdt.hfile_format import (
     CHECKSUM_CRC32,
@@ -84,6 +85,17 @@ def _decompress_pool() -> ThreadPoolExecutor:
         if _pool is None:
             _pool = ThreadPoolExecutor(_DECOMPRESS_WORKERS, thread_name_prefix="hfile-inflate")
         return _pool
+
+
+def _stretches(entries: list[IndexEntry]) -> list[list[IndexEntry]]:
+    """The entries cut where a block does not start where the one before it ends."""
+    stretches: list[list[IndexEntry]] = []
+    for entry in entries:
+        if stretches and stretches[-1][-1].offset + stretches[-1][-1].on_disk_size == entry.offset:
+            stretches[-1].append(entry)
+        else:
+            stretches.append([entry])
+    return stretches
 
 
 def covering_prefixes(prefixes: list[bytes]) -> list[bytes]:
@@ -252,16 +264,33 @@ class HFileReader:
         """The payloads of data blocks, each stretch of them lying end to end
         read with one read (as a writer leaves them; on a local disk, two
         reads a block cost more than inflating it)."""
-        payloads: list[bytes] = []
-        stretch: list[IndexEntry] = []
-        for entry in entries:
-            if stretch and stretch[-1].offset + stretch[-1].on_disk_size != entry.offset:
-                payloads += self._stretch_payloads(stretch)
-                stretch = []
-            stretch.append(entry)
-        if stretch:
-            payloads += self._stretch_payloads(stretch)
-        return payloads
+        return [payload for stretch in _stretches(entries) for payload in self._stretch_payloads(stretch)]
+
+    def _inflated_natively(self, entries: list[IndexEntry], tail: int | None) -> list[tuple[bytes, IntArray | None]] | None:
+        """The payloads and walks of data blocks by one compiled call a
+        stretch (`_cells.inflate_blocks`: checksums, inflate and walk with the
+        GIL let go once); None where it is not built or a block is not plain
+        (the Python path then reads them, and names a damaged one)."""
+        codec = self.trailer.compression_codec
+        if codec not in (CODEC_NONE, CODEC_GZ) or not native.inflates_blocks():
+            return None
+        assert native.cells is not None
+        found: list[tuple[bytes, IntArray | None]] = []
+        for stretch in _stretches(entries):
+            first, last = stretch[0], stretch[-1]
+            end = last.offset + last.on_disk_size
+            if end > self.size:
+                return None
+            span = self._read(first.offset, end - first.offset, "data blocks")
+            starts = np.array([entry.offset - first.offset for entry in stretch], dtype=np.int64)
+            sizes = np.array([entry.on_disk_size for entry in stretch], dtype=np.int64)
+            inflated = native.cells.inflate_blocks(span, starts, sizes, 0 if codec == CODEC_NONE else 1, -1 if tail is None else tail)
+            if inflated is None:
+                return None
+            found += [(payload, None if walk is None else np.frombuffer(walk, dtype=np.int64).reshape(-1, 2)) for payload, walk in inflated]
+        with self._count_lock:
+            self.blocks_read += len(entries)
+        return found
 
     def _stretch_payloads(self, entries: list[IndexEntry]) -> list[bytes]:
         """Blocks lying end to end, read at once; a block whose header does not
@@ -711,6 +740,9 @@ class HFileReader:
 
     def _payloads(self, entries: list[IndexEntry]) -> list[tuple[bytes, IntArray | None]]:
         tail = self._fixed_tail()
+        inflated = self._inflated_natively(entries, tail)
+        if inflated is not None:
+            return inflated
         return [(p, None if tail is None else walk_cells(p, tail)) for p in self._data_payloads(entries)]
 
     def get(self, row: bytes) -> bytes | None:

@@ -2,10 +2,15 @@
 cell walk and the record decoder), or None where they are not: installed
 without a C compiler, on a big-endian machine (the decoder reads Avro's
 little-endian floats in place), or switched off with HUDI_BRIDGE_NATIVE=0.
-Each has a Python counterpart giving the same results, slower."""
+Each has a Python counterpart giving the same results, slower.
+
+`inflates_blocks()`: whether the compiled part also inflates data blocks,
+with libdeflate's decompressor, which the `deflate` package's library
+exports (looked up by name, once, on the first block read)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from types import ModuleType
@@ -23,4 +28,30 @@ def _load() -> ModuleType | None:
 
 cells: ModuleType | None = _load()
 
-__all__ = ["cells"]
+_LIBDEFLATE_FUNCTIONS = ("libdeflate_alloc_decompressor", "libdeflate_free_decompressor", "libdeflate_gzip_decompress_ex")
+
+
+@functools.cache
+def inflates_blocks() -> bool:
+    """Whether `cells.inflate_blocks` can inflate gzip blocks: the compiled
+    part is there and libdeflate's functions were found."""
+    if cells is None:
+        return False
+    try:
+        import ctypes
+
+        from deflate import _deflate
+    except ImportError:
+        return False
+    try:
+        library = ctypes.CDLL(_deflate.__file__)  # loaded already: the same handle
+        addresses = [ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in _LIBDEFLATE_FUNCTIONS]
+    except (OSError, AttributeError):  # a build of the package that does not export them
+        return False
+    if not all(addresses):
+        return False
+    cells.use_inflater(*addresses)
+    return True
+
+
+__all__ = ["cells", "inflates_blocks"]

@@ -1,0 +1,152 @@
+"""Data blocks checked, inflated and walked by one compiled call a stretch
+(`_cells.inflate_blocks`, with libdeflate's decompressor) against the Python
+path (`HFileReader._data_payloads` and `walk_cells`): the same payloads and
+walks on every fixture's metadata table and on what our writer writes, and
+damaged or unusual blocks left to the Python path, which names them."""
+
+from __future__ import annotations
+
+import random
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from metadata.errors import HudiFormatError
+from metadata.mdt import native
+from metadata.mdt.hfile_cells import walk_cells
+from metadata.mdt.hfile_format import HEADER_SIZE, BlockHeader, block_checksums
+from metadata.mdt.hfile_reader import HFileReader
+from metadata.mdt.record_encoding import encode_record
+from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, files_record
+from metadata.mdt.write.hfile_writer import HFileWriter
+from tests.conftest import requires_fixtures
+
+inflates = pytest.mark.skipif(not native.inflates_blocks(), reason="the compiled module or the deflate package is not installed")
+
+
+def test_the_compiled_inflate_is_there_where_the_compiled_module_is() -> None:
+    """`deflate` is a dependency: wherever the compiled module was built, blocks inflate through it."""
+    if native.cells is None:
+        pytest.skip("the compiled module was not built (no C compiler at install)")
+    assert native.inflates_blocks()
+
+
+def _hfile(count: int, block_size: int, compress: bool = True, seed: int = 5) -> bytes:
+    rnd = random.Random(seed)
+    writer = HFileWriter(block_size=block_size, compress=compress)
+    writer.add_all([(f"p{i:08d}".encode(), encode_record(files_record("", {f"{rnd.getrandbits(64):016x}.parquet": (i, False)})))
+                    for i in range(count)])
+    return writer.finish({b"schema": METADATA_RECORD_SCHEMA_JSON.encode()})
+
+
+def _python_path(reader: HFileReader) -> list[tuple[bytes, np.ndarray | None]]:
+    tail = reader._fixed_tail()
+    return [(payload, None if tail is None else walk_cells(payload, tail)) for payload in reader._data_payloads(reader.data_index)]
+
+
+def _assert_same(native_path: list[tuple[bytes, np.ndarray | None]], python_path: list[tuple[bytes, np.ndarray | None]]) -> None:
+    assert len(native_path) == len(python_path)
+    for (payload, walk), (expected_payload, expected_walk) in zip(native_path, python_path):
+        assert payload == expected_payload
+        assert (walk is None) == (expected_walk is None)
+        if walk is not None:
+            assert np.array_equal(walk, expected_walk)
+
+
+@inflates
+@requires_fixtures
+def test_fixture_blocks_inflate_as_the_python_path_reads_them(fixture_root: Path) -> None:
+    """Every HFile of every fixture's metadata table (HBase's writer and Hudi's own)."""
+    hfiles = sorted(fixture_root.glob("**/.hoodie/metadata/**/*.hfile"))
+    assert hfiles
+    natively = 0
+    for path in hfiles:
+        reader = HFileReader.from_bytes(path.read_bytes(), str(path))
+        if not reader.data_index:
+            continue
+        found = reader._inflated_natively(reader.data_index, reader._fixed_tail())
+        if found is not None:
+            natively += 1
+            _assert_same(found, _python_path(reader))
+    assert natively >= len(hfiles) // 2, f"{natively} of {len(hfiles)} HFiles inflated natively"
+
+
+@inflates
+@pytest.mark.parametrize("compress", [True, False])
+@pytest.mark.parametrize("block_size", [1024, 64 * 1024, 1 << 20])
+def test_our_blocks_inflate_as_the_python_path_reads_them(block_size: int, compress: bool) -> None:
+    reader = HFileReader.from_bytes(_hfile(5000, block_size, compress))
+    opened = reader.blocks_read  # the index and file info blocks
+    found = reader._inflated_natively(reader.data_index, reader._fixed_tail())
+    assert found is not None
+    assert reader.blocks_read == opened + len(reader.data_index)
+    _assert_same(found, _python_path(reader))
+    chunks = list(reader.scan_chunks(None))
+    assert sum(len(chunk) for chunk in chunks) == 5000
+
+
+def _first_block(data: bytes) -> tuple[int, BlockHeader]:
+    offset = HFileReader.from_bytes(data).data_index[0].offset
+    return offset, BlockHeader.parse(data, offset)
+
+
+def _inflate_first(data: bytes) -> object:
+    reader = HFileReader.from_bytes(data)
+    entry = reader.data_index[0]
+    assert native.cells is not None
+    return native.cells.inflate_blocks(data[entry.offset : entry.offset + entry.on_disk_size], np.zeros(1, dtype=np.int64),
+                                       np.array([entry.on_disk_size], dtype=np.int64), 1, 1)
+
+
+@inflates
+def test_a_block_that_fails_its_checksum_is_left_to_the_python_path() -> None:
+    data = bytearray(_hfile(2000, 4096))
+    offset, _ = _first_block(bytes(data))
+    data[offset + HEADER_SIZE + 5] ^= 0x01
+    assert _inflate_first(bytes(data)) is None
+    with pytest.raises(HudiFormatError, match="fails its checksum") as raised:
+        list(HFileReader.from_bytes(bytes(data)).scan_chunks(None))
+    assert f"offset {offset}" in str(raised.value)
+
+
+@inflates
+def test_a_block_that_does_not_inflate_is_left_to_the_python_path() -> None:
+    """Its checksums summed again over the damaged bytes: only the inflate can tell."""
+    data = bytearray(_hfile(2000, 4096))
+    offset, header = _first_block(bytes(data))
+    end = offset + header.on_disk_data_size_with_header
+    data[end - 12] ^= 0xFF  # inside the deflate stream, before gzip's own CRC and length
+    sums = block_checksums(bytes(data[offset:end]), header.bytes_per_checksum, header.checksum_type)
+    data[end : end + len(sums)] = sums
+    assert _inflate_first(bytes(data)) is None
+    with pytest.raises(HudiFormatError, match="does not decompress|decompressed to"):
+        list(HFileReader.from_bytes(bytes(data)).scan_chunks(None))
+
+
+@inflates
+def test_blocks_whose_header_disagrees_are_left_to_the_python_path() -> None:
+    data = _hfile(2000, 4096)
+    offset, header = _first_block(data)
+    wrong_magic = bytearray(data)
+    wrong_magic[offset : offset + 8] = b"LEAFIDX2"
+    assert _inflate_first(bytes(wrong_magic)) is None
+    wrong_size = bytearray(data)
+    struct.pack_into(">i", wrong_size, offset + 12, header.uncompressed_size_without_header + 1)
+    assert _inflate_first(bytes(wrong_size)) is None
+    crc32 = bytearray(data)
+    crc32[offset + 24] = 1  # CRC32 checksums (no writer we read uses them): summed by the Python path
+    assert _inflate_first(bytes(crc32)) is None
+    assert native.cells is not None
+    assert native.cells.inflate_blocks(data, np.array([offset], dtype=np.int64), np.array([len(data)], dtype=np.int64), 1, 1) is None
+
+
+@inflates
+def test_scans_without_the_compiled_inflate_read_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _hfile(5000, 16 * 1024)
+    with_it = [(chunk.key_list(), chunk.value_list()) for chunk in HFileReader.from_bytes(data).scan_chunks(None)]
+    monkeypatch.setattr(native, "inflates_blocks", lambda: False)
+    without = [(chunk.key_list(), chunk.value_list()) for chunk in HFileReader.from_bytes(data).scan_chunks(None)]
+    assert with_it == without
+    assert sum(len(keys) for keys, _ in with_it) == 5000
