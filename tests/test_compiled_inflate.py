@@ -12,11 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from metadata.errors import HudiFormatError
 from metadata.mdt import native
 from metadata.mdt.hfile_cells import walk_cells
-from metadata.mdt.hfile_format import HEADER_SIZE, BlockHeader, block_checksums
+from metadata.mdt.hfile_format import CHECKSUM_CRC32C, HEADER_SIZE, BlockHeader, block_checksums
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, files_record
@@ -150,3 +152,53 @@ def test_scans_without_the_compiled_inflate_read_the_same(monkeypatch: pytest.Mo
     without = [(chunk.key_list(), chunk.value_list()) for chunk in HFileReader.from_bytes(data).scan_chunks(None)]
     assert with_it == without
     assert sum(len(keys) for keys, _ in with_it) == 5000
+
+
+_STRETCH = _hfile(300, 2048, seed=11)  # a few blocks lying end to end
+
+
+def _python_stretch(data: bytes) -> list[tuple[bytes, np.ndarray | None]] | None:
+    """The Python path over the blocks of `_STRETCH` (None: it refuses them)."""
+    reader = HFileReader.from_bytes(_STRETCH)
+    reader._read_at = lambda offset, length: data[offset : offset + length]  # the damaged bytes, with the index as written
+    try:
+        return _python_path(reader)
+    except HudiFormatError:
+        return None
+
+
+def _resummed(data: bytearray, offset: int) -> None:
+    """The checksums of the block at `offset` summed again over its (damaged) bytes, when its header still says how."""
+    header = BlockHeader.parse(bytes(data), offset)
+    end = offset + header.on_disk_data_size_with_header
+    if header.checksum_type != CHECKSUM_CRC32C or header.bytes_per_checksum <= 0 or not offset + HEADER_SIZE <= end <= len(data):
+        return
+    sums = block_checksums(bytes(data[offset:end]), header.bytes_per_checksum, header.checksum_type)
+    if end + len(sums) <= len(data):
+        data[end : end + len(sums)] = sums
+
+
+@inflates
+@settings(max_examples=400)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 255), st.booleans())
+def test_a_flipped_byte_is_read_as_the_python_path_reads_it_or_left_to_it(position: int, flip: int, resum: bool) -> None:
+    """Any byte of the blocks flipped (and, half the time, the block's
+    checksums summed again, so that the damage reaches the inflate and the
+    header's checks): the compiled call gives what the Python path gives, or
+    None, and never blocks the Python path refuses."""
+    reader = HFileReader.from_bytes(_STRETCH)
+    entries = reader.data_index
+    first, end = entries[0].offset, entries[-1].offset + entries[-1].on_disk_size
+    damaged = bytearray(_STRETCH)
+    at = first + position % (end - first)
+    damaged[at] ^= flip
+    if resum:
+        _resummed(damaged, max(entry.offset for entry in entries if entry.offset <= at))
+    assert native.cells is not None
+    found = native.cells.inflate_blocks(bytes(damaged[first:end]), np.array([e.offset - first for e in entries], dtype=np.int64),
+                                        np.array([e.on_disk_size for e in entries], dtype=np.int64), 1, reader._fixed_tail())
+    expected = _python_stretch(bytes(damaged))
+    if found is None:
+        return
+    assert expected is not None, "the compiled call read blocks the Python path refuses"
+    _assert_same([(payload, None if walk is None else np.frombuffer(walk, dtype=np.int64).reshape(-1, 2)) for payload, walk in found], expected)
