@@ -177,6 +177,7 @@ def test_a_prefetched_loose_scan_reads_what_a_plain_one_does(rows: set[str], fir
     reader = _reader(sorted((r.encode(), rng.randbytes(rng.randint(0, 40))) for r in rows), block_size)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(hfile_reader, "INFLATE_GROUP", 3)  # many groups, even in small files
+        patch.setattr(hfile_reader, "PREFETCH_GROUP", 2)
         scans = [[p.encode() for p in first], [p.encode() for p in second]]
         plain = [[(r, v) for chunk in reader.scan_chunks(s, 700, check=False) for r, v in zip(chunk.rows().to_pylist(), chunk.value_list())]
                  for s in scans]
@@ -192,7 +193,7 @@ def test_a_prefetched_loose_scan_reads_what_a_plain_one_does(rows: set[str], fir
 def test_prefetching_holds_no_more_than_its_cap() -> None:
     reader = _reader([(f"k{i:04d}".encode(), b"v" * 30) for i in range(2000)], 64)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(hfile_reader, "INFLATE_GROUP", 1)
+        patch.setattr(hfile_reader, "PREFETCH_GROUP", 1)
         patch.setattr(hfile_reader, "PREFETCH_GROUPS", 5)
         reader.prefetch_covering([b"k"])
         assert len(reader._ahead) == 5
