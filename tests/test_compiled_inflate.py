@@ -1,12 +1,11 @@
 """Data blocks checked, inflated and walked by one compiled call a stretch
 (`_cells.inflate_blocks`, with libdeflate's decompressor) against the Python
-path (`HFileReader._data_payloads` and `walk_cells`): the same payloads and
+path (`HFileReader._stretch_payloads` and `walk_cells`): the same payloads and
 walks on every fixture's metadata table and on what our writer writes, and
 damaged or unusual blocks left to the Python path, which names them."""
 
 from __future__ import annotations
 
-import random
 import struct
 from pathlib import Path
 
@@ -19,11 +18,9 @@ from metadata.errors import HudiFormatError
 from metadata.mdt import native
 from metadata.mdt.hfile_cells import walk_cells
 from metadata.mdt.hfile_format import CHECKSUM_CRC32C, HEADER_SIZE, BlockHeader, block_checksums
-from metadata.mdt.hfile_reader import HFileReader
-from metadata.mdt.record_encoding import encode_record
-from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, files_record
-from metadata.mdt.write.hfile_writer import HFileWriter
+from metadata.mdt.hfile_reader import HFileReader, _stretches
 from tests.conftest import requires_fixtures
+from tests.test_hfile_checksums import _cells, _write
 
 inflates = pytest.mark.skipif(not native.inflates_blocks(), reason="the compiled module or the deflate package is not installed")
 
@@ -36,16 +33,25 @@ def test_the_compiled_inflate_is_there_where_the_compiled_module_is() -> None:
 
 
 def _hfile(count: int, block_size: int, compress: bool = True, seed: int = 5) -> bytes:
-    rnd = random.Random(seed)
-    writer = HFileWriter(block_size=block_size, compress=compress)
-    writer.add_all([(f"p{i:08d}".encode(), encode_record(files_record("", {f"{rnd.getrandbits(64):016x}.parquet": (i, False)})))
-                    for i in range(count)])
-    return writer.finish({b"schema": METADATA_RECORD_SCHEMA_JSON.encode()})
+    return _write(_cells(count, seed), block_size, compress)
 
 
 def _python_path(reader: HFileReader) -> list[tuple[bytes, np.ndarray | None]]:
     tail = reader._fixed_tail()
-    return [(payload, None if tail is None else walk_cells(payload, tail)) for payload in reader._data_payloads(reader.data_index)]
+    return [(payload, None if tail is None else walk_cells(payload, tail))
+            for stretch in _stretches(reader.data_index) for payload in reader._stretch_payloads(stretch)]
+
+
+def _native_path(reader: HFileReader) -> list[tuple[bytes, np.ndarray | None]] | None:
+    """Each stretch read once and handed to the compiled call, as `_payloads` does (None: a stretch it left)."""
+    found: list[tuple[bytes, np.ndarray | None]] = []
+    for stretch in _stretches(reader.data_index):
+        span = reader._stretch_span(stretch)
+        inflated = None if span is None else reader._inflated_natively(span, stretch, reader._fixed_tail())
+        if inflated is None:
+            return None
+        found += inflated
+    return found
 
 
 def _assert_same(native_path: list[tuple[bytes, np.ndarray | None]], python_path: list[tuple[bytes, np.ndarray | None]]) -> None:
@@ -68,7 +74,7 @@ def test_fixture_blocks_inflate_as_the_python_path_reads_them(fixture_root: Path
         reader = HFileReader.from_bytes(path.read_bytes(), str(path))
         if not reader.data_index:
             continue
-        found = reader._inflated_natively(reader.data_index, reader._fixed_tail())
+        found = _native_path(reader)
         if found is not None:
             natively += 1
             _assert_same(found, _python_path(reader))
@@ -81,7 +87,7 @@ def test_fixture_blocks_inflate_as_the_python_path_reads_them(fixture_root: Path
 def test_our_blocks_inflate_as_the_python_path_reads_them(block_size: int, compress: bool) -> None:
     reader = HFileReader.from_bytes(_hfile(5000, block_size, compress))
     opened = reader.blocks_read  # the index and file info blocks
-    found = reader._inflated_natively(reader.data_index, reader._fixed_tail())
+    found = _native_path(reader)
     assert found is not None
     assert reader.blocks_read == opened + len(reader.data_index)
     _assert_same(found, _python_path(reader))

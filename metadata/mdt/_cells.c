@@ -104,6 +104,12 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_of(const unsigned char 
     for (; n > 0; p++, n--) c = __builtin_ia32_crc32qi(c, *p);
     return c ^ 0xFFFFFFFFu;
 }
+
+/* The CRC32C of chunk `i` of a block's `size` bytes cut every `per` bytes (the last chunk shorter). */
+static uint32_t chunk_crc32c(const unsigned char *data, int64_t size, int64_t per, int64_t i) {
+    const int64_t start = i * per;
+    return crc32c_of(data + start, (size_t)(size - start < per ? size - start : per));
+}
 #endif
 
 static PyObject *crc32c_chunks(PyObject *self, PyObject *args) {
@@ -126,8 +132,7 @@ static PyObject *crc32c_chunks(PyObject *self, PyObject *args) {
             const unsigned char *buf = data.buf;
             PyThreadState *saved = data.len < SHORT_CALL_BYTES ? NULL : PyEval_SaveThread();
             for (Py_ssize_t i = 0; i < count; i++) {
-                const Py_ssize_t start = i * per, size = data.len - start < per ? data.len - start : per;
-                const uint32_t crc = crc32c_of(buf + start, (size_t)size);
+                const uint32_t crc = chunk_crc32c(buf, data.len, per, i);
                 at[4 * i] = (unsigned char)(crc >> 24);
                 at[4 * i + 1] = (unsigned char)(crc >> 16);
                 at[4 * i + 2] = (unsigned char)(crc >> 8);
@@ -222,10 +227,8 @@ static int inflate_plain(PlainBlock *b, void *decompressor, int codec, Py_ssize_
 #ifdef HAVE_CRC32C_INSTRUCTION
     if (b->checksum_type == CHECKSUM_CRC32C_TYPE) {
         const unsigned char *sums = b->block + b->data_size;
-        for (int64_t start = 0, i = 0; start < b->data_size; start += b->bytes_per_checksum, i++) {
-            const int64_t size = b->data_size - start < b->bytes_per_checksum ? b->data_size - start : b->bytes_per_checksum;
-            if (crc32c_of(b->block + start, (size_t)size) != (uint32_t)be_int32(sums + 4 * i)) return -1;
-        }
+        for (int64_t i = 0; i * b->bytes_per_checksum < b->data_size; i++)
+            if (chunk_crc32c(b->block, b->data_size, b->bytes_per_checksum, i) != (uint32_t)be_int32(sums + 4 * i)) return -1;
     }
 #else
     if (b->checksum_type != CHECKSUM_NONE_TYPE) return -1;

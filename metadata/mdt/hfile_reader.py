@@ -269,49 +269,47 @@ class HFileReader:
             self.blocks_read += 1
         return self._decompress(block[HEADER_SIZE : header.on_disk_data_size_with_header], header, offset)
 
-    def _data_payloads(self, entries: list[IndexEntry]) -> list[bytes]:
-        """The payloads of data blocks, each stretch of them lying end to end
-        read with one read (as a writer leaves them; on a local disk, two
-        reads a block cost more than inflating it)."""
-        return [payload for stretch in _stretches(entries) for payload in self._stretch_payloads(stretch)]
-
-    def _inflated_natively(self, entries: list[IndexEntry], tail: int | None) -> list[tuple[bytes, IntArray | None]] | None:
-        """The payloads and walks of data blocks by one compiled call a
-        stretch (`_cells.inflate_blocks`: checksums, inflate and walk with the
-        GIL let go once); None where it is not built or a block is not plain
-        (the Python path then reads them, and names a damaged one)."""
+    def _inflated_natively(self, span: bytes, entries: list[IndexEntry], tail: int | None) -> list[tuple[bytes, IntArray | None]] | None:
+        """The payloads and walks of a stretch of data blocks read as `span`,
+        by one compiled call (`_cells.inflate_blocks`: checksums, inflate and
+        walk with the GIL let go once); None where it is not built or a block
+        is not plain (the Python path then reads the same bytes, and names a
+        damaged block)."""
         codec = self.trailer.compression_codec
         if codec not in (CODEC_NONE, CODEC_GZ) or not native.inflates_blocks():
             return None
         assert native.cells is not None
-        found: list[tuple[bytes, IntArray | None]] = []
-        for stretch in _stretches(entries):
-            first, last = stretch[0], stretch[-1]
-            end = last.offset + last.on_disk_size
-            if end > self.size:
-                return None
-            span = self._read(first.offset, end - first.offset, "data blocks")
-            starts = np.array([entry.offset - first.offset for entry in stretch], dtype=np.int64)
-            sizes = np.array([entry.on_disk_size for entry in stretch], dtype=np.int64)
-            inflated = native.cells.inflate_blocks(span, starts, sizes, 0 if codec == CODEC_NONE else 1, -1 if tail is None else tail)
-            if inflated is None:
-                return None
-            found += [(payload, None if walk is None else np.frombuffer(walk, dtype=np.int64).reshape(-1, 2)) for payload, walk in inflated]
+        first = entries[0].offset
+        inflated = native.cells.inflate_blocks(span, np.array([entry.offset - first for entry in entries], dtype=np.int64),
+                                               np.array([entry.on_disk_size for entry in entries], dtype=np.int64),
+                                               0 if codec == CODEC_NONE else 1, -1 if tail is None else tail)
+        if inflated is None:
+            return None
         with self._count_lock:
             self.blocks_read += len(entries)
-        return found
+        return [(payload, None if walk is None else np.frombuffer(walk, dtype=np.int64).reshape(-1, 2)) for payload, walk in inflated]
 
-    def _stretch_payloads(self, entries: list[IndexEntry]) -> list[bytes]:
-        """Blocks lying end to end, read at once; a block whose header does not
-        say the size its index entry does is read on its own, which names the fault."""
+    def _stretch_span(self, entries: list[IndexEntry]) -> bytes | None:
+        """A stretch of blocks lying end to end read at once; None when its
+        index entries say sizes that cannot be (each block is then read on its own)."""
         first, last = entries[0], entries[-1]
         end = last.offset + last.on_disk_size
-        if len(entries) == 1 or end > self.size or any(e.on_disk_size < HEADER_SIZE for e in entries):
-            return [self._block(e.offset, (DATA_MAGIC,))[1] for e in entries]
-        span = memoryview(self._read(first.offset, end - first.offset, "data blocks"))
+        if end > self.size or any(e.on_disk_size < HEADER_SIZE for e in entries):
+            return None
+        return self._read(first.offset, end - first.offset, "data blocks")
+
+    def _stretch_payloads(self, entries: list[IndexEntry], span: bytes | None = None) -> list[bytes]:
+        """Blocks lying end to end, read at once (or given as `span`: as a
+        writer leaves them, and on a local disk two reads a block cost more than
+        inflating it); a block whose header does not say the size its index
+        entry does is read on its own, which names the fault."""
+        if span is None:
+            if len(entries) == 1 or (span := self._stretch_span(entries)) is None:
+                return [self._block(e.offset, (DATA_MAGIC,))[1] for e in entries]
+        view, first = memoryview(span), entries[0].offset
         payloads = []
         for entry in entries:
-            block = span[entry.offset - first.offset : entry.offset - first.offset + entry.on_disk_size]
+            block = view[entry.offset - first : entry.offset - first + entry.on_disk_size]
             header = self._header(block, entry.offset, (DATA_MAGIC,))  # a wrong magic refuses as a read of this block alone
             if HEADER_SIZE + header.on_disk_size_without_header != entry.on_disk_size:
                 payloads.append(self._block(entry.offset, (DATA_MAGIC,))[1])
@@ -748,11 +746,16 @@ class HFileReader:
             yield from payloads
 
     def _payloads(self, entries: list[IndexEntry]) -> list[tuple[bytes, IntArray | None]]:
+        """Data blocks' payloads and walks, a stretch at a time: read once, by
+        the compiled call where it takes them, else by the Python path."""
         tail = self._fixed_tail()
-        inflated = self._inflated_natively(entries, tail)
-        if inflated is not None:
-            return inflated
-        return [(p, None if tail is None else walk_cells(p, tail)) for p in self._data_payloads(entries)]
+        found: list[tuple[bytes, IntArray | None]] = []
+        for stretch in _stretches(entries):
+            span = self._stretch_span(stretch) if native.inflates_blocks() else None
+            inflated = None if span is None else self._inflated_natively(span, stretch, tail)
+            found += inflated if inflated is not None else [
+                (p, None if tail is None else walk_cells(p, tail)) for p in self._stretch_payloads(stretch, span)]
+        return found
 
     def get(self, row: bytes) -> bytes | None:
         for found, value in self.scan_prefix(row):
