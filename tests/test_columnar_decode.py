@@ -21,6 +21,7 @@ from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.files_columns import entries_of_sizes, live_entries
 from metadata.mdt.keys import ID_LENGTH, column_stats_key
 from metadata.mdt.record_encoding import encode_record
+from metadata.mdt.record_gather import Spans
 from metadata.mdt.record_schema import files_record, range_record, record_schema_json
 from metadata.mdt.records import decode_record, live_files, live_sizes, parse_schema_cached
 from metadata.mdt.stats_columns import FlatStats, _records_by_column, in_file_order, pivot
@@ -63,6 +64,14 @@ COLUMN_TYPES = {f"c_{kind}": dtype for kind, (dtype, _) in TYPES.items()}
 PARTITIONS = ["p=0", "p=1", "p=2"]
 
 
+def key_spans(keys: list[str]) -> Spans:
+    """The keys past their column id, as spans of one buffer (as a chunk of cells holds them)."""
+    encoded = [k.encode("utf-8") for k in keys]
+    lengths = np.array([len(k) for k in encoded], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return Spans(np.frombuffer(b"".join(encoded) + bytes(16), dtype=np.uint8), starts + ID_LENGTH, lengths - ID_LENGTH)
+
+
 def _both(version: int, records: list[tuple[str, dict[str, Any]]], types: dict[str, pa.DataType] = COLUMN_TYPES,
           partitions: list[str] = PARTITIONS) -> tuple[pa.Table, pa.Table]:
     """The stats tables the columnar path and the per-record reference make of the records."""
@@ -71,8 +80,7 @@ def _both(version: int, records: list[tuple[str, dict[str, Any]]], types: dict[s
     values = [encode_record(r, schema_json) for _, r in records]
     columnar, reference = FlatStats(types), FlatStats(types)
     try:
-        identities = pa.array([k[ID_LENGTH:] for k in keys], pa.string())
-        columnar.add_decoded(lambda rows: identities.take(pa.array(rows, pa.int64())), decode_many(values, parse_schema_cached(schema_json)))
+        columnar.add_decoded(key_spans(keys), decode_many(values, parse_schema_cached(schema_json)))
     except Unsupported:
         for key, value in zip(keys, values):
             columnar.add_record(key, decode_record(key, value, schema_json, "test"))
@@ -92,7 +100,8 @@ def test_columnar_equals_reference_on_random_stats_records(compiled: bool, case:
     with pytest.MonkeyPatch.context() as patch:  # records decoded in groups of this many (numpy), or compiled
         patch.setattr("metadata.mdt.columnar.GROUP_RECORDS", group)
         if not compiled:
-            patch.setattr("metadata.mdt.columnar._native", None)
+            for module in ("columnar", "record_gather", "stats_columns"):
+                patch.setattr(f"metadata.mdt.{module}._native", None)
         columnar, reference = _both(*case)
     assert columnar.equals(reference), (columnar.to_pylist(), reference.to_pylist())
 

@@ -1197,6 +1197,28 @@ fail:
     return NULL;
 }
 
+/* The strings at `positions` across the chunks (starting at `chunk_starts`), each located and checked: NULL, or
+ * what is wrong (raised once the GIL is back). */
+static const char *pick_strings(const StringChunk *chunks, Py_ssize_t chunk_count, const Py_ssize_t *chunk_starts, const int64_t *positions,
+                                Py_ssize_t count, int32_t *lengths, const unsigned char **heads) {
+    for (Py_ssize_t index = 0; index < count; index++) {
+        int64_t position = positions[index];
+        if (position < 0 || position >= chunk_starts[chunk_count]) return "a set position is outside the strings";
+        Py_ssize_t low = 0, high = chunk_count - 1; /* the last chunk starting at or before it */
+        while (low < high) {
+            Py_ssize_t middle = (low + high + 1) / 2;
+            if (chunk_starts[middle] <= position) low = middle; else high = middle - 1;
+        }
+        const StringChunk *chunk = &chunks[low];
+        Py_ssize_t i = (Py_ssize_t)(position - chunk_starts[low]);
+        if (!string_fits(chunk, i)) return "string offsets do not fit their buffers";
+        const int32_t *at = (const int32_t *)chunk->offsets.buf + chunk->first;
+        lengths[index] = at[i + 1] - at[i];
+        heads[index] = (const unsigned char *)chunk->data.buf + at[i];
+    }
+    return NULL;
+}
+
 static PyObject *index_in_strings(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *set_sequence, *sequence, *positions_object = Py_None;
@@ -1250,39 +1272,24 @@ static PyObject *index_in_strings(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    if (picked) { /* the picked strings' places, checked with the GIL held (an error is raised here) */
-        const int64_t *at_positions = positions.buf;
-        for (Py_ssize_t index = 0; index < set_count; index++) {
-            int64_t position = at_positions[index];
-            if (position < 0 || position >= chunk_starts[set_chunk_count]) {
-                PyErr_SetString(PyExc_ValueError, "a set position is outside the strings");
-                goto done;
-            }
-            Py_ssize_t low = 0, high = set_chunk_count - 1; /* the last chunk starting at or before it */
-            while (low < high) {
-                Py_ssize_t middle = (low + high + 1) / 2;
-                if (chunk_starts[middle] <= position) low = middle; else high = middle - 1;
-            }
-            const StringChunk *chunk = &set_chunks[low];
-            Py_ssize_t i = (Py_ssize_t)(position - chunk_starts[low]);
-            if (!string_fits(chunk, i)) {
-                PyErr_SetString(PyExc_ValueError, "string offsets do not fit their buffers");
-                goto done;
-            }
-            const int32_t *at = (const int32_t *)chunk->offsets.buf + chunk->first;
-            lengths[index] = at[i + 1] - at[i];
-            heads[index] = (const unsigned char *)chunk->data.buf + at[i];
-        }
-    }
     {
         Py_ssize_t mask = size - 1;
+        /* the picked strings found and checked with the GIL let go too: 50,000 random reads into a whole listing,
+         * which held it for a fifth of a plan's matching */
         PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
-        memset(slots, 0xFF, (size_t)size * sizeof(Slot));
-        if (!picked) place_strings(set_chunks, set_chunk_count, lengths, heads); /* picked: placed above, each checked */
-        place_strings(chunks, chunk_count, value_lengths, value_heads);
-        fill_table(slots, mask, lengths, heads, set_count);
-        match_table(slots, mask, lengths, heads, value_heads, value_lengths, count, (int32_t *)out.buf);
+        const char *fault = picked ? pick_strings(set_chunks, set_chunk_count, chunk_starts, positions.buf, set_count, lengths, heads) : NULL;
+        if (fault == NULL) {
+            memset(slots, 0xFF, (size_t)size * sizeof(Slot));
+            if (!picked) place_strings(set_chunks, set_chunk_count, lengths, heads); /* picked: placed above, each checked */
+            place_strings(chunks, chunk_count, value_lengths, value_heads);
+            fill_table(slots, mask, lengths, heads, set_count);
+            match_table(slots, mask, lengths, heads, value_heads, value_lengths, count, (int32_t *)out.buf);
+        }
         if (saved != NULL) PyEval_RestoreThread(saved);
+        if (fault != NULL) {
+            PyErr_SetString(PyExc_ValueError, fault);
+            goto done;
+        }
     }
     result = Py_NewRef(Py_None);
 done:
@@ -1468,6 +1475,352 @@ static PyObject *distinct_in_runs(PyObject *self, PyObject *args) {
     return PyLong_FromLong(answer);
 }
 
+/* ---- A column's fields of chosen records gathered at once (`record_gather`, for FlatStats.add_decoded) ----
+ *
+ * A chunk's statistics records are decoded a path at a time (`decode_records`); each column's records then take
+ * their identity, file name, counts and bounds. In numpy and Arrow that was a dozen calls a field, and the reading
+ * thread handed the GIL over and took it back at each: half its time in a cold 1M plan. Here a column's fields are
+ * located in one call and copied in a second, each letting the GIL go once.
+ *
+ * locate_fields(rows, fields, positions[, release]) -> (missing, totals): `rows` int64s, strictly ascending (the records
+ * chosen); each field (present, lengths): `present` the int64 rows (strictly ascending) a path has values for, in
+ * the order of its values, or None when row r's value is the r-th; `lengths` its spans' int64 lengths, or None.
+ * `positions` (writable, len(fields) * len(rows) int64s, from the read pool: glibc's heap, asked for megabytes a
+ * column, handed pages back and took them again, a million page faults in a 10M plan) gets, field after field,
+ * where each row's value is (-1: none); `missing` counts the rows without one, and `totals` sums their spans'
+ * lengths. ValueError when the rows are not strictly ascending or a row is outside a field. Lets the GIL go for
+ * the search when `release`. */
+/* One field's rows located (see locate_fields): -1, or the row that is outside the field's values. */
+static Py_ssize_t locate_one(const int64_t *rows, Py_ssize_t n, const int64_t *at, Py_ssize_t present_count, int have_present,
+                             const int64_t *length, Py_ssize_t length_count, int have_lengths, int64_t *out, int64_t *absent,
+                             int64_t *total) {
+    Py_ssize_t j = 0;
+    int64_t first = present_count ? at[0] : 0;
+    /* present in an unbroken range of rows (a union branch of one column's records): no search */
+    int unbroken = have_present && present_count && at[present_count - 1] - first + 1 == present_count;
+    if (have_present && !unbroken && n) { /* the first present row at or after the first chosen one */
+        Py_ssize_t high = present_count;
+        while (j < high) {
+            Py_ssize_t middle = j + (high - j) / 2;
+            if (at[middle] < rows[0]) j = middle + 1; else high = middle;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t position = -1;
+        if (!have_present) {
+            position = rows[i];
+            if (position < 0 || (have_lengths && position >= length_count)) return i;
+        } else if (unbroken) {
+            if (rows[i] >= first && rows[i] - first < present_count) position = rows[i] - first;
+        } else {
+            while (j < present_count && at[j] < rows[i]) j++;
+            if (j < present_count && at[j] == rows[i]) position = j;
+        }
+        if (position < 0) (*absent)++;
+        else if (have_lengths) {
+            if (position >= length_count || length[position] < 0) return i;
+            *total += length[position];
+        }
+        out[i] = position;
+    }
+    return -1;
+}
+
+static PyObject *locate_fields(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer rows_view, positions;
+    PyObject *fields;
+    int release = 0;
+    if (!PyArg_ParseTuple(args, "y*O!w*|p", &rows_view, &PyList_Type, &fields, &positions, &release)) return NULL;
+    const int64_t *rows = rows_view.buf;
+    Py_ssize_t n = rows_view.len / (Py_ssize_t)sizeof(int64_t), field_count = PyList_GET_SIZE(fields);
+    PyObject *missing = NULL, *totals = NULL, *result = NULL;
+    Py_buffer *views = PyMem_Calloc((size_t)(2 * field_count + 1), sizeof(Py_buffer));
+    int64_t *counts = PyMem_Calloc((size_t)(2 * field_count + 1), sizeof(int64_t));
+    if (views == NULL || counts == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 1; i < n; i++)
+        if (rows[i] <= rows[i - 1]) {
+            PyErr_SetString(PyExc_ValueError, "the rows chosen are not ascending");
+            goto done;
+        }
+    if (positions.len != (Py_ssize_t)sizeof(int64_t) * n * field_count) {
+        PyErr_SetString(PyExc_ValueError, "the positions do not fit the rows and fields");
+        goto done;
+    }
+    for (Py_ssize_t f = 0; f < field_count; f++) { /* every view taken first: the GIL goes for the search */
+        PyObject *field = PyList_GET_ITEM(fields, f), *pair[2];
+        if (!PyArg_ParseTuple(field, "OO", &pair[0], &pair[1])) goto done;
+        for (int k = 0; k < 2; k++)
+            if (pair[k] != Py_None && PyObject_GetBuffer(pair[k], &views[2 * f + k], PyBUF_SIMPLE) < 0) goto done;
+    }
+    {
+        Py_ssize_t outside = -1;
+        PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
+        for (Py_ssize_t f = 0; f < field_count && outside < 0; f++) {
+            Py_buffer *present = &views[2 * f], *lengths = &views[2 * f + 1];
+            outside = locate_one(rows, n, present->buf, present->len / (Py_ssize_t)sizeof(int64_t), present->obj != NULL, lengths->buf,
+                                 lengths->len / (Py_ssize_t)sizeof(int64_t), lengths->obj != NULL,
+                                 (int64_t *)positions.buf + f * n, &counts[2 * f], &counts[2 * f + 1]);
+        }
+        if (saved != NULL) PyEval_RestoreThread(saved);
+        if (outside >= 0) {
+            PyErr_SetString(PyExc_ValueError, "a row chosen is outside a field's values");
+            goto done;
+        }
+    }
+    missing = PyList_New(field_count);
+    totals = PyList_New(field_count);
+    if (missing == NULL || totals == NULL) goto done;
+    for (Py_ssize_t f = 0; f < field_count; f++) {
+        PyObject *absent = PyLong_FromLongLong(counts[2 * f]), *total = PyLong_FromLongLong(counts[2 * f + 1]);
+        if (absent == NULL || total == NULL) {
+            Py_XDECREF(absent);
+            Py_XDECREF(total);
+            goto done;
+        }
+        PyList_SET_ITEM(missing, f, absent);
+        PyList_SET_ITEM(totals, f, total);
+    }
+    result = PyTuple_Pack(2, missing, totals);
+done:
+    if (views != NULL)
+        for (Py_ssize_t k = 0; k < 2 * field_count; k++)
+            if (views[k].obj != NULL) PyBuffer_Release(&views[k]);
+    PyMem_Free(views);
+    PyMem_Free(counts);
+    PyBuffer_Release(&positions);
+    Py_XDECREF(missing);
+    Py_XDECREF(totals);
+    PyBuffer_Release(&rows_view);
+    return result;
+}
+
+/* Whether the bytes are UTF-8 as Unicode defines it (no overlong forms, surrogates or code points past U+10FFFF),
+ * as Arrow checks a string array: eight ASCII bytes at a time, else a character at a time. */
+static int is_utf8(const unsigned char *s, int64_t n) {
+    int64_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t word;
+            memcpy(&word, s + i, 8);
+            if ((word & 0x8080808080808080ULL) == 0) {
+                i += 8;
+                continue;
+            }
+        }
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+        } else if (c < 0xC2) {
+            return 0;
+        } else if (c < 0xE0) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return 0;
+            i += 2;
+        } else if (c < 0xF0) {
+            if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return 0;
+            if ((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] > 0x9F)) return 0;
+            i += 3;
+        } else if (c < 0xF5) {
+            if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80) return 0;
+            if ((c == 0xF0 && s[i + 1] < 0x90) || (c == 0xF4 && s[i + 1] > 0x8F)) return 0;
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+enum { FIELD_WORDS = 0, FIELD_BOOLS = 1, FIELD_SPANS = 2 };
+#define FIELD_VIEWS 6
+
+/* A field to fill: its kind, the views it reads (values; or buffer, starts, lengths) and writes (values or bits, or
+ * offsets and bytes; then the validity bits, when some row has no value and the field says so). */
+typedef struct {
+    int kind, check_utf8, has_validity;
+    Py_buffer views[FIELD_VIEWS];
+    int held;
+} FillField;
+
+static int fill_view(FillField *field, PyObject *object, int writable) {
+    if (PyObject_GetBuffer(object, &field->views[field->held], writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) return -1;
+    field->held++;
+    return 0;
+}
+
+static int fill_parse(FillField *field, PyObject *spec) {
+    Py_ssize_t size = PyTuple_Check(spec) ? PyTuple_GET_SIZE(spec) : 0;
+    if (size < 1 || (field->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 0))) < 0 || PyErr_Occurred()) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a field to fill is not a (kind, ...) tuple");
+        return -1;
+    }
+    /* words and bools: (kind, values, out, validity | None); spans: (kind, buffer, starts, lengths, check_utf8, offsets, out, validity | None) */
+    Py_ssize_t inputs = field->kind == FIELD_SPANS ? 3 : 1, expected = field->kind == FIELD_SPANS ? 8 : 4;
+    if (field->kind > FIELD_SPANS || size != expected) {
+        PyErr_SetString(PyExc_ValueError, "a field to fill has the wrong shape");
+        return -1;
+    }
+    for (Py_ssize_t k = 1; k <= inputs; k++)
+        if (fill_view(field, PyTuple_GET_ITEM(spec, k), 0) < 0) return -1;
+    Py_ssize_t outputs_from = inputs + 1;
+    if (field->kind == FIELD_SPANS) {
+        field->check_utf8 = PyObject_IsTrue(PyTuple_GET_ITEM(spec, outputs_from));
+        outputs_from++;
+    }
+    for (Py_ssize_t k = outputs_from; k < expected; k++) {
+        PyObject *object = PyTuple_GET_ITEM(spec, k);
+        if (k == expected - 1 && object == Py_None) break;
+        if (fill_view(field, object, 1) < 0) return -1;
+        if (k == expected - 1) field->has_validity = 1;
+    }
+    return 0;
+}
+
+/* One field's rows filled; 0, or 1 when the rows' positions or spans are outside what the field reads or writes,
+ * 2 when a span is not UTF-8 (without the GIL). */
+static int fill_one(FillField *field, const int64_t *positions, Py_ssize_t n) {
+    Py_buffer *v = field->views;
+    unsigned char *validity = NULL;
+    if (field->has_validity) {
+        Py_buffer *bits = &v[field->held - 1];
+        if (bits->len < (n + 7) / 8) return 1;
+        validity = bits->buf;
+        memset(validity, 0, (size_t)((n + 7) / 8));
+    }
+    if (field->kind == FIELD_WORDS || field->kind == FIELD_BOOLS) {
+        int words = field->kind == FIELD_WORDS;
+        Py_ssize_t count = words ? v[0].len / 8 : v[0].len;
+        if (v[1].len < (words ? 8 * n : (n + 7) / 8)) return 1;
+        if (!words) memset(v[1].buf, 0, (size_t)((n + 7) / 8));
+        const unsigned char *values = v[0].buf;
+        unsigned char *out = v[1].buf;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t at = positions[i];
+            if (at >= count) return 1;
+            if (at < 0) {
+                if (words) memset(out + 8 * i, 0, 8);
+                continue;
+            }
+            if (validity != NULL) validity[i >> 3] |= (unsigned char)(1u << (i & 7));
+            if (words) memcpy(out + 8 * i, values + 8 * at, 8);
+            else if (values[at]) out[i >> 3] |= (unsigned char)(1u << (i & 7));
+        }
+        return 0;
+    }
+    const unsigned char *buffer = v[0].buf;
+    const int64_t *starts = v[1].buf, *lengths = v[2].buf;
+    Py_ssize_t count = v[1].len / 8 < v[2].len / 8 ? v[1].len / 8 : v[2].len / 8;
+    if (v[3].len < 4 * (n + 1)) return 1;
+    int32_t *offsets = v[3].buf;
+    unsigned char *out = v[4].buf;
+    int64_t at_byte = 0, room = v[4].len;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t at = positions[i];
+        offsets[i] = (int32_t)at_byte;
+        if (at >= count) return 1;
+        if (at < 0) continue;
+        if (validity != NULL) validity[i >> 3] |= (unsigned char)(1u << (i & 7));
+        int64_t start = starts[at], length = lengths[at];
+        if (start < 0 || length < 0 || start + length > (int64_t)v[0].len || at_byte + length > room || at_byte + length > INT32_MAX) return 1;
+        memcpy(out + at_byte, buffer + start, (size_t)length);
+        if (field->check_utf8 && !is_utf8(out + at_byte, length)) return 2;
+        at_byte += length;
+    }
+    offsets[n] = (int32_t)at_byte;
+    return at_byte == room ? 0 : 1;
+}
+
+/* fill_fields(positions, fields[, release]) -> bool: the fields `locate_fields` located, filled into buffers the
+ * caller allocated (the read path's pool), in one pass each with the GIL let go once when `release`. False (the
+ * caller's general path, which names the fault) when a span is not UTF-8; ValueError when a position or span is
+ * outside what a field reads or writes. */
+static PyObject *fill_fields(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer positions;
+    PyObject *specs;
+    int release = 0;
+    if (!PyArg_ParseTuple(args, "y*O!|p", &positions, &PyList_Type, &specs, &release)) return NULL;
+    Py_ssize_t field_count = PyList_GET_SIZE(specs);
+    Py_ssize_t n = field_count ? positions.len / (Py_ssize_t)sizeof(int64_t) / field_count : 0;
+    PyObject *result = NULL;
+    FillField *fields = PyMem_Calloc((size_t)(field_count ? field_count : 1), sizeof(FillField));
+    if (fields == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (n * field_count * (Py_ssize_t)sizeof(int64_t) != positions.len) {
+        PyErr_SetString(PyExc_ValueError, "the positions do not fit the fields");
+        goto done;
+    }
+    for (Py_ssize_t f = 0; f < field_count; f++)
+        if (fill_parse(&fields[f], PyList_GET_ITEM(specs, f)) < 0) goto done;
+    int outcome = 0;
+    {
+        PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
+        for (Py_ssize_t f = 0; f < field_count && outcome == 0; f++)
+            outcome = fill_one(&fields[f], (const int64_t *)positions.buf + f * n, n);
+        if (saved != NULL) PyEval_RestoreThread(saved);
+    }
+    if (outcome == 1) PyErr_SetString(PyExc_ValueError, "a field's position or span is outside its buffers");
+    else result = Py_NewRef(outcome == 0 ? Py_True : Py_False);
+done:
+    if (fields != NULL) {
+        for (Py_ssize_t f = 0; f < field_count; f++)
+            for (int k = 0; k < fields[f].held; k++) PyBuffer_Release(&fields[f].views[k]);
+        PyMem_Free(fields);
+    }
+    PyBuffer_Release(&positions);
+    return result;
+}
+
+/* span_runs(buffer, starts, lengths[, release]) -> bytes: as int64s, the index of every span whose bytes differ from the one
+ * before it (0 first): where the runs of equal names begin (a chunk's column names, in runs as keys sort). ValueError
+ * when a span is outside the buffer. Lets the GIL go for the comparisons when `release`. */
+/* How many spans begin a run (`firsts` NULL), or their indexes written to `firsts`; -1 when a span is outside the buffer. */
+static Py_ssize_t runs_of_spans(const unsigned char *data, Py_ssize_t size, const int64_t *start, const int64_t *length, Py_ssize_t n,
+                                int64_t *firsts) {
+    Py_ssize_t found = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (start[i] < 0 || length[i] < 0 || start[i] + length[i] > (int64_t)size) return -1;
+        if (i == 0 || length[i] != length[i - 1] || memcmp(data + start[i], data + start[i - 1], (size_t)length[i]) != 0) {
+            if (firsts != NULL) firsts[found] = i;
+            found++;
+        }
+    }
+    return found;
+}
+
+static PyObject *span_runs(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer buffer, starts, lengths;
+    int release = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*|p", &buffer, &starts, &lengths, &release)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = starts.len / (Py_ssize_t)sizeof(int64_t), found;
+    if (lengths.len != starts.len) {
+        PyErr_SetString(PyExc_ValueError, "starts and lengths do not agree");
+        goto done;
+    }
+    /* counted, then written into bytes of their size: no temporary of every span's (see locate_fields) */
+    PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
+    found = runs_of_spans(buffer.buf, buffer.len, starts.buf, lengths.buf, n, NULL);
+    if (saved != NULL) PyEval_RestoreThread(saved);
+    if (found < 0) {
+        PyErr_SetString(PyExc_ValueError, "byte spans run past their buffer");
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, found * (Py_ssize_t)sizeof(int64_t));
+    if (result != NULL) runs_of_spans(buffer.buf, buffer.len, starts.buf, lengths.buf, n, (int64_t *)PyBytes_AS_STRING(result));
+done:
+    PyBuffer_Release(&buffer);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&lengths);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk_cells", walk_cells, METH_VARARGS, "Where each cell of an HFile data block and its value start (native int64 pairs), or None."},
     {"crc32c_chunks", crc32c_chunks, METH_VARARGS, "The CRC32C of each chunk of a block, big-endian, or None without the CPU's crc32 instruction (see _cells.c)."},
@@ -1478,6 +1831,9 @@ static PyMethodDef methods[] = {
     {"gather_spans", gather_spans, METH_VARARGS, "Byte spans copied end to end into given buffers, with int32 offsets (see _cells.c)."},
     {"index_in_strings", index_in_strings, METH_VARARGS, "Per string, the index of the first equal one of a set, or -1 (see _cells.c)."},
     {"distinct_in_runs", distinct_in_runs, METH_VARARGS, "Whether no string repeats, for strings in a few ascending runs (1, 0, or -1: not known) (see _cells.c)."},
+    {"locate_fields", locate_fields, METH_VARARGS, "Where each chosen row's value is in each field, and what the fields hold there (see _cells.c)."},
+    {"fill_fields", fill_fields, METH_VARARGS, "Located fields copied into given buffers with the GIL let go once, or False: not UTF-8 (see _cells.c)."},
+    {"span_runs", span_runs, METH_VARARGS, "Where each run of equal byte spans begins, as int64s (see _cells.c)."},
     {"prefix_index_strings", prefix_index_strings, METH_VARARGS, "Per string, the index of the sorted prefix it starts with, or -1 (see _cells.c)."},
     {NULL, NULL, 0, NULL},
 };

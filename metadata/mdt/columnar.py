@@ -26,7 +26,6 @@ a map's keys at `path + "{}.key"` and values below `path + "{}.value"`.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,9 +35,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from metadata import arrow_values
-from metadata.arrow_memory import READ_POOL
+from metadata.arrow_memory import READ_POOL, steady_heap
 from metadata.mdt.hfile_cells import PADDING, as_utf8, at_ascending, spans_to_binary
 from metadata.mdt.native import cells as _native
+from metadata.mdt.native import lets_gil_go
 from metadata.mdt.record_program import Kind, NotCompiled, RecordProgram, branch_name, compile_schema
 
 IntArray = npt.NDArray[np.int64]
@@ -384,9 +384,10 @@ def _program_of(parsed_schema: Any, read: tuple[str, ...] | None) -> RecordProgr
 def _decode_compiled(program: RecordProgram, buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntArray) -> Decoded | None:
     """The compiled decoder's columns as `Decoded` (None: left to numpy)."""
     assert _native is not None
+    steady_heap()  # the decoded columns come from the C heap: reused, not mapped and unmapped each time
     # The GIL is let go off the main thread (a plan's run read ahead): the main thread evaluates meanwhile.
     found = _native.decode_records(buffer, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(lengths, dtype=np.int64),
-                                   program.nodes, program.kinds, program.names, threading.current_thread() is not threading.main_thread())
+                                   program.nodes, program.kinds, program.names, lets_gil_go())
     if found is None:
         return None
     columns, entries = found

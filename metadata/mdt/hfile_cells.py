@@ -18,7 +18,6 @@ a Hadoop writable vint when the file has one.
 from __future__ import annotations
 
 import struct
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +32,7 @@ from metadata.arrow_memory import READ_POOL
 from metadata.arrow_values import from_numpy
 from metadata.errors import HudiFormatError
 from metadata.mdt.native import cells as _native
+from metadata.mdt.native import lets_gil_go
 
 IntArray = npt.NDArray[np.int64]
 PADDING = 16  # zero bytes after the last block, so fixed-width gathers never index past the buffer
@@ -169,9 +169,13 @@ class CellChunk:
 
     def rows(self, skip: int = 0) -> pa.BinaryArray:
         """The rows, without their first `skip` bytes."""
+        return spans_to_binary(self.data, *self.row_spans(skip))
+
+    def row_spans(self, skip: int = 0) -> tuple[IntArray, IntArray]:
+        """Where each row starts and how long it is, without its first `skip` bytes."""
         if skip and (self.row_length < skip).any():
             raise HudiFormatError(self.where, f"a metadata-table key is shorter than {skip} bytes")
-        return spans_to_binary(self.data, self.row_start + skip, self.row_length - skip)
+        return self.row_start + skip, self.row_length - skip
 
     def keys(self, skip: int = 0) -> pa.StringArray:
         """Rows as text (metadata-table keys are UTF-8), without their first `skip` characters (ASCII ids)."""
@@ -230,7 +234,7 @@ def spans_to_binary(data: npt.NDArray[np.uint8], starts: IntArray, lengths: IntA
         offsets = pa.allocate_buffer(4 * (count + 1), memory_pool=READ_POOL)
         copied = pa.allocate_buffer(total, memory_pool=READ_POOL)
         if _native.gather_spans(data, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(lengths, dtype=np.int64),
-                                offsets, copied, threading.current_thread() is not threading.main_thread()):
+                                offsets, copied, lets_gil_go()):
             return pa.Array.from_buffers(pa.binary(), count, [None, offsets, copied])
     return spans_to_binary_with_arrow(data, starts, lengths)
 

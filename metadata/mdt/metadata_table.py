@@ -26,6 +26,7 @@ from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.files_columns import KEY, NAME, SIZE, entries_of_sizes, first_path_like, live_entries
 from metadata.mdt.hfile_cells import CellChunk
 from metadata.mdt.reader import KeyQuery, MetadataTableReader, RawCells
+from metadata.mdt.record_gather import Spans
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, decode_record, live_files, live_sizes, parse_schema_cached
 from metadata.mdt.stats_cache import PersistentStatsCache, StatsCache, with_state
 from metadata.mdt.stats_columns import FlatStats, in_file_order, pivot
@@ -361,7 +362,7 @@ def fill_flat_stats(flat: FlatStats, raw: list[RawCells], merged: dict[str, Meta
         for key, value in zip(chunk.key_list(), chunk.value_list()):
             flat.add_record(key, decode_record(key, value, cells.schema_json, cells.where))
 
-    _decode_base_cells(raw, columnar=lambda chunk, decoded: flat.add_decoded(lambda rows: chunk.take(rows).keys(skip=keys.ID_LENGTH), decoded),
+    _decode_base_cells(raw, columnar=lambda chunk, decoded: flat.add_decoded(Spans(chunk.data, *chunk.row_spans(skip=keys.ID_LENGTH)), decoded),
                        reference=one_by_one, offsets=offsets, read=flat.paths_read())
     for key, record in merged.items():
         flat.add_record(key, record)

@@ -14,7 +14,7 @@ Arrow hash lookups, not a join.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,9 @@ from metadata.fingerprints import all_distinct, fixed_width, prefix_index, start
 from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded, IntArray
 from metadata.mdt.hfile_cells import as_utf8, at_ascending
+from metadata.mdt.native import cells as _native
+from metadata.mdt.native import lets_gil_go
+from metadata.mdt.record_gather import Field, PathBinary, PathText, PathValues, RowText, Spans, gather, int64s
 from metadata.mdt.records import LOGICAL_VALUE_TYPES, MetadataRecord, stat_value
 from metadata.stats_table import FILE_NAME, PARTITION, VALUE_COUNT, build_stats_table, max_field, min_field, null_count_field, typed_array
 
@@ -106,42 +109,46 @@ class FlatStats:
                                                      "maxValue|", "valueType|"))
         return (*read, f"{STATS}.totalSize|", f"{STATS}.totalUncompressedSize|") if self.sizes else read
 
-    def add_decoded(self, identities_of: Callable[[IntArray], pa.StringArray], decoded: Decoded) -> None:
-        """Records decoded columnar; `identities_of(records)` gives their keys
+    def add_decoded(self, identities: Spans, decoded: Decoded) -> None:
+        """Records decoded columnar; `identities` spans each record's key
         without the column id (partition id and file id: the same file in
-        every column). Each column's fields are gathered at its records once
-        (no array of every record's to filter after)."""
+        every column). Each column's fields are gathered at its records
+        together (`record_gather`), with no array of every record's to filter
+        after."""
         deleted_path = f"{STATS}.isDeleted"  # a plain field: present exactly in the records with column stats
         if deleted_path not in decoded.present:
             return
         bounds = _Bounds(decoded)
+        names = ["identity", "file", "value_count", "null_count", "deleted"]
+        fields: list[Field] = [RowText(identities), PathText(f"{STATS}.fileName|string"), PathValues(f"{STATS}.valueCount|long"),
+                               PathValues(f"{STATS}.nullCount|long"), PathValues(deleted_path)]
+        if self.sizes:
+            names += ["total_size", "total_uncompressed_size"]
+            fields += [PathValues(f"{STATS}.totalSize|long"), PathValues(f"{STATS}.totalUncompressedSize|long")]
         for column, chosen in _records_by_column(decoded, f"{STATS}.columnName|string", decoded.present[deleted_path]):
             if self.columns is not None and column not in self.columns:
                 continue
             dtype = self.types.get(column)
-            mins, maxs = bounds.typed("minValue", chosen, dtype, column), bounds.typed("maxValue", chosen, dtype, column)
-            fields = {"identity": identities_of(chosen),
-                      "file": pc.fill_null(as_utf8(decoded.binary_at(f"{STATS}.fileName|string", chosen)), arrow_values.EMPTY_STRING),
-                      "value_count": _ints_at(decoded, f"{STATS}.valueCount|long", chosen),
-                      "null_count": _ints_at(decoded, f"{STATS}.nullCount|long", chosen),
-                      "deleted": decoded.values_at(deleted_path, chosen)}
-            if self.sizes:
-                fields.update(total_size=_ints_at(decoded, f"{STATS}.totalSize|long", chosen),
-                              total_uncompressed_size=_ints_at(decoded, f"{STATS}.totalUncompressedSize|long", chosen))
+            low, high = bounds.leaf("minValue", chosen, dtype), bounds.leaf("maxValue", chosen, dtype)
+            leaves = [leaf for leaf in (low, high) if isinstance(leaf, _Leaf)]
+            gathered = gather(decoded, chosen, [*fields, *(leaf.field for leaf in leaves)])
+            columns = dict(zip(names, gathered))
+            leaf_values = dict(zip(leaves, gathered[len(names) :]))
+            mins, maxs = (bound if not isinstance(bound, _Leaf) else _cast(leaf_values[bound], dtype) for bound in (low, high))
             if mins is None or maxs is None:  # typed by the reference rules, with the merged records
                 piece = self.python.setdefault(column, _PythonPiece())
-                piece.identities += fields["identity"].to_pylist()
-                piece.files += fields["file"].to_pylist()
+                piece.identities += columns["identity"].to_pylist()
+                piece.files += columns["file"].to_pylist()
                 piece.mins += bounds.python("minValue", chosen)
                 piece.maxs += bounds.python("maxValue", chosen)
-                piece.value_counts += fields["value_count"].to_pylist()
-                piece.null_counts += fields["null_count"].to_pylist()
-                piece.deleted += fields["deleted"].to_pylist()
+                piece.value_counts += columns["value_count"].to_pylist()
+                piece.null_counts += columns["null_count"].to_pylist()
+                piece.deleted += columns["deleted"].to_pylist()
                 if self.sizes:
-                    piece.total_sizes += fields["total_size"].to_pylist()
-                    piece.total_uncompressed_sizes += fields["total_uncompressed_size"].to_pylist()
+                    piece.total_sizes += columns["total_size"].to_pylist()
+                    piece.total_uncompressed_sizes += columns["total_uncompressed_size"].to_pylist()
                 continue
-            self.pieces.setdefault(column, []).append(pa.table({**fields, "min": mins, "max": maxs}))
+            self.pieces.setdefault(column, []).append(pa.table({**columns, "min": mins, "max": maxs}))
 
     def of_partitions(self, columns: list[str], partitions: list[str]) -> dict[str, pa.Table]:
         """Column -> its records (`table_of`) in these partitions (a loose read also holds its neighbours')."""
@@ -166,12 +173,6 @@ def of_partitions(table: pa.Table, partition_ids: pa.Array) -> pa.Table:
     return arrow_values.kept_rows(table, keep)
 
 
-def _ints_at(decoded: Decoded, path: str, records: IntArray) -> pa.Array:
-    if path not in decoded.present:
-        return pa.nulls(len(records), pa.int64())
-    return decoded.values_at(path, records)
-
-
 NAMES_GATHERED = 32  # column names up to this many bytes are compared in place; longer ones by Arrow
 
 
@@ -185,22 +186,31 @@ def _records_by_column(decoded: Decoded, path: str, records: IntArray) -> list[t
     at, found = decoded.locate(path, records)
     starts, lengths = decoded.spans[path]
     starts, lengths = (starts[at], np.where(found, lengths[at], 0)) if found is not None else (at_ascending(starts, at), at_ascending(lengths, at))
-    widest = int(lengths.max())
-    if widest <= NAMES_GATHERED:
+    if _native is not None:  # where each run of equal names begins, compiled
+        firsts = np.frombuffer(_native.span_runs(decoded.buffer, int64s(starts), int64s(lengths), lets_gil_go()), dtype=np.int64)
+        if len(firsts) <= max(4, len(records) // 64):
+            return _runs_by_name(decoded, records, starts, lengths, firsts)
+    elif (widest := int(lengths.max())) <= NAMES_GATHERED:
         width = np.arange(max(widest, 1))
         names = decoded.buffer[np.minimum(starts[:, None] + width, len(decoded.buffer) - 1)]
         names[width[None, :] >= lengths[:, None]] = 0  # bytes past a name are not its own
         same = (lengths[1:] == lengths[:-1]) & (names[1:] == names[:-1]).all(axis=1)
         firsts = np.concatenate([[0], np.flatnonzero(~same) + 1])
         if len(firsts) <= max(4, len(records) // 64):
-            by_name: dict[str, list[IntArray]] = {}
-            for first, stop in zip(firsts.tolist(), [*firsts[1:].tolist(), len(records)]):
-                name = names[first, : lengths[first]].tobytes().decode("utf-8")  # not UTF-8: ValueError, the read's error
-                by_name.setdefault(name, []).append(records[first:stop])
-            return [(name, parts[0] if len(parts) == 1 else np.concatenate(parts)) for name, parts in by_name.items()]
+            return _runs_by_name(decoded, records, starts, lengths, firsts)
     column_names = pc.fill_null(as_utf8(decoded.binary_at(path, records)), arrow_values.EMPTY_STRING)
     return [(column, records[np.flatnonzero(to_numpy(pc.equal(column_names, scalar(column, column_names.type))))])
             for column in pc.unique(column_names).to_pylist()]
+
+
+def _runs_by_name(decoded: Decoded, records: IntArray, starts: IntArray, lengths: IntArray, firsts: IntArray) -> list[tuple[str, IntArray]]:
+    """Each name (in order of first appearance) with its records, from where each run of equal names begins."""
+    by_name: dict[str, list[IntArray]] = {}
+    for first, stop in zip(firsts.tolist(), [*firsts[1:].tolist(), len(records)]):
+        start = int(starts[first])
+        name = decoded.buffer[start : start + int(lengths[first])].tobytes().decode("utf-8")  # not UTF-8: ValueError, the read's error
+        by_name.setdefault(name, []).append(records[first:stop])
+    return [(name, parts[0] if len(parts) == 1 else np.concatenate(parts)) for name, parts in by_name.items()]
 
 
 # Per value type ordinal (and -1 and the last place for those outside the known ones), whether it is logical: one
@@ -229,15 +239,15 @@ class _Bounds:
         prefix = f"{STATS}.{which}|"
         return [(k, k[len(prefix) : -len(".value")]) for k in self.decoded.present if k.startswith(prefix) and k.endswith(".value")]
 
-    def typed(self, which: str, chosen: npt.NDArray[np.int64], dtype: pa.DataType | None, column: str) -> pa.Array | None:
-        """The bounds as an array of `dtype`, or None when the reference rules must type them."""
+    def leaf(self, which: str, chosen: IntArray, dtype: pa.DataType | None) -> _Leaf | pa.Array | None:
+        """Where the chosen records' bounds are to be gathered from (cast to
+        `dtype` after, `_cast`), nulls of `dtype` when none of them has one,
+        or None when the reference rules must type them."""
         if dtype is None:
             return None
         if at_ascending(self.logical, chosen).any():
             return None
-        picked = np.zeros(self.decoded.count, dtype=np.bool_)
-        picked[chosen] = True
-        leaves = [(leaf, wrapper) for leaf, wrapper in self._leaves(which) if at_ascending(picked, self.decoded.present[leaf]).any()]
+        leaves = [(leaf, wrapper) for leaf, wrapper in self._leaves(which) if _any_among(self.decoded.present[leaf], chosen)]
         if not leaves:
             return pa.nulls(len(chosen), dtype)
         if len(leaves) > 1:
@@ -245,10 +255,9 @@ class _Bounds:
         leaf, wrapper = leaves[0]
         if dtype not in _AS_DECODED.get(wrapper, ()):
             return None
-        try:
-            return self._leaf_at(leaf, wrapper, chosen).cast(dtype, safe=True, memory_pool=READ_POOL)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return None  # a value that does not fit: the reference rules null it alone
+        if leaf not in self.decoded.spans:
+            return _Leaf(PathValues(leaf))
+        return _Leaf(PathText(leaf, empty_when_absent=False) if wrapper == "StringWrapper" else PathBinary(leaf))
 
     def _leaf_at(self, leaf: str, wrapper: str, rows: npt.NDArray[np.int64]) -> pa.Array:
         """A bound's decoded values at `rows` (ascending; null where absent)."""
@@ -279,6 +288,32 @@ class _Bounds:
                     value_type = None if ordinal is None else {"typeOrdinal": ordinal, "additionalInfo": infos[row]}
                     out[at] = stat_value((wrapper, {"value": value}), value_type)
         return out
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """A bound's decoded values, gathered as they are."""
+
+    field: Field
+
+
+def _cast(values: pa.Array, dtype: pa.DataType) -> pa.Array | None:
+    """Gathered bounds as `dtype`, or None when one does not fit (the reference rules null it alone)."""
+    try:
+        return values.cast(dtype, safe=True, memory_pool=READ_POOL)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def _any_among(present: IntArray, chosen: IntArray) -> bool:
+    """Whether any of the rows `chosen` (ascending) is among `present` (ascending)."""
+    if not len(present) or not len(chosen):
+        return False
+    first, last = int(chosen[0]), int(chosen[-1])
+    inside = present[np.searchsorted(present, first) : np.searchsorted(present, last, side="right")]
+    if last - first + 1 == len(chosen) or not len(inside):  # an unbroken range: any present row inside it
+        return bool(len(inside))
+    return bool(np.isin(inside, chosen, assume_unique=True).any())
 
 
 def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_file: bool,
