@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from metadata.mdt import native, record_gather
 from metadata.mdt.columnar import Decoded
 from metadata.mdt.hfile_cells import PADDING
-from metadata.mdt.record_gather import Field, PathBinary, PathText, PathValues, RowText, Spans, gather, reference
+from metadata.mdt.record_gather import Field, PathField, RowText, Spans, Taken, gather, reference
 
 compiled = pytest.mark.skipif(native.cells is None, reason="the compiled module was not built (no C compiler at install)")
 
@@ -58,9 +58,9 @@ def decoded_records(draw: st.DrawFn) -> tuple[Decoded, np.ndarray, Spans]:
     return decoded, chosen, Spans(decoded.buffer, starts, lengths)
 
 
-FIELDS: list[Any] = [lambda spans: RowText(spans), lambda _: PathText("text"), lambda _: PathText("text", empty_when_absent=False),
-                     lambda _: PathBinary("text"), lambda _: PathValues("long"), lambda _: PathValues("double"),
-                     lambda _: PathValues("flag"), lambda _: PathValues("missing"), lambda _: PathText("missing")]
+FIELDS: list[Any] = [lambda spans: RowText(spans), lambda _: PathField("text", Taken.TEXT), lambda _: PathField("text", Taken.TEXT_OR_NULL),
+                     lambda _: PathField("text", Taken.BINARY), *(lambda _, p=path: PathField(p, Taken.VALUES) for path in ("long", "double", "flag", "missing")),
+                     lambda _: PathField("missing", Taken.TEXT)]
 
 
 def _reference_or_refusal(decoded: Decoded, rows: np.ndarray, field: Field) -> pa.Array | None:
@@ -102,7 +102,7 @@ def test_positions_outside_a_field_are_refused() -> None:
     decoded = Decoded(3, np.zeros(16 + PADDING, dtype=np.uint8))
     decoded.present["long"], decoded.ints["long"] = np.arange(3, dtype=np.int64), np.arange(3, dtype=np.int64)
     with pytest.raises(ValueError, match="not ascending"):
-        record_gather._compiled(decoded, np.array([2, 1], dtype=np.int64), [PathValues("long")])
+        record_gather._compiled(decoded, np.array([2, 1], dtype=np.int64), [PathField("long", Taken.VALUES)])
     spans = Spans(decoded.buffer, np.array([0, 4], dtype=np.int64), np.array([4, 4], dtype=np.int64))
     with pytest.raises(ValueError, match="outside a field"):
         record_gather._compiled(decoded, np.array([0, 2], dtype=np.int64), [RowText(spans)])

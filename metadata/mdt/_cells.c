@@ -1485,9 +1485,8 @@ static PyObject *distinct_in_runs(PyObject *self, PyObject *args) {
  * locate_fields(rows, fields, positions[, release]) -> (missing, totals): `rows` int64s, strictly ascending (the records
  * chosen); each field (present, lengths): `present` the int64 rows (strictly ascending) a path has values for, in
  * the order of its values, or None when row r's value is the r-th; `lengths` its spans' int64 lengths, or None.
- * `positions` (writable, len(fields) * len(rows) int64s, from the read pool: glibc's heap, asked for megabytes a
- * column, handed pages back and took them again, a million page faults in a 10M plan) gets, field after field,
- * where each row's value is (-1: none); `missing` counts the rows without one, and `totals` sums their spans'
+ * `positions` (writable, len(fields) * len(rows) int64s: megabytes a column, which the caller takes from the read
+ * pool) gets, field after field, where each row's value is (-1: none); `missing` counts the rows without one, and `totals` sums their spans'
  * lengths. ValueError when the rows are not strictly ascending or a row is outside a field. Lets the GIL go for
  * the search when `release`. */
 /* One field's rows located (see locate_fields): -1, or the row that is outside the field's values. */
@@ -1804,7 +1803,7 @@ static PyObject *span_runs(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "starts and lengths do not agree");
         goto done;
     }
-    /* counted, then written into bytes of their size: no temporary of every span's (see locate_fields) */
+    /* counted, then written into bytes of their size: no temporary the size of every span's */
     PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
     found = runs_of_spans(buffer.buf, buffer.len, starts.buf, lengths.buf, n, NULL);
     if (saved != NULL) PyEval_RestoreThread(saved);

@@ -16,6 +16,7 @@ one declines (text that is not UTF-8).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -53,29 +54,24 @@ class RowText:
     spans: Spans
 
 
-@dataclass(frozen=True)
-class PathText:
-    """A span path's values as text: "" where a row has none (null when not `empty_when_absent`)."""
+class Taken(Enum):
+    """How a path's values are taken at the rows."""
 
-    path: str
-    empty_when_absent: bool = True
-
-
-@dataclass(frozen=True)
-class PathBinary:
-    """A span path's values as bytes, null where a row has none."""
-
-    path: str
+    TEXT = "text"  # UTF-8 text, "" where a row has none
+    TEXT_OR_NULL = "text or null"  # UTF-8 text, null where a row has none
+    BINARY = "binary"  # bytes, null where a row has none
+    VALUES = "values"  # numbers or booleans, null where a row has none (int64 nulls where no record has the path)
 
 
 @dataclass(frozen=True)
-class PathValues:
-    """A number or boolean path's values, null where a row has none (int64 nulls where no record has the path)."""
+class PathField:
+    """A decoded path's values at the rows."""
 
     path: str
+    taken: Taken
 
 
-Field = RowText | PathText | PathBinary | PathValues
+Field = RowText | PathField
 
 
 def gather(decoded: Decoded, rows: IntArray, fields: list[Field]) -> list[pa.Array]:
@@ -91,13 +87,13 @@ def reference(decoded: Decoded, rows: IntArray, field: Field) -> pa.Array:
     """One field by numpy and Arrow: the reference for the compiled gather."""
     if isinstance(field, RowText):
         return field.spans.text_at(rows)
-    if isinstance(field, PathValues):
+    if field.taken is Taken.VALUES:
         return decoded.values_at(field.path, rows) if field.path in decoded.present else pa.nulls(len(rows), pa.int64())
     binary = decoded.binary_at(field.path, rows)
-    if isinstance(field, PathBinary):
+    if field.taken is Taken.BINARY:
         return binary
     text = as_utf8(binary)
-    return pc.fill_null(text, arrow_values.EMPTY_STRING) if field.empty_when_absent else text
+    return pc.fill_null(text, arrow_values.EMPTY_STRING) if field.taken is Taken.TEXT else text
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -115,7 +111,7 @@ def _compiled(decoded: Decoded, rows: IntArray, fields: list[Field]) -> list[pa.
             starts, lengths = field.spans.starts, field.spans.lengths
             located.append((None, lengths))
             sources.append((field.spans.buffer, starts, lengths))
-        elif isinstance(field, PathValues):
+        elif field.taken is Taken.VALUES:
             values = _values_of(decoded, field.path)
             located.append((decoded.present.get(field.path, _EMPTY), None))
             sources.append((values,))
@@ -123,16 +119,16 @@ def _compiled(decoded: Decoded, rows: IntArray, fields: list[Field]) -> list[pa.
             starts, lengths = decoded.spans.get(field.path, (_EMPTY, _EMPTY))
             located.append((decoded.present.get(field.path, _EMPTY) if field.path in decoded.spans else _EMPTY, lengths))
             sources.append((decoded.buffer, starts, lengths))
-    # in the read pool, as the outputs: glibc's heap, asked for megabytes a column, handed pages back and took them again
+    # megabytes a column, in the read pool as the outputs are, which keeps its pages for the next column
     positions = pa.allocate_buffer(8 * count * len(fields), memory_pool=READ_POOL)
     missing, totals = _native.locate_fields(rows, [tuple(None if a is None else int64s(a) for a in pair) for pair in located], positions,
                                             lets_gil_go())
     specs: list[tuple[Any, ...]] = []
     made: list[tuple[pa.DataType, list[pa.Buffer | None], int]] = []
     for field, source, absent, total in zip(fields, sources, missing, totals):
-        nullable = absent > 0 and not (isinstance(field, (RowText, PathText)) and (isinstance(field, RowText) or field.empty_when_absent))
+        nullable = absent > 0 and not (isinstance(field, RowText) or field.taken is Taken.TEXT)
         validity = pa.allocate_buffer((count + 7) // 8, memory_pool=READ_POOL) if nullable else None
-        if isinstance(field, PathValues):
+        if isinstance(field, PathField) and field.taken is Taken.VALUES:
             values = source[0]
             if values.dtype == np.bool_:
                 dtype, out = pa.bool_(), pa.allocate_buffer((count + 7) // 8, memory_pool=READ_POOL)
@@ -145,7 +141,7 @@ def _compiled(decoded: Decoded, rows: IntArray, fields: list[Field]) -> list[pa.
         if total >= 2**31:
             return None  # 32-bit offsets: the reference decides
         offsets, out = pa.allocate_buffer(4 * (count + 1), memory_pool=READ_POOL), pa.allocate_buffer(total, memory_pool=READ_POOL)
-        text = not isinstance(field, PathBinary)
+        text = isinstance(field, RowText) or field.taken is not Taken.BINARY
         specs.append((2, source[0], int64s(source[1]), int64s(source[2]), text, offsets, out, validity))
         made.append((pa.string() if text else pa.binary(), [validity, offsets, out], absent if nullable else 0))
     if not _native.fill_fields(positions, specs, lets_gil_go()):

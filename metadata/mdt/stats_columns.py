@@ -32,7 +32,7 @@ from metadata.mdt.columnar import Decoded, IntArray
 from metadata.mdt.hfile_cells import as_utf8, at_ascending
 from metadata.mdt.native import cells as _native
 from metadata.mdt.native import lets_gil_go
-from metadata.mdt.record_gather import Field, PathBinary, PathText, PathValues, RowText, Spans, gather, int64s
+from metadata.mdt.record_gather import Field, PathField, RowText, Spans, Taken, gather, int64s
 from metadata.mdt.records import LOGICAL_VALUE_TYPES, MetadataRecord, stat_value
 from metadata.stats_table import FILE_NAME, PARTITION, VALUE_COUNT, build_stats_table, max_field, min_field, null_count_field, typed_array
 
@@ -119,12 +119,13 @@ class FlatStats:
         if deleted_path not in decoded.present:
             return
         bounds = _Bounds(decoded)
+        # in the layout of `_PythonPiece.table`: a column's tables are laid end to end
         names = ["identity", "file", "value_count", "null_count", "deleted"]
-        fields: list[Field] = [RowText(identities), PathText(f"{STATS}.fileName|string"), PathValues(f"{STATS}.valueCount|long"),
-                               PathValues(f"{STATS}.nullCount|long"), PathValues(deleted_path)]
+        values = [f"{STATS}.valueCount|long", f"{STATS}.nullCount|long", deleted_path]
         if self.sizes:
             names += ["total_size", "total_uncompressed_size"]
-            fields += [PathValues(f"{STATS}.totalSize|long"), PathValues(f"{STATS}.totalUncompressedSize|long")]
+            values += [f"{STATS}.totalSize|long", f"{STATS}.totalUncompressedSize|long"]
+        fields: list[Field] = [RowText(identities), PathField(f"{STATS}.fileName|string", Taken.TEXT), *(PathField(v, Taken.VALUES) for v in values)]
         for column, chosen in _records_by_column(decoded, f"{STATS}.columnName|string", decoded.present[deleted_path]):
             if self.columns is not None and column not in self.columns:
                 continue
@@ -256,8 +257,8 @@ class _Bounds:
         if dtype not in _AS_DECODED.get(wrapper, ()):
             return None
         if leaf not in self.decoded.spans:
-            return _Leaf(PathValues(leaf))
-        return _Leaf(PathText(leaf, empty_when_absent=False) if wrapper == "StringWrapper" else PathBinary(leaf))
+            return _Leaf(PathField(leaf, Taken.VALUES))
+        return _Leaf(PathField(leaf, Taken.TEXT_OR_NULL if wrapper == "StringWrapper" else Taken.BINARY))
 
     def _leaf_at(self, leaf: str, wrapper: str, rows: npt.NDArray[np.int64]) -> pa.Array:
         """A bound's decoded values at `rows` (ascending; null where absent)."""
