@@ -160,6 +160,19 @@ def test_scans_without_the_compiled_inflate_read_the_same(monkeypatch: pytest.Mo
     assert sum(len(keys) for keys, _ in with_it) == 5000
 
 
+@inflates
+def test_a_read_of_one_block_takes_the_python_path_and_leaves_libdeflate_unloaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[bool] = []
+    monkeypatch.setattr(native, "inflates_blocks", lambda: asked.append(True) or True)
+    reader = HFileReader.from_bytes(_hfile(40, 64 * 1024))
+    assert len(reader.data_index) == 1
+    assert sum(len(chunk) for chunk in reader.scan_chunks(None)) == 40
+    assert not asked  # a lister's first partition reads one block: 2 ms of loading spared
+    many = HFileReader.from_bytes(_hfile(5000, 16 * 1024))
+    assert sum(len(chunk) for chunk in many.scan_chunks(None)) == 5000
+    assert asked
+
+
 _STRETCH = _hfile(300, 2048, seed=11)  # a few blocks lying end to end
 
 
