@@ -254,7 +254,7 @@ def index_in_at(values: pa.Array | pa.ChunkedArray, value_set: pa.Array | pa.Chu
     `value_set`'s at those positions (-1: none), without copying them out (a
     run's rows of a whole listing); compiled only, else None (not compiled,
     nulls, or not strings: the caller takes the rows and uses `index_in`)."""
-    return _compiled_match(values, value_set, np.ascontiguousarray(positions, dtype=np.int64))
+    return _compiled_match(values, value_set, native.int64s(positions))
 
 
 def _compiled_match(values: pa.Array | pa.ChunkedArray, value_set: pa.Array | pa.ChunkedArray,

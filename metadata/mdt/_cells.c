@@ -1481,14 +1481,7 @@ static PyObject *distinct_in_runs(PyObject *self, PyObject *args) {
  * their identity, file name, counts and bounds. In numpy and Arrow that was a dozen calls a field, and the reading
  * thread handed the GIL over and took it back at each: half its time in a cold 1M plan. Here a column's fields are
  * located in one call and copied in a second, each letting the GIL go once.
- *
- * locate_fields(rows, fields, positions[, release]) -> (missing, totals): `rows` int64s, strictly ascending (the records
- * chosen); each field (present, lengths): `present` the int64 rows (strictly ascending) a path has values for, in
- * the order of its values, or None when row r's value is the r-th; `lengths` its spans' int64 lengths, or None.
- * `positions` (writable, len(fields) * len(rows) int64s: megabytes a column, which the caller takes from the read
- * pool) gets, field after field, where each row's value is (-1: none); `missing` counts the rows without one, and `totals` sums their spans'
- * lengths. ValueError when the rows are not strictly ascending or a row is outside a field. Lets the GIL go for
- * the search when `release`. */
+ */
 /* One field's rows located (see locate_fields): -1, or the row that is outside the field's values. */
 static Py_ssize_t locate_one(const int64_t *rows, Py_ssize_t n, const int64_t *at, Py_ssize_t present_count, int have_present,
                              const int64_t *length, Py_ssize_t length_count, int have_lengths, int64_t *out, int64_t *absent,
@@ -1525,6 +1518,13 @@ static Py_ssize_t locate_one(const int64_t *rows, Py_ssize_t n, const int64_t *a
     return -1;
 }
 
+/* locate_fields(rows, fields, positions[, release]) -> (missing, totals): `rows` int64s, strictly ascending (the records
+ * chosen); each field (present, lengths): `present` the int64 rows (strictly ascending) a path has values for, in
+ * the order of its values, or None when row r's value is the r-th; `lengths` its spans' int64 lengths, or None.
+ * `positions` (writable, len(fields) * len(rows) int64s: megabytes a column, which the caller takes from the read
+ * pool) gets, field after field, where each row's value is (-1: none); `missing` counts the rows without one, and `totals` sums their spans'
+ * lengths. ValueError when the rows are not strictly ascending or a row is outside a field. Lets the GIL go for
+ * the search when `release`. */
 static PyObject *locate_fields(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer rows_view, positions;

@@ -38,7 +38,7 @@ from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL, steady_heap
 from metadata.mdt.hfile_cells import PADDING, as_utf8, at_ascending, spans_to_binary
 from metadata.mdt.native import cells as _native
-from metadata.mdt.native import lets_gil_go
+from metadata.mdt.native import int64s, lets_gil_go
 from metadata.mdt.record_program import Kind, NotCompiled, RecordProgram, branch_name, compile_schema
 
 IntArray = npt.NDArray[np.int64]
@@ -386,8 +386,7 @@ def _decode_compiled(program: RecordProgram, buffer: npt.NDArray[np.uint8], star
     assert _native is not None
     steady_heap()  # the decoded columns come from the C heap: reused, not mapped and unmapped each time
     # The GIL is let go off the main thread (a plan's run read ahead): the main thread evaluates meanwhile.
-    found = _native.decode_records(buffer, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(lengths, dtype=np.int64),
-                                   program.nodes, program.kinds, program.names, lets_gil_go())
+    found = _native.decode_records(buffer, int64s(starts), int64s(lengths), program.nodes, program.kinds, program.names, lets_gil_go())
     if found is None:
         return None
     columns, entries = found

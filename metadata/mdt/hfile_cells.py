@@ -32,7 +32,7 @@ from metadata.arrow_memory import READ_POOL
 from metadata.arrow_values import from_numpy
 from metadata.errors import HudiFormatError
 from metadata.mdt.native import cells as _native
-from metadata.mdt.native import lets_gil_go
+from metadata.mdt.native import int64s, lets_gil_go
 
 IntArray = npt.NDArray[np.int64]
 PADDING = 16  # zero bytes after the last block, so fixed-width gathers never index past the buffer
@@ -233,8 +233,7 @@ def spans_to_binary(data: npt.NDArray[np.uint8], starts: IntArray, lengths: IntA
     if _native is not None and 0 <= total < 2**31:  # in buffer order: copied in one pass, compiled, into the read pool
         offsets = pa.allocate_buffer(4 * (count + 1), memory_pool=READ_POOL)
         copied = pa.allocate_buffer(total, memory_pool=READ_POOL)
-        if _native.gather_spans(data, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(lengths, dtype=np.int64),
-                                offsets, copied, lets_gil_go()):
+        if _native.gather_spans(data, int64s(starts), int64s(lengths), offsets, copied, lets_gil_go()):
             return pa.Array.from_buffers(pa.binary(), count, [None, offsets, copied])
     return spans_to_binary_with_arrow(data, starts, lengths)
 

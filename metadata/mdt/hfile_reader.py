@@ -742,11 +742,10 @@ class HFileReader:
             for key in keys:
                 yield from self._ahead.pop(key).result()
             return
-        groups = _groups(entries)
         if len(entries) <= INFLATE_GROUP:
             yield from self._payloads(entries)
             return
-        for payloads in read_ahead(_decompress_pool(), groups, self._payloads, INFLATE_AHEAD):
+        for payloads in read_ahead(_decompress_pool(), _groups(entries), self._payloads, INFLATE_AHEAD):
             yield from payloads
 
     def _payloads(self, entries: list[IndexEntry]) -> list[tuple[bytes, IntArray | None]]:

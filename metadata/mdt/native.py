@@ -15,6 +15,10 @@ import os
 import sys
 import threading
 from types import ModuleType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 
 def _load() -> ModuleType | None:
@@ -63,5 +67,9 @@ def lets_gil_go() -> bool:
     return threading.current_thread() is not threading.main_thread()
 
 
-__all__ = ["cells", "inflates_blocks", "lets_gil_go"]
+def int64s(values: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """As contiguous int64s (what `cells` reads), copied only when they are not."""
+    return np.ascontiguousarray(values, dtype=np.int64)
 
+
+__all__ = ["cells", "inflates_blocks", "int64s", "lets_gil_go"]

@@ -29,7 +29,7 @@ from metadata.arrow_memory import READ_POOL
 from metadata.mdt.columnar import Decoded
 from metadata.mdt.hfile_cells import as_utf8, at_ascending, spans_to_binary
 from metadata.mdt.native import cells as _native
-from metadata.mdt.native import lets_gil_go
+from metadata.mdt.native import int64s, lets_gil_go
 
 IntArray = npt.NDArray[np.int64]
 
@@ -102,7 +102,7 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 def _compiled(decoded: Decoded, rows: IntArray, fields: list[Field]) -> list[pa.Array] | None:
     """The fields by `_cells`, or None where it declines (the reference decides)."""
     assert _native is not None
-    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    rows = int64s(rows)
     count = len(rows)
     located: list[tuple[Any, Any]] = []
     sources: list[tuple[Any, ...]] = []
@@ -157,8 +157,3 @@ def _values_of(decoded: Decoded, path: str) -> npt.NDArray[Any]:
     if path in decoded.present:
         raise KeyError(path)
     return _EMPTY
-
-
-def int64s(values: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
-    """As contiguous int64s (what `_cells` reads), copied only when they are not."""
-    return np.ascontiguousarray(values, dtype=np.int64)

@@ -31,8 +31,8 @@ from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded, IntArray
 from metadata.mdt.hfile_cells import as_utf8, at_ascending
 from metadata.mdt.native import cells as _native
-from metadata.mdt.native import lets_gil_go
-from metadata.mdt.record_gather import Field, PathField, RowText, Spans, Taken, gather, int64s
+from metadata.mdt.native import int64s, lets_gil_go
+from metadata.mdt.record_gather import Field, PathField, RowText, Spans, Taken, gather
 from metadata.mdt.records import LOGICAL_VALUE_TYPES, MetadataRecord, stat_value
 from metadata.stats_table import FILE_NAME, PARTITION, VALUE_COUNT, build_stats_table, max_field, min_field, null_count_field, typed_array
 
