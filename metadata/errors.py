@@ -143,3 +143,11 @@ class IndexLocked(HudiBridgeError):
 
 class IndexWriteError(HudiBridgeError):
     """The metadata table cannot be built or synced as asked (the message says why)."""
+
+
+class WriterActive(IndexLocked):
+    """A Hudi writer is writing the table now and no shared lock orders our writes after its own."""
+
+
+class HudiLockError(IndexLocked):
+    """Hudi's lock, as the table's writers configure it, cannot be taken (held past its wait, or not supported)."""

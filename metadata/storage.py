@@ -70,6 +70,11 @@ DEFAULT_TIMEOUT_SECONDS = 30.0
 _timeout_seconds = DEFAULT_TIMEOUT_SECONDS
 
 
+def default_timeout() -> float:
+    """The seconds a wait on storage (or on another writer) may take: the CLI's --timeout."""
+    return _timeout_seconds
+
+
 def set_default_timeout(seconds: float) -> None:
     """Timeout for filesystems Storage creates for s3:// and gs:// URIs."""
     global _timeout_seconds
@@ -355,6 +360,13 @@ class Storage:
 
     def exists(self, relative: str) -> bool:
         return bool(self._call("look up", relative, self.filesystem.get_file_info).type != pafs.FileType.NotFound)
+
+    def modified_time(self, relative: str) -> float | None:
+        """When a file or folder was last written (seconds since the epoch; None: absent or the store does not say)."""
+        info = self._call("look up", relative, self.filesystem.get_file_info)
+        if info.type == pafs.FileType.NotFound or info.mtime is None:
+            return None
+        return float(info.mtime.timestamp())
 
     def is_dir(self, relative: str) -> bool:
         return bool(self._call("look up", relative, self.filesystem.get_file_info).type == pafs.FileType.Directory)

@@ -169,7 +169,9 @@ def test_sync_keeps_hudis_secondary_indexes_or_refuses_to_leave_them_behind(fixt
     through it would miss rows: the sync refuses before writing and names the
     way on; once it is dropped the sync goes ahead."""
     import json
+    import os
     import shutil
+    import time
 
     from metadata.mdt.validate import validate_metadata
     from metadata.mdt.write.writer import IndexWriteError, MetadataTableWriter
@@ -182,6 +184,9 @@ def test_sync_keeps_hudis_secondary_indexes_or_refuses_to_leave_them_behind(fixt
         mdt_timeline = copy / ".hoodie" / "metadata" / ".hoodie" / "timeline"
         latest = max(p for p in mdt_timeline.glob("*_*.deltacommit") if p.name.split("_")[0] in data_commits)
         latest.unlink()  # as if a writer had committed to the table without syncing the metadata table
+        an_hour_ago = time.time() - 3600  # and had been gone since: no sign of life within the heartbeat window
+        for left in mdt_timeline.glob(latest.name.split("_")[0] + ".*"):
+            os.utime(left, (an_hour_ago, an_hour_ago))
         return copy
 
     kept = unsynced_copy("kept")

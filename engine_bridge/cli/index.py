@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -12,6 +12,7 @@ from engine_bridge.cli.app import main
 from engine_bridge.cli.output import Output, command_output, print_lines, progress
 from expressions.errors import ExpressionError
 from expressions.index_expressions import SparkIndexExpressions, expression_index_of
+from metadata.concurrency.options import parse_option, read_properties_file
 from metadata.mdt.expression_index import ExpressionIndexPartition, ExpressionIndexType
 from metadata.mdt.file_groups import (
     BUILD_ORDER,
@@ -60,9 +61,21 @@ def _expression_index(text: str, index_type: ExpressionIndexType = ExpressionInd
         raise click.BadParameter(str(exc), param_hint=option) from None
 
 
-def _writer(path: str, **options: Any) -> MetadataTableWriter:
-    """A writer that also keeps the table's expression indexes (evaluated as Spark does, in UTC)."""
-    return MetadataTableWriter(path, progress=progress, index_expressions=SparkIndexExpressions(), **options)
+def hoodie_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--hoodie-option and --hoodie-config: Hudi writer options (lock provider, heartbeat), as the table's writers have them."""
+    command = click.option("--hoodie-config", "hoodie_config", default=None, metavar="FILE",
+                           help="A properties file of Hudi writer options, as Hudi's writers are given (lock provider and its settings).")(command)
+    return click.option("--hoodie-option", "hoodie_option", multiple=True, metavar="KEY=VALUE",
+                        help="A Hudi writer option, over --hoodie-config and hoodie.properties: hoodie.write.lock.provider and "
+                             "its settings, hoodie.client.heartbeat.* (repeatable; docs/concurrency.md).")(command)
+
+
+def _writer(path: str, hoodie_option: tuple[str, ...] = (), hoodie_config: str | None = None, **options: Any) -> MetadataTableWriter:
+    """A writer that also keeps the table's expression indexes (evaluated as Spark does, in UTC),
+    with the Hudi writer options given."""
+    given = read_properties_file(hoodie_config) if hoodie_config else {}
+    given.update(parse_option(text) for text in hoodie_option)
+    return MetadataTableWriter(path, progress=progress, index_expressions=SparkIndexExpressions(), writer_options=given, **options)
 
 
 @contextmanager
@@ -83,7 +96,9 @@ def _render(report: IndexReport) -> Output:
         done = {"build": "built", "sync": "synced", "compact": "compacted", "drop": "dropped"}[report.action]
         names = report.compacted if report.action == "compact" else report.partitions
         if report.action == "sync":
-            headline = f"synced {len(report.instants)} instant(s)" if report.instants else "up to date: no instant to sync"
+            headline = f"synced {len(report.instants)} instant(s)" if report.instants else (
+                f"up to date, kept by the writer: Hudi's writer recorded instant {report.kept_by_writer} in the metadata table itself"
+                if report.kept_by_writer else "up to date: no instant to sync")
         else:
             headline = f"{done}: {', '.join(names)}" if names else f"nothing to {report.action}"
         lines = [f"{headline} ({report.seconds:.2f} s)"]
@@ -118,9 +133,11 @@ def _render(report: IndexReport) -> Output:
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Where footers and logs are read: a thread pool here, or a Spark job.")
 @click.option("--parallelism", type=click.IntRange(min=1), default=8, show_default=True)
+@hoodie_options
 @command_output
 def index_build(path: str, partitions: str, columns: str | None, all_columns: bool, secondary: tuple[str, ...],
-                expression: tuple[str, ...], bloom_expression: tuple[str, ...], rebuild: bool, engine: str, parallelism: int) -> Output:
+                expression: tuple[str, ...], bloom_expression: tuple[str, ...], rebuild: bool, engine: str, parallelism: int,
+                hoodie_option: tuple[str, ...], hoodie_config: str | None) -> Output:
     """Bootstrap metadata partitions from the completed timeline (RFC-15, RFC-27)."""
     chosen: list[str] | None = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     if all_columns:
@@ -134,7 +151,7 @@ def index_build(path: str, partitions: str, columns: str | None, all_columns: bo
                                        *(_expression_index(text) for text in expression),
                                        *(_expression_index(text, ExpressionIndexType.BLOOM_FILTERS) for text in bloom_expression)]  # bad names fail before Spark starts
     with _engine(engine, parallelism) as stats_engine:
-        return _render(_writer(path, engine=stats_engine).build(wanted, chosen, rebuild=rebuild))
+        return _render(_writer(path, hoodie_option, hoodie_config, engine=stats_engine).build(wanted, chosen, rebuild=rebuild))
 
 
 @index.command("sync")
@@ -144,31 +161,34 @@ def index_build(path: str, partitions: str, columns: str | None, all_columns: bo
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Where the new files' footers and logs are read: a thread pool here, or a Spark job.")
 @click.option("--parallelism", type=click.IntRange(min=1), default=8, show_default=True)
+@hoodie_options
 @command_output
-def index_sync(path: str, compact_after: int, engine: str, parallelism: int) -> Output:
+def index_sync(path: str, compact_after: int, engine: str, parallelism: int, hoodie_option: tuple[str, ...], hoodie_config: str | None) -> Output:
     """Apply the data instants completed since the metadata table's last one."""
     with _engine(engine, parallelism) as stats_engine:
-        return _render(_writer(path, engine=stats_engine, compact_after=compact_after).sync())
+        return _render(_writer(path, hoodie_option, hoodie_config, engine=stats_engine, compact_after=compact_after).sync())
 
 
 @index.command("compact")
 @click.argument("path")
 @click.option("--force", is_flag=True, help="Compact every file group with log files, not only those past the threshold.")
 @click.option("--compact-after", type=click.IntRange(min=1), default=DEFAULT_COMPACT_AFTER, show_default=True)
+@hoodie_options
 @command_output
-def index_compact(path: str, force: bool, compact_after: int) -> Output:
+def index_compact(path: str, force: bool, compact_after: int, hoodie_option: tuple[str, ...], hoodie_config: str | None) -> Output:
     """Fold log files into new HFile base files, as Hudi's metadata compaction does."""
-    return _render(_writer(path, compact_after=compact_after).compact(force=force))
+    return _render(_writer(path, hoodie_option, hoodie_config, compact_after=compact_after).compact(force=force))
 
 
 @index.command("drop")
 @click.argument("path")
 @click.option("--partitions", required=True,
               help="Metadata partitions to drop: any the table lists, Hudi's secondary indexes included (dropping files drops them all).")
+@hoodie_options
 @command_output
-def index_drop(path: str, partitions: str) -> Output:
+def index_drop(path: str, partitions: str, hoodie_option: tuple[str, ...], hoodie_config: str | None) -> Output:
     """Remove metadata partitions: the table config first, then the files."""
-    writer = _writer(path)
+    writer = _writer(path, hoodie_option, hoodie_config)
     listed = set(writer.data.config.metadata_partitions)
     names = [p.strip() for p in partitions.split(",") if p.strip()]
     chosen: list[MdtPartition | str] = [n for n in names if n in listed and n not in PARTITION_NAMES]

@@ -22,7 +22,6 @@ from metadata.mdt.write.report import IndexReport
 from metadata.mdt.write.routed_cells import routed
 from metadata.mdt.write.scope import INDEXED_COLUMNS
 from metadata.mdt.write.snapshot import BuildSnapshot
-from metadata.storage import join
 from metadata.stored_table import TableParts
 from metadata.timeline_models import COMPACTION_PLAN
 
@@ -52,8 +51,13 @@ class Compaction:
                 report.notes.append(f"compaction of {', '.join(p.value for p in due)} deferred: data instants "
                                     f"{', '.join(i.requested_time for i in pending)} are pending")
                 return
+            ts = self._new_time(reader)
+            if mdt.timeline.get(ts) is not None:  # v6: Hudi's own compaction took this time
+                report.notes.append(f"compaction of {', '.join(p.value for p in due)} deferred: metadata instant {ts} exists "
+                                    "(another writer compacted)")
+                return
             merged = {p: reader.read(p.value, KeyQuery()) for p in due}
-            ts, slices_of = self._request(mdt, reader, due)
+            slices_of = self._request(mdt, reader, due, ts)
         finally:
             reader.close()
         written: Written = []
@@ -72,7 +76,8 @@ class Compaction:
         mdt = self.tx.mdt()
         reader = MetadataTableReader(self.ctx.data)
         try:
-            ts, slices_of = self._request(mdt, reader, partitions)
+            ts = self._new_time(reader)
+            slices_of = self._request(mdt, reader, partitions, ts)
         finally:
             reader.close()
         self.ctx.progress(f"rebuilding {', '.join(p.value for p in partitions)} at metadata instant {ts}")
@@ -87,20 +92,20 @@ class Compaction:
         report.files_indexed = max(report.files_indexed, snapshot.file_count)
         report.notes.append(f"rebuilt beside the old file slices and swapped in by metadata instant {ts}: {', '.join(p.value for p in partitions)}")
 
-    def _request(self, mdt: TableParts, reader: MetadataTableReader,
-                 partitions: Sequence[MetadataPartition]) -> tuple[str, dict[MetadataPartition, list[FileSlice]]]:
-        """A new compaction instant (requested and inflight) over the partitions' current slices."""
-        ts = self.tx.new_time() if self.ctx.version >= 8 else (reader.latest_instant + "001")
+    def _new_time(self, reader: MetadataTableReader) -> str:
+        return self.tx.new_time() if self.ctx.version >= 8 else (reader.latest_instant + "001")
+
+    def _request(self, mdt: TableParts, reader: MetadataTableReader, partitions: Sequence[MetadataPartition],
+                 ts: str) -> dict[MetadataPartition, list[FileSlice]]:
+        """A new compaction instant `ts` (requested and inflight) over the partitions' current slices."""
         slices_of = {p: reader.file_slices(p.value) for p in partitions}
         operations: list[dict[str, Any]] = [{"baseInstantTime": s.base_instant, "deltaFilePaths": [f.rsplit("/", 1)[-1] for f in s.log_files],
                                              "dataFilePath": s.base_file_name, "fileId": s.file_id, "partitionPath": p.value, "metrics": {}}
                                             for p in partitions for s in slices_of[p]]
         plan = encode_avro_instant(COMPACTION_PLAN, {"operations": operations, "extraMetadata": None, "version": 2})
-        self.tx.requested.append(ts)
-        self.tx.mdt_storage.write_bytes(join(mdt.config.timeline_path, f"{ts}.compaction.requested"), plan)
-        self.tx.mdt_storage.write_bytes(join(mdt.config.timeline_path, f"{ts}.compaction.inflight"), b"")
+        self.tx.write_pending(mdt, ts, Action.COMPACTION, plan)
         self.tx.fault("compaction: after requested")
-        return ts, slices_of
+        return slices_of
 
 
 def _is_dropped(record: MetadataRecord) -> bool:

@@ -15,6 +15,7 @@ class IndexReport:
     compacted: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    kept_by_writer: str | None = None  # the latest data instant whose metadata-table commit Hudi's writer made itself
 
     def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)

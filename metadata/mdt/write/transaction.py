@@ -4,17 +4,27 @@ changed through its backup, and the undo of everything a failed write left
 pending (its files and instants, a metadata folder it created, the table's
 properties and index definitions as they were), so that a failed write
 leaves the table as it found it. What the partitions hold is written by the
-partition writers (metadata.mdt.write.partitions); only this touches the timeline."""
+partition writers (metadata.mdt.write.partitions); only this touches the timeline.
+
+Hudi's writers may be writing the same table (docs/concurrency.md): a write
+takes Hudi's lock when the table's writers configure one, and otherwise
+waits, bounded, until no Hudi writer is at work (`ensure_clear`); it rolls
+back only the pending metadata-table instants a run of ours left, never
+another writer's; and it completes an instant only while that instant's
+inflight file is still there (a writer that rolled it back wins)."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from metadata.commit_metadata import WriteStat
+from metadata.concurrency import HudiLock, LiveInstant, WriterActivity, WriterOptions, hudi_lock
+from metadata.errors import IndexWriteError, WriterActive
 from metadata.file_naming import BaseFileName, LogFileName, classify
 from metadata.instant import BEFORE_ALL_INSTANTS, Action
 from metadata.instant_content import encode_avro_instant
@@ -23,7 +33,7 @@ from metadata.mdt.file_groups import PARTITION_ORDER, MdtPartition, MetadataPart
 from metadata.mdt.reader import METADATA_FOLDER
 from metadata.mdt.secondary_index import INDEX_DEFS_PATH
 from metadata.mdt.write.writer_lock import WriterLock
-from metadata.storage import join
+from metadata.storage import default_timeout, join
 from metadata.stored_table import TableParts
 from metadata.table_config import (
     METADATA_PARTITIONS_KEY,
@@ -40,13 +50,25 @@ from metadata.timeline_models import commit_metadata_schema
 log = logging.getLogger(__name__)
 
 Fault = Callable[[str], None]
+WRITER_KEY = "hudi-bridge.writer"  # extra metadata of every metadata-table commit hudi-bridge writes
+WAIT_POLL_SECONDS = 0.5
 
 
 class MetadataTransaction:
     """One writer's view of the table and its metadata table, and the instants it writes."""
 
-    def __init__(self, data: TableParts, schema_json: str, fault: Fault | None = None) -> None:
+    def __init__(self, data: TableParts, schema_json: str, fault: Fault | None = None,
+                 writer_options: Mapping[str, str] | None = None, wait_seconds: float | None = None) -> None:
+        """`writer_options`: Hudi writer options the user gave (lock provider,
+        heartbeat), over the table's own; `wait_seconds`: how long a write waits
+        for a Hudi writer at work when no lock is shared (default: the storage timeout)."""
         self.data = data
+        self.given_options = dict(writer_options or {})
+        self.wait_seconds = wait_seconds
+        self.options = WriterOptions.of(data.config.raw, self.given_options)
+        self.shared_lock: HudiLock | None = None
+        self.lock: WriterLock | None = None
+        self._cleared = False
         self.storage = data.storage
         self.mdt_storage = self.storage.child(METADATA_FOLDER)
         self.version = data.config.version
@@ -65,8 +87,15 @@ class MetadataTransaction:
         write leaves the table as it found it. What it completed stays: each
         completed instant is a consistent state. A killed process cannot undo:
         the next run rolls its pending instants back."""
-        with WriterLock(self.storage):
+        with ExitStack() as held:
+            self.lock = held.enter_context(WriterLock(self.storage))
             self.reload()
+            self.options = WriterOptions.of(self.data.config.raw, self.given_options)
+            self.shared_lock = hudi_lock(self.storage, self.options, self.data.config.name, frozenset(self.given_options))
+            if self.shared_lock is not None:
+                held.enter_context(self.shared_lock)
+                self.reload()
+            self._cleared = False
             properties = self.storage.read_bytes(PROPERTIES_PATH)
             had_metadata = self.storage.exists(METADATA_FOLDER)
             definitions = self.storage.read_bytes(INDEX_DEFS_PATH) if self.storage.exists(INDEX_DEFS_PATH) else None
@@ -111,7 +140,48 @@ class MetadataTransaction:
     def reload(self) -> None:
         self.data = TableParts.load_storage(self.storage)
 
+    def ours_left(self) -> set[str]:
+        """Pending metadata-table instants a killed run of ours left (the only ones we roll back)."""
+        return set(self.lock.left_pending) if self.lock else set()
+
+    def live_writers(self) -> list[LiveInstant]:
+        """Instants a Hudi writer may be writing now, in either timeline (ours left out)."""
+        activity = WriterActivity(self.storage, self.options)
+        live = activity.live(self.data)
+        if self.mdt_storage.exists(".hoodie/hoodie.properties"):
+            live += activity.live(self.mdt(), skip=self.ours_left() | set(self.requested), in_metadata_table=True)
+        return live
+
+    def ensure_clear(self) -> None:
+        """Before the first write of an operation. With Hudi's lock held,
+        Hudi's writers record their commits in the metadata table only
+        under it: nothing to wait for. Without a shared lock, wait (bounded)
+        until no Hudi writer is at work, then look at the table afresh; a
+        writer still at work at the deadline is refused in one line."""
+        if self._cleared:
+            return
+        if self.shared_lock is None:
+            wait = default_timeout() if self.wait_seconds is None else self.wait_seconds
+            deadline = time.monotonic() + wait
+            waited = False
+            while live := self.live_writers():
+                if time.monotonic() >= deadline:
+                    raise WriterActive(
+                        f"{self.storage.uri}: a Hudi writer is at work ({live[0].describe()}{' and more' if len(live) > 1 else ''}) "
+                        f"and no lock provider is configured, so hudi-bridge does not write the metadata table beside it "
+                        f"(waited {wait:g} s). Run it when the writer is idle, or give the table's writers and hudi-bridge one "
+                        "lock: hoodie.write.lock.provider with its settings (--hoodie-option; docs/concurrency.md)")
+                if not waited:
+                    log.warning("%s: waiting up to %g s for a Hudi writer at work (%s)", self.storage.uri, wait, live[0].describe())
+                    waited = True
+                time.sleep(WAIT_POLL_SECONDS)
+                self.reload()
+            if waited:
+                self.reload()
+        self._cleared = True
+
     def set_config(self, changes: dict[str, str | None]) -> None:
+        self.ensure_clear()
         update_table_config(self.storage, changes)
         self.reload()
 
@@ -179,11 +249,17 @@ class MetadataTransaction:
         return f"0-{self._token}-{self._token}"
 
     def write_pending(self, mdt: TableParts, ts: str, action: Action, requested: bytes = b"") -> None:
+        """A new metadata-table instant, requested and inflight, named in our lock first (ours to roll back if we die)."""
+        self.ensure_clear()
+        if mdt.timeline.get(ts) is not None:
+            raise IndexWriteError(f"{self.mdt_storage.uri}: metadata instant {ts} already exists ({mdt.timeline.get(ts)}); "
+                                  "another writer wrote it: nothing was written")
         self.requested.append(ts)
+        if self.lock is not None:
+            self.lock.record_pending(ts)
         path = mdt.config.timeline_path
         self.mdt_storage.write_bytes(join(path, f"{ts}.{action}.requested"), requested)
-        inflight = f"{ts}.inflight" if action is Action.COMMIT else f"{ts}.{action}.inflight"
-        self.mdt_storage.write_bytes(join(path, inflight), b"")
+        self.mdt_storage.write_bytes(join(path, inflight_name(ts, action)), b"")
 
     def complete(self, mdt: TableParts, ts: str, action: Action, written: list[tuple[str, str, int]],
                   operation: str, extra: dict[str, str] | None = None, compacted: bool = False) -> None:
@@ -196,10 +272,16 @@ class MetadataTransaction:
         record: dict[str, Any] = {
             "partitionToWriteStats": stats,
             "compacted": compacted,
-            "extraMetadata": {"schema": self.schema_json, **(extra or {})},
+            "extraMetadata": {"schema": self.schema_json, WRITER_KEY: "hudi-bridge", **(extra or {})},
             "operationType": operation,
         }
         self.fault(f"{ts}: before completion")
+        started = Action.COMPACTION if compacted else action
+        if not self.mdt_storage.exists(join(mdt.config.timeline_path, inflight_name(ts, started))):
+            # Another writer rolled our instant back while we wrote it (Hudi's eager rollback of pending
+            # instants): completing it now would make files count that it deleted.
+            raise IndexWriteError(f"{self.mdt_storage.uri}: metadata instant {ts} was rolled back by another writer while "
+                                  "hudi-bridge wrote it; nothing of it was completed (run again when the writer is idle)")
         if self.version >= 8:
             record["version"] = 1
             name = f"{ts}_{self.new_time()}.{action}"
@@ -208,17 +290,39 @@ class MetadataTransaction:
             name = f"{ts}.{action}"
             content = json.dumps(record, indent=2).encode()
         self.mdt_storage.write_bytes(join(mdt.config.timeline_path, name), content)
+        if self.lock is not None:
+            self.lock.record_done(ts)
         self.fault(f"{ts}: after completion")
 
     def roll_back_failed(self, mdt: TableParts, notes: list[str]) -> TableParts:
-        """Delete what MDT instants that never completed wrote, then the instants."""
-        pending = [i for i in mdt.timeline.instants if not i.is_completed]
-        if not pending:
-            return mdt
-        for instant in pending:
-            self.remove_instant(mdt, instant.requested_time)
-            notes.append(f"metadata instant {instant.requested_time} had not completed; what it wrote was removed and is redone")
-        return self.mdt()
+        """Delete what failed pending MDT instants wrote, then the instants:
+        those a killed run of ours left, and those whose data instant
+        completed while they stayed pending, once their writer shows no sign
+        of life for the heartbeat window (it moved on and never comes back to
+        them). Any other pending instant is its writer's own: left alone
+        (Hudi's writer rolls back its failed ones)."""
+        ours = self.ours_left()
+        activity = WriterActivity(self.storage, self.options)
+        removed = []
+        for instant in mdt.timeline.pending():
+            ts = instant.requested_time
+            if ts in ours:
+                why = "of an earlier hudi-bridge run had not completed"
+            elif self.data.timeline.is_completed(ts) and not instant.is_compaction:
+                sign = activity.last_sign_of_life(mdt, instant)
+                if sign is not None and sign[0] <= activity.window:
+                    notes.append(f"metadata instant {ts} is pending and its writer was active {sign[0]:.0f} s ago ({sign[1]}): left to it")
+                    continue
+                why = "stayed pending after its data instant completed, and its writer shows no sign of life"
+            else:
+                notes.append(f"metadata instant {ts} ({instant.action}) is pending, written by another writer: left to it")
+                continue
+            self.remove_instant(mdt, ts)
+            removed.append(ts)
+            notes.append(f"metadata instant {ts} {why}; what it wrote was removed and is redone")
+        if self.lock is not None:
+            self.lock.left_pending = []
+        return self.mdt() if removed else mdt
 
     def remove_instant(self, mdt: TableParts, ts: str) -> None:
         """The files a pending MDT instant wrote (in any partition folder:
@@ -247,6 +351,11 @@ class MetadataTransaction:
         files, _ = self.mdt_storage.list_dir(mdt.config.timeline_path)
         return [f.name for f in files]
 
+
+
+def inflight_name(ts: str, action: Action) -> str:
+    """The inflight file of an instant (v6 and v8 alike: a commit's is `<ts>.inflight`)."""
+    return f"{ts}.inflight" if action is Action.COMMIT else f"{ts}.{action}.inflight"
 
 
 def _written_before(mdt: TableParts, name: str) -> bool:

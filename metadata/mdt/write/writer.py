@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from metadata.errors import IndexWriteError
-from metadata.instant import Action
+from metadata.instant import Action, Instant
 from metadata.mdt.expression_index import ExpressionIndexPartition, IndexExpressions
 from metadata.mdt.file_groups import BUILD_ORDER, PARTITION_ORDER, MdtPartition, MetadataPartition, SecondaryIndexPartition
 from metadata.mdt.indexes import index_definitions, is_partitioned_record_index
@@ -37,7 +37,7 @@ from metadata.mdt.write.scope import INDEXED_COLUMNS, IndexScope
 from metadata.mdt.write.snapshot import BuildSnapshot
 from metadata.mdt.write.sync_inputs import SyncInputs
 from metadata.mdt.write.table_inputs import check_columns, table_schema
-from metadata.mdt.write.transaction import Fault, MetadataTransaction
+from metadata.mdt.write.transaction import WRITER_KEY, Fault, MetadataTransaction
 from metadata.stored_table import TableParts
 from metadata.table_config import METADATA_PARTITIONS_INFLIGHT_KEY, METADATA_PARTITIONS_KEY
 
@@ -52,14 +52,17 @@ class MetadataTableWriter:
     def __init__(self, path: str, engine: StatsEngine | None = None, fault: Fault | None = None,
                  compact_after: int = DEFAULT_COMPACT_AFTER, progress: Callable[[str], None] | None = None,
                  memory_budget: int = DEFAULT_BUDGET_BYTES, batch_files: int | None = None,
-                 storage_options: Mapping[str, str] | None = None, index_expressions: IndexExpressions | None = None) -> None:
+                 storage_options: Mapping[str, str] | None = None, index_expressions: IndexExpressions | None = None,
+                 writer_options: Mapping[str, str] | None = None, wait_seconds: float | None = None) -> None:
         """`memory_budget`: bytes of encoded records a build holds before
         spilling sorted runs to temporary files; `batch_files`: files whose
         statistics are computed (and held) at once (None: the engine's choice); `index_expressions`
-        evaluates expression indexes (without it they are not maintained)."""
+        evaluates expression indexes (without it they are not maintained); `writer_options`: Hudi
+        writer options (lock provider, heartbeat) over the table's; `wait_seconds`: how long to wait
+        for a Hudi writer at work when no lock is shared (docs/concurrency.md)."""
         data = TableParts.load(path, storage_options=storage_options)
         self.version = data.config.version
-        self.tx = MetadataTransaction(data, record_schema_json(self.version), fault)
+        self.tx = MetadataTransaction(data, record_schema_json(self.version), fault, writer_options, wait_seconds)
         self.storage = self.tx.storage
         self.ctx = WriteContext(self.tx, engine or LocalStatsEngine(), index_expressions, progress or (lambda message: None))
         self.files = FileGroupFiles(self.tx, memory_budget)
@@ -187,18 +190,26 @@ class MetadataTableWriter:
 
     # Sync ------------------------------------------------------------------------------
     def _sync_locked(self, report: IndexReport) -> None:
-        """Every completed data instant the metadata table lacks, in timeline order, one delta commit each."""
-        timeline = self.data.timeline
-        order = (lambda i: (i.completion_time or i.requested_time)) if timeline.uses_completion_time else (lambda i: i.requested_time)
+        """Every completed data instant the metadata table lacks, in timeline order, one delta commit each.
+        Nothing is written (and no Hudi writer waited for) when there is nothing to sync."""
+        mdt = self.tx.mdt()
+        if not self._unsynced(mdt) and not self.tx.ours_left():
+            report.kept_by_writer = self._kept_by_writer(mdt)
+            return
+        self.tx.ensure_clear()  # a Hudi writer at work and no shared lock: wait for it (bounded) or refuse
         maintained = self.scope.maintained()
         mdt = self.tx.mdt()
         self.scope.refuse_to_leave_behind(mdt, maintained)
         mdt = self.tx.roll_back_failed(mdt, report.notes)
-        is_synced = self.scope.synced(mdt)
-        todo = sorted((i for i in timeline.completed() if not is_synced(i)), key=order)
+        todo = self._unsynced(mdt)
+        taken = {i.requested_time: i for i in mdt.timeline.pending()}  # another writer's: its time is not ours to use
         schema = table_schema(self.data)
         columns = self.scope.indexed_columns(mdt, schema)
         for n, instant in enumerate(todo, 1):
+            if instant.requested_time in taken:
+                report.notes.append(f"stopped before {instant.action} {instant.requested_time}: its metadata instant is pending, "
+                                    f"written by another writer ({taken[instant.requested_time].action}); later instants wait for it")
+                break
             self.ctx.progress(f"syncing {instant.action} {instant.requested_time} ({n}/{len(todo)})")
             change = TableChange.of(self.data, instant)
             if change is None:
@@ -207,8 +218,24 @@ class MetadataTableWriter:
             self._apply(mdt, SyncInputs(self.ctx, instant.requested_time, change, columns, schema), maintained, report)
             report.instants.append(instant.requested_time)
             mdt = self.tx.mdt()
-        if todo:
+        if report.instants:
             self.compaction.compact(maintained, report, force=False)
+
+    def _unsynced(self, mdt: TableParts) -> list[Instant]:
+        """Completed data instants the metadata table does not hold, in the order they changed the table."""
+        timeline = self.data.timeline
+        order = (lambda i: (i.completion_time or i.requested_time)) if timeline.uses_completion_time else (lambda i: i.requested_time)
+        is_synced = self.scope.synced(mdt)
+        return sorted((i for i in timeline.completed() if not is_synced(i)), key=order)
+
+    def _kept_by_writer(self, mdt: TableParts) -> str | None:
+        """The latest completed data instant, when its metadata-table commit is
+        not ours: Hudi's writer keeps the metadata table itself."""
+        latest = self.data.timeline.latest_completed()
+        recorded = mdt.timeline.get(latest.requested_time) if latest else None
+        if latest is None or recorded is None or not recorded.is_completed:
+            return None
+        return None if WRITER_KEY in mdt.timeline.commit_metadata(recorded).extra_metadata else latest.requested_time
 
     def _apply(self, mdt: TableParts, inputs: SyncInputs, maintained: list[MetadataPartition], report: IndexReport) -> None:
         """One data instant: every maintained partition's records, read from

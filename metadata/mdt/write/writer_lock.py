@@ -1,11 +1,18 @@
-"""One metadata-table writer per table: a lock file naming its holder.
+"""One metadata-table writer of ours per table: a lock file naming its holder
+and the metadata-table instants it has started and not finished.
 
 The file is created exclusively (local file systems) under the data table's
-`.hoodie/`, holds `pid@host since <time>`, and is removed when the writer
-finishes. A lock whose process is gone on this host (a killed writer) is
-taken over, with a warning naming it: under a second exclusive file, the
-holder is read again and the lock removed only if it is still the dead one,
-so two writers cannot both take it.
+`.hoodie/`, holds `pid@host since <time>` and a `pending <instant>` line for
+each metadata-table instant the holder requested and has not completed, and
+is removed when the writer finishes. That journal is how a later run knows
+which pending instants are ours to roll back: any other pending instant
+belongs to another writer (Hudi's), and is never touched.
+
+A lock whose process is gone on this host (a killed writer) is taken over,
+with a warning naming it: under a second exclusive file, the holder is read
+again and the lock removed only if it is still the dead one, so two writers
+cannot both take it; its pending instants become the new holder's to roll back.
+The file is read without following links, at most 64 KiB.
 """
 
 from __future__ import annotations
@@ -22,51 +29,84 @@ from metadata.storage import Storage
 
 LOCK_PATH = ".hoodie/.hudi-bridge-index.lock"
 TAKEOVER_SUFFIX = ".takeover"
+PENDING = "pending "
+MAX_LOCK_BYTES = 64 * 1024
 log = logging.getLogger(__name__)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 class WriterLock:
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
         self.path = storage.full_path(LOCK_PATH)
+        self.local = os.path.isdir(os.path.dirname(self.path))
         self._held = False
+        self._me = ""
+        self.pending: list[str] = []  # metadata-table instants this holder started and has not finished
+        self.left_pending: list[str] = []  # those a dead holder left: ours to roll back
 
-    def _holder(self) -> str:
+    def _read(self, path: str | None = None) -> str:
+        """A lock file's text ("" when absent), never through a link and never more than 64 KiB."""
+        if not self.local:
+            try:
+                return self.storage.read_bytes(LOCK_PATH)[:MAX_LOCK_BYTES].decode("utf-8", "replace").strip()
+            except FileNotFoundError:
+                return ""
         try:
-            return self.storage.read_bytes(LOCK_PATH).decode("utf-8", "replace").strip()
+            fd = os.open(path or self.path, os.O_RDONLY | _NOFOLLOW)
         except FileNotFoundError:
             return ""
+        except OSError as exc:  # a link (ELOOP) or something that is not a lock file
+            raise IndexLocked(f"{path or self.path}: not a lock file hudi-bridge wrote ({exc.strerror}); remove it if no writer runs") from None
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read(MAX_LOCK_BYTES).decode("utf-8", "replace").strip()
+
+    def _holder(self) -> str:
+        return self._read().split("\n", 1)[0].strip()
 
     def acquire(self) -> None:
-        me = f"{os.getpid()}@{socket.gethostname()} since {time.strftime('%Y-%m-%dT%H:%M:%S')}"
-        local = os.path.isdir(os.path.dirname(self.path))
-        if local:
+        self._me = f"{os.getpid()}@{socket.gethostname()} since {time.strftime('%Y-%m-%dT%H:%M:%S')}"
+        if self.local:
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o644)
             except FileExistsError:
                 if not self._take_over_stale():
                     self._refuse()
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)  # another taker won: FileExistsError
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o644)  # another taker won: FileExistsError
             with os.fdopen(fd, "w") as out:
-                out.write(me + "\n")
+                out.write(self._me + "\n")
         else:  # object stores: no exclusive create; check, then write
             if self.storage.exists(LOCK_PATH):
                 self._refuse()
-            self.storage.write_bytes(LOCK_PATH, (me + "\n").encode())
+            self.storage.write_bytes(LOCK_PATH, (self._me + "\n").encode())
         self._held = True
+
+    def record_pending(self, instant_time: str) -> None:
+        """Note a metadata-table instant before it is requested (so a kill leaves it named)."""
+        self.pending.append(instant_time)
+        self._rewrite()
+
+    def record_done(self, instant_time: str) -> None:
+        if instant_time in self.pending:
+            self.pending.remove(instant_time)
+            self._rewrite()
+
+    def _rewrite(self) -> None:
+        if self._held:
+            self.storage.write_bytes(LOCK_PATH, "\n".join([self._me, *(PENDING + ts for ts in self.pending)]).encode() + b"\n")
 
     def _take_over_stale(self) -> bool:
         """Remove the lock if its holder is a process of this host that is gone; False if it is not stale."""
-        holder = self._holder()
+        text = self._read()
+        holder = text.split("\n", 1)[0].strip()
         if not _is_dead_here(holder):
             return False
         takeover = self.path + TAKEOVER_SUFFIX
         try:
-            fd = os.open(takeover, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            fd = os.open(takeover, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o644)
         except FileExistsError:
-            with open(takeover, encoding="utf-8", errors="replace") as handle:
-                if not _is_dead_here(handle.read().strip()):
-                    return False  # another writer is taking it over now
+            if not _is_dead_here(self._read(takeover)):
+                return False  # another writer is taking it over now
             os.unlink(takeover)  # a taker that died mid-takeover
             return self._take_over_stale()
         try:
@@ -75,6 +115,7 @@ class WriterLock:
             if self._holder() != holder:
                 return False
             os.unlink(self.path)
+            self.left_pending = [line[len(PENDING):].strip() for line in text.splitlines()[1:] if line.startswith(PENDING)]
             log.warning("%s: took over the index lock of process %s, which is no longer running (%s)", self.path, holder.split("@")[0], holder)
             return True
         finally:
