@@ -180,6 +180,7 @@ class _Planner:
         self.not_used: list[str] = []
         self.warnings: list[str] = []
         self.schema_error: HudiError | None = None
+        self.no_schema: NoSchemaError | None = None
         self.stages: list[Stage] = []
 
     def _types(self) -> dict[str, pa.DataType]:
@@ -189,6 +190,7 @@ class _Planner:
         except HudiFormatError:
             raise  # a damaged commit file: say which, rather than plan without types
         except NoSchemaError as exc:  # a table not written yet
+            self.no_schema = exc
             self.not_used.append(f"table schema ({exc}); partition values compared as text")
         except HudiError as exc:  # an unreadable commit: planning without types is a fallback (said once the predicate binds)
             if self.table.strict:
@@ -205,9 +207,12 @@ class _Planner:
         said) rather than planned without pruning."""
         try:
             bound = bind_predicate(self.expr, pa.schema(list(types.items())))
-        except UnknownColumnError:
+        except UnknownColumnError as exc:
             if self.schema_error is not None:  # the column is unknown because the schema could not be read: say that
                 raise self.schema_error from None
+            if self.no_schema is not None:  # a table whose first commit has not completed (a writer may be at it now)
+                raise HudiError(f"{self.table.storage.uri}: {exc}: the table has no completed commit yet, so no schema "
+                                "to plan against") from None
             raise
         if self.schema_error is not None:
             log.warning("table schema not read (%s); partition values compared as text", self.schema_error)

@@ -41,6 +41,11 @@ if [ -n "$extras" ]; then
             echo "setup: Maven could not fetch io.trino:trino-server:${TRINO_VERSION}; the live Trino tests cannot run" >&2
         fi
     fi
+    # ZooKeeper (Debian's package) for the tests of Hudi's ZooKeeper lock provider, taken by Hudi's writer and by hudi-bridge.
+    if [ ! -f /usr/share/java/zookeeper.jar ] && command -v apt-get >/dev/null; then
+        { apt-get update -qq && apt-get install -y -qq --no-install-recommends zookeeper; } >/dev/null 2>&1 \
+            || echo "setup: apt-get could not install zookeeper; the ZooKeeper lock tests cannot run" >&2
+    fi
     # Azurite (Azure Storage's emulator, from the npm registry) for the Azure tests; without npm they are skipped.
     if command -v npm >/dev/null && [ ! -x .cache/azurite/node_modules/.bin/azurite-blob ]; then
         npm install --silent --no-audit --no-fund --prefix .cache/azurite azurite@3 >/dev/null 2>&1 \

@@ -58,8 +58,9 @@ from tests.azure_services import azure_server  # noqa: E402,F401  (session fixtu
 from tests.hive_services import hiveserver2, metastore, spark, spark_connect  # noqa: E402,F401  (session fixtures)
 from tests.s3_services import s3_server  # noqa: E402,F401  (session fixture)
 from tests.trino_services import trino  # noqa: E402,F401  (session fixture)
+from tests.zookeeper_services import zookeeper  # noqa: E402,F401  (session fixture)
 
-JAVA_FIXTURES = {"metastore", "hiveserver2", "spark", "spark_connect", "trino"}
+JAVA_FIXTURES = {"metastore", "hiveserver2", "spark", "spark_connect", "trino", "zookeeper"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -179,7 +179,7 @@ class ZooKeeperLock:
     def __enter__(self) -> ZooKeeperLock:
         try:
             from kazoo.client import KazooClient
-            from kazoo.exceptions import KazooException
+            from kazoo.exceptions import KazooException, LockTimeout
             from kazoo.handlers.threading import KazooTimeoutError
         except ImportError:
             raise HudiLockError(f"{self.describe()}: taking it needs kazoo (pip install kazoo)") from None
@@ -193,6 +193,8 @@ class ZooKeeperLock:
         lock = _curator_mutex(client, self.path, f"hudi-bridge {os.getpid()}@{socket.gethostname()}")
         try:
             acquired = lock.acquire(timeout=self.options.lock_wait_seconds)
+        except LockTimeout:
+            acquired = False
         except KazooException as exc:
             client.stop()
             client.close()

@@ -166,3 +166,48 @@ def java17_home() -> str:
     for candidate in sorted(Path("/usr/lib/jvm").glob("java-17-openjdk*")):
         return str(candidate)
     return ""
+
+
+LIVE_WRITER = Path(__file__).resolve().parent / "live_writer.py"
+
+
+class LiveWriter:
+    """A live Hudi pipeline (`live_writer.py`): upserts `commits` commits into
+    `path`, one after another, while the test runs hudi-bridge beside it.
+    `done()` once Hudi has written them all; `finish()` lets it read every
+    committed key back through Hudi's data skipping and returns its record."""
+
+    def __init__(self, path: Path, table_type: str, commits: int, writer_options: dict[str, str] | None = None, first: int = 0) -> None:
+        """`first`: commits an earlier writer made on `path` (their rows are replayed into the record)."""
+        self.path = path
+        work = path.parent
+        self.out, self.go, self.started = work / f"{path.name}.live.json", work / f"{path.name}.go", work / f"{path.name}.started"
+        spec = {"path": str(path), "table_type": table_type, "commits": commits, "first": first, "writer_options": writer_options or {},
+                "out": str(self.out), "go": str(self.go), "started": str(self.started)}
+        spec_path = work / f"{path.name}.live-spec.json"
+        spec_path.write_text(json.dumps(spec))
+        self.log = work / f"{path.name}.live.log"
+        with open(self.log, "w") as log:
+            self.process = subprocess.Popen(
+                [str(PYTHON), str(LIVE_WRITER), str(spec_path), str(BUNDLE)], stdout=log, stderr=subprocess.STDOUT,
+                cwd=work, start_new_session=True,  # its own process group: a kill -9 takes Spark's JVM with it
+                env={"PATH": "/usr/bin:/bin", "JAVA_HOME": java17_home(), "PYSPARK_PYTHON": str(PYTHON),
+                     "SPARK_LOCAL_IP": "127.0.0.1", "HOME": str(Path.home())})
+
+    def done(self) -> bool:
+        return self.out.is_file() or self.process.poll() is not None
+
+    def finish(self, timeout: float = 900) -> dict[str, Any]:
+        self.go.write_text("go")
+        self.process.wait(timeout=timeout)
+        if not self.out.is_file():
+            raise RuntimeError(f"Hudi's live writer failed:\n{self.log.read_text()[-4000:]}")
+        return dict(json.loads(self.out.read_text()))
+
+    def kill(self) -> None:
+        """kill -9 of the writer and its JVM, mid-whatever it is doing."""
+        import os
+        import signal
+
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=60)

@@ -1,0 +1,191 @@
+"""hudi-bridge beside a live Apache Hudi writer (docs/concurrency.md).
+
+Hudi 1.0.2's Spark writer upserts commit after commit into a table with its
+metadata table on, as a pipeline does, while hudi-bridge's commands run
+beside it in a loop, as a cron job would. Without a lock, `index sync` used to
+take the writer's in-flight metadata instant for a failed one and remove it
+mid-commit: 8 of 8 Hudi commits failed, and a metadata table could be left
+that dropped committed rows. Here, per run: no Hudi commit fails; every
+command beside it answers or refuses in one line; afterwards every committed
+row is found by our plans and by Hudi's own data skipping, `table validate`
+agrees, and nothing of ours is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from listers import scan
+from metadata.stored_table import TableParts
+from tests.hudi_oracle import LiveWriter, missing_setup
+
+pytestmark = [pytest.mark.services]
+
+# What a command beside a live writer may answer besides success: each a one-line refusal.
+REFUSALS = ("is not a Hudi table", "no metadata table to sync", "a Hudi writer is at work", "is held; waited",
+            "the table has no completed commit yet")
+FS_LOCK = {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
+           "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
+           "hoodie.cleaner.policy.failed.writes": "LAZY"}
+STATS = {"hoodie.metadata.index.column.stats.enable": "true", "hoodie.metadata.index.partition.stats.enable": "true"}
+
+
+@pytest.fixture(scope="module")
+def hudi() -> None:
+    reason = missing_setup()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the live-writer tests: {reason}")
+        pytest.skip(reason)
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "engine_bridge", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def options_args(options: dict[str, str]) -> list[str]:
+    return [arg for key, value in options.items() for arg in ("--hoodie-option", f"{key}={value}")]
+
+
+def beside(writer: LiveWriter, commands: list[list[str]]) -> list[tuple[list[str], int, str]]:
+    """Run `commands` round and round until Hudi's writer has written every commit."""
+    runs = []
+    while not writer.done():
+        for command in commands:
+            result = cli(*command)
+            runs.append((command, result.returncode, (result.stdout + result.stderr).strip()))
+            if writer.done():
+                break
+    return runs
+
+
+def check_beside(runs: list[tuple[list[str], int, str]]) -> None:
+    """Every command answered, or refused in one line naming why; none failed otherwise."""
+    assert runs, "nothing ran beside the writer"
+    for command, code, output in runs:
+        assert "Traceback" not in output, (command, output)
+        if code != 0:
+            assert code == 2 and output.startswith("error: ") and len(output.splitlines()) == 1, (command, code, output)
+            assert any(reason in output for reason in REFUSALS), (command, output)
+
+
+def check_after(path: Path, record: dict[str, Any], options: dict[str, str]) -> None:
+    """Every Hudi commit completed; then our sync completes, validate agrees,
+    our plans and Hudi's data skipping find every committed row, and nothing
+    of ours is left (no lock, no pending metadata instant)."""
+    failed = [c for c in record["commits"] if not c["ok"]]
+    assert not failed, failed
+    synced = cli("index", "sync", str(path), *options_args(options))
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    validated = cli("table", "validate", str(path))
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    assert "agree" in validated.stdout
+    for row in record["live"]:
+        found = scan(str(path), where=f"id = {row['id']} AND v = {row['v']}", columns=["id", "v"]).to_table().to_pylist()
+        assert found == [{"id": row["id"], "v": row["v"]}], row
+    assert record.get("read_error") is None, record.get("read_error")
+    assert record["hudi_snapshot_ids"] == sorted(r["id"] for r in record["live"])
+    missed = [key for key, count in record["hudi_found"].items() if count != 1]
+    assert not missed, f"Hudi's data skipping missed committed keys {missed}"
+    assert not (path / ".hoodie" / ".hudi-bridge-index.lock").exists()
+    assert not (path / ".hoodie" / "lock").exists()  # Hudi's file-system lock: released by both
+    mdt = TableParts.load(str(path / ".hoodie" / "metadata"))
+    assert not [str(i) for i in mdt.timeline.pending() if not i.is_compaction], "a metadata instant was left pending"
+
+
+def test_index_sync_in_a_loop_beside_a_live_writer_fails_no_commit(hudi: None, tmp_path: Path) -> None:
+    """The issue's scenario, smaller: a single Hudi writer (no lock provider),
+    COPY_ON_WRITE with column and partition statistics; `index sync` and a
+    plan run beside it. Hudi's writer keeps the metadata table itself, so
+    our sync says so and writes nothing."""
+    path = tmp_path / "live"
+    writer = LiveWriter(path, "COPY_ON_WRITE", 4, STATS)
+    runs = beside(writer, [["index", "sync", str(path)], ["plan", str(path), "--where", "id = 3"]])
+    record = writer.finish()
+    check_beside(runs)
+    assert any("kept by the writer" in output for command, code, output in runs if command[0] == "index"), runs
+    assert not any("was removed" in output for _, _, output in runs)
+    check_after(path, record, {})
+
+
+@pytest.mark.slow
+def test_soak_with_hudis_file_system_lock(hudi: None, tmp_path: Path) -> None:
+    """MERGE_ON_READ with inline compaction and cleaning, Hudi's writer in
+    optimistic concurrency with the file-system lock provider; beside it
+    `index sync`, `index compact --force`, `index build` of bloom_filters
+    (a partition the writer then keeps too) and plans, all given the same lock."""
+    path = tmp_path / "live"
+    writer_options = {**STATS, **FS_LOCK, "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2",
+                      "hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "2"}
+    writer = LiveWriter(path, "MERGE_ON_READ", 7, writer_options)
+    lock = options_args(FS_LOCK)
+    runs = beside(writer, [["index", "sync", str(path), *lock], ["index", "compact", str(path), "--force", *lock],
+                           ["index", "build", str(path), "--partitions", "bloom_filters", *lock],
+                           ["plan", str(path), "--where", "id = 5"]])
+    record = writer.finish()
+    check_beside(runs)
+    assert any(code == 0 for command, code, _ in runs if command[:2] == ["index", "compact"]), runs
+    check_after(path, record, FS_LOCK)
+
+
+@pytest.mark.slow
+def test_soak_with_hudis_zookeeper_lock(hudi: None, zookeeper: str, tmp_path: Path) -> None:
+    """Hudi's writer and hudi-bridge both take Hudi's ZooKeeper lock (Curator's
+    mutex on one side, kazoo's recipe with Curator's node names on the other)."""
+    host, port = zookeeper.split(":")
+    zk_lock = {**FS_LOCK, "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
+               "hoodie.write.lock.zookeeper.url": host, "hoodie.write.lock.zookeeper.port": port,
+               "hoodie.write.lock.zookeeper.base_path": "/hudi-locks", "hoodie.write.lock.zookeeper.lock_key": "live"}
+    path = tmp_path / "live"
+    writer = LiveWriter(path, "COPY_ON_WRITE", 6, {**STATS, **zk_lock})
+    lock = options_args(zk_lock)
+    runs = beside(writer, [["index", "sync", str(path), *lock], ["index", "compact", str(path), "--force", *lock]])
+    record = writer.finish()
+    check_beside(runs)
+    assert any(code == 0 for command, code, _ in runs if command[:2] == ["index", "compact"]), runs
+    check_after(path, record, zk_lock)
+
+
+@pytest.mark.slow
+def test_a_killed_hudi_writer_is_left_to_hudi_until_its_heartbeat_expires(hudi: None, tmp_path: Path) -> None:
+    """kill -9 of Hudi's writer mid-commit (multi-writer mode: heartbeats).
+    While its heartbeat is fresh, our sync waits and refuses in one line and
+    touches nothing; once it expired, our sync goes on without rolling back
+    the dead writer's instant (Hudi's), and Hudi's next writer rolls it back
+    and commits."""
+    path = tmp_path / "live"
+    heartbeat = {"hoodie.client.heartbeat.interval_in_ms": "3000", "hoodie.client.heartbeat.tolerable.misses": "2"}
+    writer = LiveWriter(path, "COPY_ON_WRITE", 40, {**STATS, **FS_LOCK, **heartbeat})
+    timeline = path / ".hoodie" / "timeline"
+    deadline = time.monotonic() + 600
+    done: list[str] = []
+    while time.monotonic() < deadline and not writer.done():  # two commits done and a third under way
+        names = [p.name for p in timeline.iterdir()] if timeline.is_dir() else []
+        done = [n for n in names if n.endswith(".commit") and "_" in n]
+        if len(done) >= 2 and [n for n in names if n.endswith(".commit.inflight")]:
+            break
+        time.sleep(0.05)
+    writer.kill()
+    pending = sorted(p.name for p in timeline.iterdir() if p.name.endswith((".inflight", ".requested")))
+    assert pending, "the writer was not killed mid-commit"
+    before = sorted(str(p) for p in path.rglob("*"))
+    # A compaction of ours, no lock given: the dead writer's heartbeat is fresh, so it waits, then refuses.
+    refused = cli("--timeout", "2", "index", "compact", str(path), "--force", *options_args(heartbeat))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "a Hudi writer is at work" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert sorted(str(p) for p in path.rglob("*")) == before  # nothing was touched
+    time.sleep(8)  # past the heartbeat window (2 x 3 s)
+    went_on = cli("index", "compact", str(path), "--force", *options_args(heartbeat))
+    assert went_on.returncode == 0, went_on.stdout + went_on.stderr
+    assert [p for p in pending if (timeline / p).exists()] == pending  # the dead writer's instant is Hudi's to roll back
+    after = LiveWriter(path, "COPY_ON_WRITE", 2, {**STATS, **FS_LOCK}, first=len(done))
+    record = after.finish()
+    assert not [p for p in pending if (timeline / p).exists() and not p.endswith(".commit.requested")], "Hudi rolled it back"
+    check_after(path, record, FS_LOCK)
