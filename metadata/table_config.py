@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,6 +19,7 @@ PROPERTIES_PATH = ".hoodie/hoodie.properties"
 # the main file is missing or fails its checksum (HoodieTableConfig).
 PROPERTIES_BACKUP_PATH = ".hoodie/hoodie.properties.backup"
 CHECKSUM_KEY = "hoodie.table.checksum"
+READ_RETRY_PAUSES = (0.1, 0.3, 0.6, 1.0)  # seconds between reads of a hoodie.properties a writer may be writing
 CHECKSUM_SINCE_VERSION = 4  # Hudi 0.11 (table version 4) writes the checksum into every hoodie.properties
 METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
 METADATA_PARTITIONS_INFLIGHT_KEY = "hoodie.table.metadata.partitions.inflight"
@@ -193,7 +195,20 @@ class TableConfig:
     def load(cls, storage: Storage) -> TableConfig:
         """hoodie.properties, or its backup when it is missing or fails its
         checksum (as Hudi reads it); a bad file without a good backup is an
-        error naming the file."""
+        error naming the file. A file cut short may be one a writer is
+        writing right now: it is read again a few times first, as Hudi's
+        reader does (HoodieTableConfig's read retries)."""
+        for pause in (*READ_RETRY_PAUSES, None):
+            try:
+                return cls._load_once(storage)
+            except HudiFormatError:
+                if pause is None:
+                    raise
+                time.sleep(pause)
+        raise AssertionError("unreachable")
+
+    @classmethod
+    def _load_once(cls, storage: Storage) -> TableConfig:
         path = storage.full_path(PROPERTIES_PATH)
         props, problem = _read_properties(storage, PROPERTIES_PATH)
         if props is not None and problem is None:

@@ -51,6 +51,14 @@ def batch(n):
 
 
 def reason(exc):
+    """The error in one line: for Hudi's (Java) errors, the chain of causes."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        causes = []
+        while java is not None and len(causes) < 6:
+            causes.append(str(java.toString())[:300])
+            java = java.getCause()
+        return " <- ".join(causes)
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return text.splitlines()[0][:600] if text else type(exc).__name__
 
