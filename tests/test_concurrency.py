@@ -228,3 +228,27 @@ def test_zookeeper_locks_exclude_each_other_as_curators_mutex(zookeeper: str) ->
         with ZooKeeperLock(WriterOptions({**options.values, "hoodie.write.lock.zookeeper.port": "1",
                                           "hoodie.write.lock.zookeeper.connection_timeout_ms": "500"}), "trips"):
             pass
+
+
+def test_validate_names_partition_stats_left_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer that updated files and column_stats but not partition_stats
+    (the corruption a sync racing a live writer left) drops committed rows
+    from plans: `table validate` now says so, naming the partition and file."""
+    import re
+
+    from listers import scan
+    from metadata.mdt.validate import validate_metadata
+    from metadata.mdt.write.partitions.partition_stats import PartitionStatsWriter
+
+    path = tmp_path / "t"
+    builder = indexed_table(path)
+    assert validate_metadata(str(path)).ok
+    builder.write([{"id": 100, "p": "p0", "v": 1000}])
+    monkeypatch.setattr(PartitionStatsWriter, "sync_records", lambda self, inputs: {})
+    MetadataTableWriter(str(path)).sync()
+    assert scan(str(path), where="v = 1000").to_table().num_rows == 0  # the drop
+    report = validate_metadata(str(path))
+    assert not report.ok
+    stale = [d for d in report.stats_differences if d.startswith("partition_stats of ")]
+    assert any(re.fullmatch(r"partition_stats of '[^']*p0': 'v' is \[0, 20\], which does not hold its max 1000 of its file \S+\.parquet: "
+                            r"a plan would drop the partition's rows \(stale partition_stats\)", d) for d in stale), stale

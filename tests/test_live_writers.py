@@ -72,8 +72,9 @@ def check_beside(runs: list[tuple[list[str], int, str]]) -> None:
     for command, code, output in runs:
         assert "Traceback" not in output, (command, output)
         if code != 0:
-            assert code == 2 and output.startswith("error: ") and len(output.splitlines()) == 1, (command, code, output)
-            assert any(reason in output for reason in REFUSALS), (command, output)
+            errors = [line for line in output.splitlines() if line.startswith("error: ")]
+            assert code == 2 and len(errors) == 1, (command, code, output)
+            assert any(reason in errors[0] for reason in REFUSALS), (command, output)
 
 
 def check_after(path: Path, record: dict[str, Any], options: dict[str, str]) -> None:

@@ -14,6 +14,7 @@ metadata table's column_stats and partition_stats partitions.
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -24,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from metadata.errors import HudiFormatError
+from metadata.errors import HudiFormatError, StoredFileNotFound
 from metadata.log_format import BlockType, LogBlock, decode_avro_records, read_log_blocks
 from metadata.storage import Storage
 
@@ -33,6 +34,8 @@ META_FIELDS = frozenset({"_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie
 MAX_COLUMNS_TO_INDEX = 32
 DECIMAL_MAX_PRECISION = 30  # the metadata record's decimal wrapper
 DECIMAL_MAX_SCALE = 15
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)  # slots: a build holds one per partition and column, and unpickles one per cell
@@ -274,13 +277,21 @@ def blocks_counting(only: str | None, completed: frozenset[str]) -> Callable[[Lo
 
 def file_ranges(storage: Storage, relative: str, columns: Sequence[str] | None,
                 block_counts: Callable[[LogBlock], bool], schema: pa.Schema | None = None) -> list[ColumnRange]:
-    """Stats of one data file (base or log), read from `storage`."""
+    """Stats of one data file (base or log), read from `storage`. A file
+    removed since it was listed (a cleaner or a rollback at work beside us)
+    has none: whatever removed it records that in the metadata table."""
     name = relative.rsplit("/", 1)[-1]
     where = storage.display_path(relative)
-    if name.startswith("."):
-        return log_ranges(storage.read_bytes(relative), name, columns, where, block_counts, schema)
-    with storage.open_random_access(relative) as handle:
-        return footer_ranges(handle, name, columns, where)
+    try:
+        if name.startswith("."):
+            return log_ranges(storage.read_bytes(relative), name, columns, where, block_counts, schema)
+        with storage.open_random_access(relative) as handle:
+            return footer_ranges(handle, name, columns, where)
+    except StoredFileNotFound:
+        if storage.exists(relative):
+            raise
+        log.info("%s: removed since it was listed (a cleaner at work?); no statistics for it", where)
+        return []
 
 
 def file_values(storage: Storage, relative: str, column: str, block_counts: Callable[[LogBlock], bool],

@@ -143,6 +143,11 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
     except MissingFileError as exc:
         report.slice_differences.append(f"the storage listing cannot serve the latest slices: {exc}")
         return report
+    if check_stats and MdtPartition.PARTITION_STATS in table.config.metadata_partitions:
+        latest: dict[str, list[str]] = {}
+        for (partition, _), files in via_mdt.items():
+            latest.setdefault(partition, []).extend(name.rsplit("/", 1)[-1] for name in files)
+        _check_partition_stats(mdt, latest, report)
     for key in sorted(set(via_mdt) | set(via_storage)):
         if via_mdt.get(key) != via_storage.get(key):
             report.slice_differences.append(
@@ -197,6 +202,54 @@ def _check_column_stats(table: HudiTable, mdt: MetadataTable, listed: dict[str, 
         footer = by_file.get(name, {})
         for column, stats in sorted(held[p, name].items()):
             report.stats_differences.extend(_stat_differences(base_files[p, name], column, stats, footer.get(column)))
+
+
+def _live_stats(mdt: MetadataTable, partition: MdtPartition) -> dict[tuple[str, str], dict[str, ColumnStats]]:
+    """(partition id, file name or partition) -> column -> the live stats record, of a stats partition."""
+    held: dict[tuple[str, str], dict[str, ColumnStats]] = {}
+    for key, record in mdt.reader.read(partition, KeyQuery()).items():
+        stats = record.column_stats
+        if stats is not None and not stats.is_deleted:
+            held.setdefault((keys.partition_id_of(key), stats.file_name), {})[stats.column_name] = stats
+    return held
+
+
+def _check_partition_stats(mdt: MetadataTable, latest: dict[str, list[str]], report: ValidationReport) -> None:
+    """Each partition's partition_stats against the column_stats of its latest
+    slices' files: a partition's range must hold every file's, or a plan
+    trusting it drops the partition's rows (what a partition_stats left behind
+    by a writer that did not update it does). Files without column_stats are
+    checked against the footers by `_check_column_stats`."""
+    per_file = _live_stats(mdt, MdtPartition.COLUMN_STATS) if MdtPartition.COLUMN_STATS in mdt.table.config.metadata_partitions else {}
+    if not per_file:
+        report.notes.append("partition_stats not checked: there is no column_stats to check them against")
+        return
+    per_partition = {partition_id: columns for (partition_id, _), columns in _live_stats(mdt, MdtPartition.PARTITION_STATS).items()}
+    for partition, names in sorted(latest.items()):
+        held = per_partition.get(keys.partition_index_id(partition))
+        if held is None:
+            continue  # no partition_stats: a plan keeps the partition
+        for column, stats in sorted(held.items()):
+            files = [(name, f[column]) for name in names if (f := per_file.get((keys.partition_index_id(partition), name))) and column in f]
+            for name, file_stats in files:
+                outside = _outside(stats, file_stats)
+                if outside:
+                    report.stats_differences.append(
+                        f"partition_stats of {partition!r}: {column!r} is [{stats.min_value!r}, {stats.max_value!r}], which does not "
+                        f"hold {outside} of its file {name}: a plan would drop the partition's rows (stale partition_stats)")
+                    break
+
+
+def _outside(partition: ColumnStats, file: ColumnStats) -> str | None:
+    """What of a file's range a partition's range does not hold (None: it holds it all)."""
+    try:
+        if file.min_value is not None and (partition.min_value is None or file.min_value < partition.min_value):
+            return f"its min {file.min_value!r}"
+        if file.max_value is not None and (partition.max_value is None or file.max_value > partition.max_value):
+            return f"its max {file.max_value!r}"
+    except TypeError:  # values of types that do not compare (an evolved column): nothing is said
+        return None
+    return None
 
 
 def _row_count(table: HudiTable, relative: str) -> int | None:
