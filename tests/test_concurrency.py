@@ -202,9 +202,8 @@ def test_an_instant_another_writer_rolled_back_is_never_completed(tmp_path: Path
 def test_zookeeper_locks_exclude_each_other_as_curators_mutex(zookeeper: str) -> None:
     from kazoo.client import KazooClient
 
-    host, port = zookeeper.split(":")
     options = WriterOptions({"hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
-                             "hoodie.write.lock.zookeeper.url": host, "hoodie.write.lock.zookeeper.port": port,
+                             "hoodie.write.lock.zookeeper.url": zookeeper,
                              "hoodie.write.lock.zookeeper.base_path": "/hudi", "hoodie.write.lock.wait_time_ms": "700"})
     client = KazooClient(hosts=zookeeper)
     client.start(timeout=20)
@@ -225,7 +224,7 @@ def test_zookeeper_locks_exclude_each_other_as_curators_mutex(zookeeper: str) ->
         client.stop()
         client.close()
     with pytest.raises(HudiLockError, match="cannot connect"):
-        with ZooKeeperLock(WriterOptions({**options.values, "hoodie.write.lock.zookeeper.port": "1",
+        with ZooKeeperLock(WriterOptions({**options.values, "hoodie.write.lock.zookeeper.url": "127.0.0.1:1",
                                           "hoodie.write.lock.zookeeper.connection_timeout_ms": "500"}), "trips"):
             pass
 

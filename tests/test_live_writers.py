@@ -140,9 +140,8 @@ def test_soak_with_hudis_file_system_lock(hudi: None, tmp_path: Path) -> None:
 def test_soak_with_hudis_zookeeper_lock(hudi: None, zookeeper: str, tmp_path: Path) -> None:
     """Hudi's writer and hudi-bridge both take Hudi's ZooKeeper lock (Curator's
     mutex on one side, kazoo's recipe with Curator's node names on the other)."""
-    host, port = zookeeper.split(":")
     zk_lock = {**FS_LOCK, "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
-               "hoodie.write.lock.zookeeper.url": host, "hoodie.write.lock.zookeeper.port": port,
+               "hoodie.write.lock.zookeeper.url": zookeeper,  # Hudi 1.0.2 connects to the URL as it is: the port goes in it
                "hoodie.write.lock.zookeeper.base_path": "/hudi-locks", "hoodie.write.lock.zookeeper.lock_key": "live"}
     path = tmp_path / "live"
     writer = LiveWriter(path, "COPY_ON_WRITE", 6, {**STATS, **zk_lock})

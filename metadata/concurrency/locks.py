@@ -6,7 +6,8 @@ we exclude each other: the same lock (file, znode), the same key, Hudi's wait.
   `hoodie.write.lock.filesystem.expire` minutes (0: never) is taken as stale.
   Hudi refuses it on stores without an atomic create (S3, GCS): so do we.
 - `ZookeeperBasedLockProvider`: Curator's `InterProcessMutex` at
-  `<hoodie.write.lock.zookeeper.base_path>/<lock_key>`; we take it through
+  `<hoodie.write.lock.zookeeper.base_path>/<lock_key>` on the ensemble
+  `hoodie.write.lock.zookeeper.url` names (as Curator's connect string); we take it through
   kazoo's lock recipe with Curator's node names (`..-lock-<sequence>`), so
   the two order their contenders alike.
 Other providers are refused in one line: writing the metadata table without
@@ -34,7 +35,6 @@ log = logging.getLogger(__name__)
 FS_LOCK_PATH = "hoodie.write.lock.filesystem.path"
 FS_LOCK_EXPIRE_MINUTES = "hoodie.write.lock.filesystem.expire"
 ZK_URL = "hoodie.write.lock.zookeeper.url"
-ZK_PORT = "hoodie.write.lock.zookeeper.port"
 ZK_BASE_PATH = "hoodie.write.lock.zookeeper.base_path"
 ZK_LOCK_KEY = "hoodie.write.lock.zookeeper.lock_key"
 ZK_SESSION_TIMEOUT_MS = "hoodie.write.lock.zookeeper.session_timeout_ms"
@@ -165,8 +165,9 @@ class ZooKeeperLock:
         url, base = options.get(ZK_URL), options.get(ZK_BASE_PATH)
         if url is None or base is None:
             raise HudiLockError(f"{LockProvider.ZOOKEEPER.short_name} needs {ZK_URL} and {ZK_BASE_PATH}")
-        port = options.get(ZK_PORT)
-        self.hosts = ",".join(h if ":" in h or port is None else f"{h}:{port}" for h in url.split(","))
+        # Hudi hands the URL to Curator as its connect string, port included: hoodie.write.lock.zookeeper.port
+        # is not added to it (a host without a port is ZooKeeper's 2181), so we connect exactly where Hudi does.
+        self.hosts = url
         self.path = posixpath.join(base if base.startswith("/") else "/" + base, options.get(ZK_LOCK_KEY, table_name) or table_name)
         self.session_seconds = options.integer(ZK_SESSION_TIMEOUT_MS, 60_000) / 1000.0
         self.connect_seconds = options.integer(ZK_CONNECTION_TIMEOUT_MS, 15_000) / 1000.0

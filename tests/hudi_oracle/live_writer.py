@@ -67,6 +67,9 @@ def main():
     spec = json.load(open(sys.argv[1]))
     spark = (SparkSession.builder.master("local[2]").appName("hudi-live-writer")
              .config("spark.jars", sys.argv[2])
+             # Also on the driver's class path: with spark.jars alone, Hudi 1.0.2 reads metadata-table delete blocks on
+             # ForkJoin threads that cannot see its Avro classes (ClassCastException ... HoodieDeleteRecord, apache/hudi#13410).
+             .config("spark.driver.extraClassPath", sys.argv[2])
              .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
              .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
              .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")

@@ -47,6 +47,9 @@ class Compaction:
                     due.append(partition)
             if not due:
                 return
+            if self.tx.ensure_clear():  # a Hudi writer was at work: what was read may be stale
+                reader.close()
+                return self.compact(maintained, report, force)
             if pending:
                 report.notes.append(f"compaction of {', '.join(p.value for p in due)} deferred: data instants "
                                     f"{', '.join(i.requested_time for i in pending)} are pending")

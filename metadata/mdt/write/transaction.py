@@ -152,18 +152,19 @@ class MetadataTransaction:
             live += activity.live(self.mdt(), skip=self.ours_left() | set(self.requested), in_metadata_table=True)
         return live
 
-    def ensure_clear(self) -> None:
+    def ensure_clear(self) -> bool:
         """Before the first write of an operation. With Hudi's lock held,
         Hudi's writers record their commits in the metadata table only
         under it: nothing to wait for. Without a shared lock, wait (bounded)
         until no Hudi writer is at work, then look at the table afresh; a
-        writer still at work at the deadline is refused in one line."""
+        writer still at work at the deadline is refused in one line. True
+        when it waited: what the caller read before may be stale."""
         if self._cleared:
-            return
+            return False
+        waited = False
         if self.shared_lock is None:
             wait = default_timeout() if self.wait_seconds is None else self.wait_seconds
             deadline = time.monotonic() + wait
-            waited = False
             while live := self.live_writers():
                 if time.monotonic() >= deadline:
                     raise WriterActive(
@@ -179,6 +180,7 @@ class MetadataTransaction:
             if waited:
                 self.reload()
         self._cleared = True
+        return waited
 
     def set_config(self, changes: dict[str, str | None]) -> None:
         self.ensure_clear()

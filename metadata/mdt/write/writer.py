@@ -44,6 +44,10 @@ from metadata.table_config import METADATA_PARTITIONS_INFLIGHT_KEY, METADATA_PAR
 log = logging.getLogger(__name__)
 
 DEFAULT_COMPACT_AFTER = 10  # hoodie.metadata.compact.max.delta.commits
+# Hudi writes a metadata table by default (0.11 on); a table with commits and none has a writer with it off, which deletes ours.
+WRITER_KEEPS_NONE = ("the table's writer keeps no metadata table: Apache Hudi with hoodie.metadata.enable=false deletes this one on "
+                     "its next commit (and empties hoodie.table.metadata.partitions); keep hoodie.metadata.enable=true on the writer, "
+                     "or run `hudi-bridge index build` after its writes (docs/concurrency.md)")
 
 __all__ = ["DEFAULT_COMPACT_AFTER", "IndexReport", "MetadataTableWriter"]
 
@@ -100,8 +104,11 @@ class MetadataTableWriter:
             raise IndexWriteError(f"{self.storage.uri}: the table defines a partitioned record index (Hudi 1.1), whose file groups "
                                   "are per data partition; hudi-bridge writes the global one. Build it with Apache Hudi")
         with self.tx.writing():
+            self.tx.ensure_clear()  # a build writes (a Hudi writer at work without a shared lock: wait for it, or refuse)
             built = set(self.data.config.metadata_partitions)
             if MdtPartition.FILES.value not in built:
+                if self.data.timeline.completed():
+                    report.notes.append(WRITER_KEEPS_NONE)
                 self.tx.create_metadata_table()
                 built = set()
             else:
@@ -143,6 +150,7 @@ class MetadataTableWriter:
         started = time.monotonic()
         report = IndexReport("drop")
         with self.tx.writing():
+            self.tx.ensure_clear()
             self._drop(list(partitions), report)
         report.seconds = time.monotonic() - started
         return report
