@@ -103,12 +103,13 @@ def check_after(path: Path, record: dict[str, Any], options: dict[str, str]) -> 
 
 def test_index_sync_in_a_loop_beside_a_live_writer_fails_no_commit(hudi: None, tmp_path: Path) -> None:
     """The issue's scenario, smaller: a single Hudi writer (no lock provider),
-    COPY_ON_WRITE with column and partition statistics; `index sync` and a
-    plan run beside it. Hudi's writer keeps the metadata table itself, so
-    our sync says so and writes nothing."""
+    COPY_ON_WRITE with column and partition statistics; `index sync`, a plan,
+    the change feed and an incremental pull run beside it. Hudi's writer
+    keeps the metadata table itself, so our sync says so and writes nothing."""
     path = tmp_path / "live"
     writer = LiveWriter(path, "COPY_ON_WRITE", 4, STATS)
-    runs = beside(writer, [["index", "sync", str(path)], ["plan", str(path), "--where", "id = 3"]])
+    runs = beside(writer, [["index", "sync", str(path)], ["plan", str(path), "--where", "id = 3"],
+                           ["changes", str(path), "--begin", "0", "--json"], ["incremental", str(path), "--begin", "0", "--json"]])
     record = writer.finish()
     check_beside(runs)
     assert any("kept by the writer" in output for command, code, output in runs if command[0] == "index"), runs
@@ -125,7 +126,7 @@ def test_soak_with_hudis_file_system_lock(hudi: None, tmp_path: Path) -> None:
     path = tmp_path / "live"
     writer_options = {**STATS, **FS_LOCK, "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2",
                       "hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "2"}
-    writer = LiveWriter(path, "MERGE_ON_READ", 7, writer_options)
+    writer = LiveWriter(path, "MERGE_ON_READ", 5, writer_options)
     lock = options_args(FS_LOCK)
     runs = beside(writer, [["index", "sync", str(path), *lock], ["index", "compact", str(path), "--force", *lock],
                            ["index", "build", str(path), "--partitions", "bloom_filters", *lock],
@@ -136,15 +137,19 @@ def test_soak_with_hudis_file_system_lock(hudi: None, tmp_path: Path) -> None:
     check_after(path, record, FS_LOCK)
 
 
+def zk_lock_options(zookeeper: str) -> dict[str, str]:
+    return {**FS_LOCK, "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
+            "hoodie.write.lock.zookeeper.url": zookeeper,  # Hudi 1.0.2 connects to the URL as it is: the port goes in it
+            "hoodie.write.lock.zookeeper.base_path": "/hudi-locks", "hoodie.write.lock.zookeeper.lock_key": "live"}
+
+
 @pytest.mark.slow
 def test_soak_with_hudis_zookeeper_lock(hudi: None, zookeeper: str, tmp_path: Path) -> None:
     """Hudi's writer and hudi-bridge both take Hudi's ZooKeeper lock (Curator's
     mutex on one side, kazoo's recipe with Curator's node names on the other)."""
-    zk_lock = {**FS_LOCK, "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
-               "hoodie.write.lock.zookeeper.url": zookeeper,  # Hudi 1.0.2 connects to the URL as it is: the port goes in it
-               "hoodie.write.lock.zookeeper.base_path": "/hudi-locks", "hoodie.write.lock.zookeeper.lock_key": "live"}
+    zk_lock = zk_lock_options(zookeeper)
     path = tmp_path / "live"
-    writer = LiveWriter(path, "COPY_ON_WRITE", 6, {**STATS, **zk_lock})
+    writer = LiveWriter(path, "COPY_ON_WRITE", 4, {**STATS, **zk_lock})
     lock = options_args(zk_lock)
     runs = beside(writer, [["index", "sync", str(path), *lock], ["index", "compact", str(path), "--force", *lock]])
     record = writer.finish()
@@ -154,38 +159,45 @@ def test_soak_with_hudis_zookeeper_lock(hudi: None, zookeeper: str, tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_a_killed_hudi_writer_is_left_to_hudi_until_its_heartbeat_expires(hudi: None, tmp_path: Path) -> None:
-    """kill -9 of Hudi's writer mid-commit (multi-writer mode: heartbeats).
-    While its heartbeat is fresh, our sync waits and refuses in one line and
-    touches nothing; once it expired, our sync goes on without rolling back
-    the dead writer's instant (Hudi's), and Hudi's next writer rolls it back
-    and commits."""
+def test_a_killed_hudi_writer_is_left_to_hudi_until_its_heartbeat_expires(hudi: None, zookeeper: str, tmp_path: Path) -> None:
+    """kill -9 of Hudi's writer mid-commit (multi-writer mode: heartbeats, the
+    ZooKeeper lock, whose node goes with the dead writer's session). While its
+    heartbeat is fresh, our compaction waits and refuses in one line and
+    touches nothing; once it expired, ours goes on without rolling back the
+    dead writer's instant (Hudi's), and Hudi's next writer rolls it back and commits."""
     path = tmp_path / "live"
     heartbeat = {"hoodie.client.heartbeat.interval_in_ms": "3000", "hoodie.client.heartbeat.tolerable.misses": "2"}
-    writer = LiveWriter(path, "COPY_ON_WRITE", 40, {**STATS, **FS_LOCK, **heartbeat})
+    zk_lock = {**zk_lock_options(zookeeper), "hoodie.write.lock.zookeeper.session_timeout_ms": "6000"}
+    writer = LiveWriter(path, "COPY_ON_WRITE", 40, {**STATS, **zk_lock, **heartbeat})
     timeline = path / ".hoodie" / "timeline"
     deadline = time.monotonic() + 600
     done: list[str] = []
+    under_way: list[str] = []
     while time.monotonic() < deadline and not writer.done():  # two commits done and a third under way
         names = [p.name for p in timeline.iterdir()] if timeline.is_dir() else []
         done = [n for n in names if n.endswith(".commit") and "_" in n]
-        if len(done) >= 2 and [n for n in names if n.endswith(".commit.inflight")]:
+        completed = {n.split("_")[0] for n in done}
+        under_way = [n for n in names if n.endswith(".inflight") and n.split(".")[0] not in completed]
+        if len(done) >= 2 and under_way:
             break
-        time.sleep(0.05)
+        time.sleep(0.02)
     writer.kill()
-    pending = sorted(p.name for p in timeline.iterdir() if p.name.endswith((".inflight", ".requested")))
-    assert pending, "the writer was not killed mid-commit"
+    ts = under_way[0].split(".")[0]
+    assert not [n for n in os.listdir(timeline) if n.startswith(ts + "_")], "the writer was not killed mid-commit"
+    pending = sorted(n for n in os.listdir(timeline) if n.startswith(ts + "."))
     before = sorted(str(p) for p in path.rglob("*"))
     # A compaction of ours, no lock given: the dead writer's heartbeat is fresh, so it waits, then refuses.
     refused = cli("--timeout", "2", "index", "compact", str(path), "--force", *options_args(heartbeat))
     assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert "a Hudi writer is at work" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert f"a Hudi writer is at work (data instant {ts}" in refused.stderr, refused.stderr
+    assert len([line for line in refused.stderr.splitlines() if line.startswith("error: ")]) == 1, refused.stderr
     assert sorted(str(p) for p in path.rglob("*")) == before  # nothing was touched
     time.sleep(8)  # past the heartbeat window (2 x 3 s)
     went_on = cli("index", "compact", str(path), "--force", *options_args(heartbeat))
     assert went_on.returncode == 0, went_on.stdout + went_on.stderr
-    assert [p for p in pending if (timeline / p).exists()] == pending  # the dead writer's instant is Hudi's to roll back
-    after = LiveWriter(path, "COPY_ON_WRITE", 2, {**STATS, **FS_LOCK}, first=len(done))
+    assert "deferred: data instants" in went_on.stdout  # the failed instant stays until Hudi rolls it back
+    assert sorted(n for n in os.listdir(timeline) if n.startswith(ts + ".")) == pending  # Hudi's to roll back, not ours
+    after = LiveWriter(path, "COPY_ON_WRITE", 2, {**STATS, **zk_lock, **heartbeat}, first=len(done))
     record = after.finish()
-    assert not [p for p in pending if (timeline / p).exists() and not p.endswith(".commit.requested")], "Hudi rolled it back"
-    check_after(path, record, FS_LOCK)
+    assert not [n for n in os.listdir(timeline) if n.startswith(ts)], "Hudi's next writer rolled the failed instant back"
+    check_after(path, record, zk_lock)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hive_sync.embedded import free_port
+from hive_sync.embedded import free_port, stop_process
 
 JARS = Path("/usr/share/java")
 CLASSPATH = ["zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-nop.jar", "netty-handler.jar", "netty-common.jar",
@@ -55,9 +55,5 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 time.sleep(0.3)
         yield f"127.0.0.1:{port}"
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_process(server)
         log.close()

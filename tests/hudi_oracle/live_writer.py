@@ -19,8 +19,8 @@ import sys
 import time
 import traceback
 
-from pyspark.sql import SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+from write_tables import hudi_spark  # beside this script: its folder is on the path
 
 REGIONS = ("us", "eu", "in")
 SCHEMA = StructType([StructField("id", IntegerType(), False), StructField("region", StringType()),
@@ -65,17 +65,9 @@ def reason(exc):
 
 def main():
     spec = json.load(open(sys.argv[1]))
-    spark = (SparkSession.builder.master("local[2]").appName("hudi-live-writer")
-             .config("spark.jars", sys.argv[2])
-             # Also on the driver's class path: with spark.jars alone, Hudi 1.0.2 reads metadata-table delete blocks on
-             # ForkJoin threads that cannot see its Avro classes (ClassCastException ... HoodieDeleteRecord, apache/hudi#13410).
-             .config("spark.driver.extraClassPath", sys.argv[2])
-             .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
-             .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
-             .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC")
-             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    # The bundle on the driver's class path too: with spark.jars alone, Hudi 1.0.2 reads metadata-table delete blocks
+    # on ForkJoin threads that cannot see its Avro classes (ClassCastException ... HoodieDeleteRecord, apache/hudi#13410).
+    spark = hudi_spark(sys.argv[2], "hudi-live-writer", on_driver_class_path=True)
     path, opts = spec["path"], options(spec)
     live, commits = {}, []
     first = spec.get("first", 0)  # commits an earlier writer made (its rows replayed, not written)

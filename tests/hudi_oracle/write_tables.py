@@ -307,20 +307,29 @@ def read_synced(spark, spec):
     return found
 
 
-def main():
-    specs = json.load(open(sys.argv[1]))
-    metastore = specs[0].get("metastore") if specs and isinstance(specs[0], dict) else None
+def hudi_spark(bundle, app, metastore=None, on_driver_class_path=False):
+    """A local Spark session with Hudi's bundle (`on_driver_class_path`: on the
+    driver's class path too, where Hudi's own threads look for its classes)."""
     builder = SparkSession.builder
     if metastore:  # reading tables a Hive metastore holds: Spark's Hive catalog on it
         builder = builder.config("spark.hadoop.hive.metastore.uris", metastore).config("spark.sql.catalogImplementation", "hive")
-    spark = (builder.master("local[2]").appName("hudi-oracle")
-             .config("spark.jars", sys.argv[2])
+    if on_driver_class_path:
+        builder = builder.config("spark.driver.extraClassPath", bundle)
+    spark = (builder.master("local[2]").appName(app)
+             .config("spark.jars", bundle)
              .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
              .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
              .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def main():
+    specs = json.load(open(sys.argv[1]))
+    metastore = specs[0].get("metastore") if specs and isinstance(specs[0], dict) else None
+    spark = hudi_spark(sys.argv[2], "hudi-oracle", metastore)
     if metastore:
         with open(specs[0]["out"], "w") as out:
             json.dump(read_synced(spark, specs[0]), out, indent=1)
