@@ -45,10 +45,12 @@ class PartitionRollUp:
         self.ranges_of = ranges_of or (lambda paths: ctx.file_ranges([(p, None) for p in paths], columns, schema))
         self.key_of = key_of
 
-    def records(self, ts: str, partitions: list[str], new_ranges: dict[str, list[ColumnRange]]) -> dict[str, bytes]:
-        """Partition-level records of `partitions` as of data instant `ts`, a run
-        of partitions at a time, Avro-encoded as they are made (a commit over
-        10,000 partitions makes 70,000: 150 MB as dicts)."""
+    def records(self, ts: str, partitions: list[str], new_ranges: dict[str, list[ColumnRange]], as_of: str | None = None) -> dict[str, bytes]:
+        """Partition-level records of `partitions` of data instant `ts`, over the
+        latest slices as of `as_of` (default `ts`: later when the metadata table
+        already holds later instants, as when a compaction completes after
+        writes that came after it), a run of partitions at a time, Avro-encoded
+        as they are made (a commit over 10,000 partitions makes 70,000: 150 MB as dicts)."""
         if not partitions:
             return {}
         out: dict[str, bytes] = {}
@@ -60,17 +62,17 @@ class PartitionRollUp:
         reader = MetadataTableReader(self.ctx.data)  # one reader for every run: opening the metadata table costs seconds at scale
         try:
             for start in range(0, len(ordered), PARTITION_STATS_PER_RUN):
-                self._run(out, reader, ts, ordered[start:start + PARTITION_STATS_PER_RUN], new_ranges)
+                self._run(out, reader, as_of or ts, ordered[start:start + PARTITION_STATS_PER_RUN], new_ranges)
         finally:
             reader.close()
         return out
 
-    def _run(self, out: dict[str, bytes], reader: MetadataTableReader, ts: str, chunk: list[str],
+    def _run(self, out: dict[str, bytes], reader: MetadataTableReader, as_of: str, chunk: list[str],
              new_ranges: dict[str, list[ColumnRange]]) -> None:
         """A run's slices and held statistics are read for the run only, so
         memory follows a run, not the table (a commit may touch every partition)."""
         slices_of: dict[str, list[FileSlice]] = {}
-        for s in latest_slices_from_storage(self.ctx.data, ts, chunk):
+        for s in latest_slices_from_storage(self.ctx.data, as_of, chunk):
             slices_of.setdefault(s.partition, []).append(s)
         latest = {path.rsplit("/", 1)[-1]: p for p in chunk for s in slices_of.get(p, []) for path in s.files}
         held = self._held(reader, chunk, {name: p for name, p in latest.items() if name not in new_ranges})

@@ -46,6 +46,9 @@ class SyncInputs:
     change: TableChange
     columns: list[str]  # columns column_stats and partition_stats index
     schema: pa.Schema
+    # The latest data instant the metadata table holds once this one is in (roll-ups are made as of it): later than `ts`
+    # when later instants were synced first (a compaction that completed after writes that came after it).
+    as_of: str | None = None
     files_indexed: int = 0  # data files whose statistics were read
     _stored: dict[str, list[str]] | None = field(default=None, repr=False)
     _ranges: dict[str, list[ColumnRange]] | None = field(default=None, repr=False)

@@ -213,6 +213,7 @@ class MetadataTableWriter:
         taken = {i.requested_time: i for i in mdt.timeline.pending()}  # another writer's: its time is not ours to use
         schema = table_schema(self.data)
         columns = self.scope.indexed_columns(mdt, schema)
+        held_through = max((i.requested_time for i in self.data.timeline.completed() if i not in todo), default="")
         for n, instant in enumerate(todo, 1):
             if instant.requested_time in taken:
                 report.notes.append(f"stopped before {instant.action} {instant.requested_time}: its metadata instant is pending, "
@@ -223,7 +224,8 @@ class MetadataTableWriter:
             if change is None:
                 report.notes.append(f"{instant.action} {instant.requested_time}: nothing for the metadata table")
                 continue
-            self._apply(mdt, SyncInputs(self.ctx, instant.requested_time, change, columns, schema), maintained, report)
+            held_through = max(held_through, instant.requested_time)
+            self._apply(mdt, SyncInputs(self.ctx, instant.requested_time, change, columns, schema, held_through), maintained, report)
             report.instants.append(instant.requested_time)
             mdt = self.tx.mdt()
         if report.instants:

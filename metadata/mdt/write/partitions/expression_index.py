@@ -99,5 +99,5 @@ class ExpressionIndexWriter(PartitionWriter):
             out.update(file_records(index, partition, gone, version, deleted=True))
         rollup = PartitionRollUp(self.ctx, [index.column], pa.schema([(index.column, dtype)]), source=index.value,
                                  ranges_of=ranges_of, key_of=partition_stat_key)
-        out.update(rollup.records(ts, change.touched_partitions, new_ranges))
+        out.update(rollup.records(ts, change.touched_partitions, new_ranges, inputs.as_of))
         return out

@@ -29,5 +29,5 @@ class PartitionStatsWriter(PartitionWriter):
         """The touched partitions rolled up again from the held and the new file ranges."""
         rollup = PartitionRollUp(self.ctx, inputs.columns, inputs.schema)
         out: Records = {}
-        out.update(rollup.records(inputs.ts, inputs.change.touched_partitions, inputs.new_ranges()))
+        out.update(rollup.records(inputs.ts, inputs.change.touched_partitions, inputs.new_ranges(), inputs.as_of))
         return out
