@@ -107,7 +107,7 @@ def test_index_sync_in_a_loop_beside_a_live_writer_fails_no_commit(hudi: None, t
     the change feed and an incremental pull run beside it. Hudi's writer
     keeps the metadata table itself, so our sync says so and writes nothing."""
     path = tmp_path / "live"
-    writer = LiveWriter(path, "COPY_ON_WRITE", 4, STATS)
+    writer = LiveWriter(path, "COPY_ON_WRITE", 3, STATS)
     runs = beside(writer, [["index", "sync", str(path)], ["plan", str(path), "--where", "id = 3"],
                            ["changes", str(path), "--begin", "0", "--json"], ["incremental", str(path), "--begin", "0", "--json"]])
     record = writer.finish()
