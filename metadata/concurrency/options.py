@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypeVar
 
 from metadata.errors import HudiBridgeError
 from metadata.table_config import parse_java_properties
@@ -25,6 +26,9 @@ DEFAULT_HEARTBEAT_INTERVAL_MS = 60_000
 DEFAULT_HEARTBEAT_MISSES = 2
 DEFAULT_LOCK_WAIT_MS = 60_000
 DEFAULT_LOCK_RETRY_WAIT_MS = 1_000
+
+
+E = TypeVar("E", bound=Enum)
 
 
 class ConcurrencyMode(Enum):
@@ -82,23 +86,23 @@ class WriterOptions:
     def lock_provider(self) -> str | None:
         return self.get(LOCK_PROVIDER)
 
+    def choice(self, key: str, enum: type[E], default: E) -> E:
+        """A closed-set option, as Hudi reads it (case aside)."""
+        text = (self.get(key) or default.value).upper()
+        try:
+            return enum(text)
+        except ValueError:
+            raise OptionError(f"{key}={text!r}: not one of {', '.join(m.value for m in enum)}") from None
+
     @property
     def concurrency_mode(self) -> ConcurrencyMode:
-        text = (self.get(CONCURRENCY_MODE) or ConcurrencyMode.SINGLE_WRITER.value).upper()
-        try:
-            return ConcurrencyMode(text)
-        except ValueError:
-            raise OptionError(f"{CONCURRENCY_MODE}={text!r}: not one of {', '.join(m.value for m in ConcurrencyMode)}") from None
+        return self.choice(CONCURRENCY_MODE, ConcurrencyMode, ConcurrencyMode.SINGLE_WRITER)
 
     @property
     def failed_writes_policy(self) -> FailedWritesPolicy:
         # Hudi forces LAZY whenever more than one writer may write (OCC, NBCC).
         default = FailedWritesPolicy.EAGER if self.concurrency_mode is ConcurrencyMode.SINGLE_WRITER else FailedWritesPolicy.LAZY
-        text = (self.get(FAILED_WRITES_POLICY) or default.value).upper()
-        try:
-            return FailedWritesPolicy(text)
-        except ValueError:
-            raise OptionError(f"{FAILED_WRITES_POLICY}={text!r}: not one of EAGER, LAZY, NEVER") from None
+        return self.choice(FAILED_WRITES_POLICY, FailedWritesPolicy, default)
 
     @property
     def lock_wait_seconds(self) -> float:
