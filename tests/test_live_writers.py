@@ -25,6 +25,7 @@ import pytest
 from listers import scan
 from metadata.stored_table import TableParts
 from tests.hudi_oracle import LiveWriter, missing_setup
+from tests.needs import require
 
 pytestmark = [pytest.mark.services]
 
@@ -39,11 +40,7 @@ STATS = {"hoodie.metadata.index.column.stats.enable": "true", "hoodie.metadata.i
 
 @pytest.fixture(scope="module")
 def hudi() -> None:
-    reason = missing_setup()
-    if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the live-writer tests: {reason}")
-        pytest.skip(reason)
+    require(missing_setup(), "the live-writer tests")
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

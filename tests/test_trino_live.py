@@ -15,7 +15,6 @@ Hudi connector reading tables this project synced and indexed.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from hive_sync import EmbeddedMetastore, SyncOptions, sync
 from hive_sync.hms import HmsClient
 from metadata import HudiTable
 from metadata.errors import HudiError
+from tests.needs import require
 from tests.trino_services import build_trips
 
 SCHEMA = "trino_live"
@@ -136,9 +136,7 @@ def test_trinos_hudi_connector_reads_every_shape_hudi_wrote_the_same_on_our_meta
     fails so, then reads both copies with the empty folder removed (Hudi reads a table without it)."""
     from tests.hudi_oracle import SHAPES, missing_setup, tables, with_our_metadata_table
 
-    reason = missing_setup()
-    if reason is not None:
-        pytest.fail(reason) if os.environ.get("CI") else pytest.skip(reason)
+    require(missing_setup(), "the Trino conformance shapes")
     shapes = [s for s in SHAPES if not s.hudi_write_fails]
     written = tables(shapes)
     root = tmp_path_factory.mktemp("trino-shapes")

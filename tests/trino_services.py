@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from hive_sync.embedded import EmbeddedMetastore, free_port, stop_process, wait_for_port
+from tests.needs import require
 
 REPO = Path(__file__).resolve().parent.parent
 TRINO_VERSION = "476"
@@ -139,10 +140,6 @@ def _wait_until_started(log_path: Path, process: subprocess.Popen[bytes], timeou
 @pytest.fixture(scope="session")
 def trino(metastore: EmbeddedMetastore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """http://127.0.0.1:port of the session's Trino, on the session's metastore."""
-    reason = missing_trino()
-    if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the live Trino tests: {reason}")
-        pytest.skip(reason)
+    require(missing_trino(), "the live Trino tests")
     with trino_server(Path(tmp_path_factory.mktemp("trino")), metastore.uri) as url:
         yield url

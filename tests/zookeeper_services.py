@@ -5,7 +5,6 @@ with the session."""
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hive_sync.embedded import free_port, stop_process
+from tests.needs import require
 
 JARS = Path("/usr/share/java")
 CLASSPATH = ["zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-nop.jar", "netty-handler.jar", "netty-common.jar",
@@ -30,11 +30,7 @@ def missing_zookeeper() -> str | None:
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`host:port` of a standalone ZooKeeper server started for the session."""
-    reason = missing_zookeeper()
-    if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the ZooKeeper lock tests: {reason}")
-        pytest.skip(reason)
+    require(missing_zookeeper(), "the ZooKeeper lock tests")
     port = free_port()
     data = tmp_path_factory.mktemp("zookeeper")
     classpath = ":".join(str(JARS / jar) for jar in CLASSPATH if (JARS / jar).is_file())
