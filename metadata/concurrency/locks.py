@@ -123,7 +123,7 @@ class FileSystemLock:
         while True:
             self._drop_if_expired()
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o644)
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, 0o644)
             except FileExistsError:
                 if time.monotonic() >= deadline:
                     raise HudiLockError(f"{self.describe()} is held ({_bounded_text(self.path) or 'holder unknown'}); waited "
@@ -193,17 +193,18 @@ class ZooKeeperLock:
                                 "(hoodie.write.lock.zookeeper.connection_timeout_ms)") from None
         lock = _curator_mutex(client, self.path, f"hudi-bridge {os.getpid()}@{socket.gethostname()}")
         try:
-            acquired = lock.acquire(timeout=self.options.lock_wait_seconds)
-        except LockTimeout:
-            acquired = False
-        except KazooException as exc:
+            try:
+                acquired = lock.acquire(timeout=self.options.lock_wait_seconds)
+            except LockTimeout:
+                acquired = False
+            except KazooException as exc:
+                raise HudiLockError(f"{self.describe()}: {type(exc).__name__} {exc}") from None
+            if not acquired:
+                raise HudiLockError(f"{self.describe()} is held; waited {self.options.lock_wait_seconds:g} s (hoodie.write.lock.wait_time_ms)")
+        except HudiLockError:
             client.stop()
             client.close()
-            raise HudiLockError(f"{self.describe()}: {type(exc).__name__} {exc}") from None
-        if not acquired:
-            client.stop()
-            client.close()
-            raise HudiLockError(f"{self.describe()} is held; waited {self.options.lock_wait_seconds:g} s (hoodie.write.lock.wait_time_ms)")
+            raise
         self._client, self._lock = client, lock
         return self
 
@@ -234,17 +235,24 @@ def _curator_mutex(client: Any, path: str, identifier: str) -> Any:
     return lock
 
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def read_lock_file(path: str) -> str:
+    """A local lock file's text, never through a link and at most 64 KiB:
+    whoever can write a table can point its lock at anything. Raises
+    FileNotFoundError when it is gone, OSError (ELOOP) for a link."""
+    fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(MAX_LOCK_FILE_BYTES).decode("utf-8", "replace").strip()
 
 
 def _bounded_text(path: str) -> str:
-    """A lock file's text, not through a link and at most 64 KiB ("" when gone)."""
+    """`read_lock_file`, "" when it cannot be read (gone, or a link)."""
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        return read_lock_file(path)
     except OSError:
         return ""
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read(MAX_LOCK_FILE_BYTES).decode("utf-8", "replace").strip()
 
 
 def _relative_inside(storage: Storage, folder: str) -> str | None:

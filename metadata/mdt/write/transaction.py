@@ -176,9 +176,7 @@ class MetadataTransaction:
                     log.warning("%s: waiting up to %g s for a Hudi writer at work (%s)", self.storage.uri, wait, live[0].describe())
                     waited = True
                 time.sleep(WAIT_POLL_SECONDS)
-                self.reload()
-            if waited:
-                self.reload()
+                self.reload()  # what the next look sees, and the caller after the last
         self._cleared = True
         return waited
 

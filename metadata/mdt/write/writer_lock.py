@@ -23,6 +23,7 @@ import socket
 import time
 from types import TracebackType
 
+from metadata.concurrency.locks import MAX_LOCK_FILE_BYTES, NOFOLLOW, read_lock_file
 from metadata.errors import IndexLocked
 from metadata.process import process_alive
 from metadata.storage import Storage
@@ -30,9 +31,7 @@ from metadata.storage import Storage
 LOCK_PATH = ".hoodie/.hudi-bridge-index.lock"
 TAKEOVER_SUFFIX = ".takeover"
 PENDING = "pending "
-MAX_LOCK_BYTES = 64 * 1024
 log = logging.getLogger(__name__)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 class WriterLock:
@@ -49,17 +48,15 @@ class WriterLock:
         """A lock file's text ("" when absent), never through a link and never more than 64 KiB."""
         if not self.local:
             try:
-                return self.storage.read_bytes(LOCK_PATH)[:MAX_LOCK_BYTES].decode("utf-8", "replace").strip()
+                return self.storage.read_bytes(LOCK_PATH)[:MAX_LOCK_FILE_BYTES].decode("utf-8", "replace").strip()
             except FileNotFoundError:
                 return ""
         try:
-            fd = os.open(path or self.path, os.O_RDONLY | _NOFOLLOW)
+            return read_lock_file(path or self.path)
         except FileNotFoundError:
             return ""
         except OSError as exc:  # a link (ELOOP) or something that is not a lock file
             raise IndexLocked(f"{path or self.path}: not a lock file hudi-bridge wrote ({exc.strerror}); remove it if no writer runs") from None
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read(MAX_LOCK_BYTES).decode("utf-8", "replace").strip()
 
     def _holder(self) -> str:
         return self._read().split("\n", 1)[0].strip()
@@ -68,11 +65,11 @@ class WriterLock:
         self._me = f"{os.getpid()}@{socket.gethostname()} since {time.strftime('%Y-%m-%dT%H:%M:%S')}"
         if self.local:
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o644)
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, 0o644)
             except FileExistsError:
                 if not self._take_over_stale():
                     self._refuse()
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o644)  # another taker won: FileExistsError
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, 0o644)  # another taker won: FileExistsError
             with os.fdopen(fd, "w") as out:
                 out.write(self._me + "\n")
         else:  # object stores: no exclusive create; check, then write
@@ -103,7 +100,7 @@ class WriterLock:
             return False
         takeover = self.path + TAKEOVER_SUFFIX
         try:
-            fd = os.open(takeover, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o644)
+            fd = os.open(takeover, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, 0o644)
         except FileExistsError:
             if not _is_dead_here(self._read(takeover)):
                 return False  # another writer is taking it over now
