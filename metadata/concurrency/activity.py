@@ -46,11 +46,6 @@ class WriterActivity:
         self.window = options.heartbeat_window_seconds
         self.clock = clock
 
-    def heartbeat_age(self, instant_time: str) -> float | None:
-        """Seconds since the instant's heartbeat (None: it keeps none)."""
-        modified = self.storage.modified_time(join(HEARTBEAT_FOLDER, instant_time))
-        return None if modified is None else max(self.clock() - modified, 0.0)
-
     def last_sign_of_life(self, parts: TableParts, instant: Instant) -> tuple[float, str] | None:
         """(seconds since, what) of the freshest trace the instant's writer left."""
         ts = instant.requested_time

@@ -128,10 +128,11 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
                  for n in sorted(set(listed) & set(committed)) if listed[n] != committed[n] and not n.startswith(".")]
         if sizes:
             report.size_mismatches[partition] = sizes
-    if check_stats and MdtPartition.COLUMN_STATS in table.config.metadata_partitions:
+    file_stats = _live_stats(mdt, MdtPartition.COLUMN_STATS) if check_stats and MdtPartition.COLUMN_STATS in table.config.metadata_partitions else {}
+    if file_stats:
         present = {p: {f.name for f in stored[p]} for p in common}
         on_both = {p: {n: size for n, size in mdt_files[p].items() if n in present[p]} for p in common}
-        _check_column_stats(table, mdt, on_both, {p: set(mdt_files[p]) for p in common}, extension,
+        _check_column_stats(table, file_stats, on_both, {p: set(mdt_files[p]) for p in common}, extension,
                             engine or LocalStatsEngine(), report)
     if check_stats and MdtPartition.BLOOM_FILTERS in table.config.metadata_partitions:
         _check_bloom_filters(table, mdt, {p: {n for n in mdt_files[p] if n in {f.name for f in stored[p]}} for p in common}, extension, report)
@@ -147,7 +148,7 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
         latest: dict[str, list[str]] = {}
         for (partition, _), files in via_mdt.items():
             latest.setdefault(partition, []).extend(name.rsplit("/", 1)[-1] for name in files)
-        _check_partition_stats(mdt, latest, report)
+        _check_partition_stats(mdt, file_stats, latest, report)
     for key in sorted(set(via_mdt) | set(via_storage)):
         if via_mdt.get(key) != via_storage.get(key):
             report.slice_differences.append(
@@ -159,7 +160,7 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
     return report
 
 
-def _check_column_stats(table: HudiTable, mdt: MetadataTable, listed: dict[str, dict[str, int]],
+def _check_column_stats(table: HudiTable, file_stats: dict[tuple[str, str], dict[str, ColumnStats]], listed: dict[str, dict[str, int]],
                         in_files_partition: dict[str, set[str]], extension: str, engine: StatsEngine,
                         report: ValidationReport) -> None:
     """Every live base file's column_stats records against its footer
@@ -169,14 +170,8 @@ def _check_column_stats(table: HudiTable, mdt: MetadataTable, listed: dict[str, 
     Log files are left out: their stats come from the records of the blocks
     that counted when each was written, which a later read cannot redo.
     """
-    held: dict[tuple[str, str], dict[str, ColumnStats]] = {}
     live_ids = {keys.partition_index_id(p): p for p in listed}
-    for key, record in mdt.reader.read(MdtPartition.COLUMN_STATS, KeyQuery()).items():
-        stats = record.column_stats
-        partition = live_ids.get(keys.partition_id_of(key))
-        if stats is None or stats.is_deleted or partition is None:
-            continue
-        held.setdefault((partition, stats.file_name), {})[stats.column_name] = stats
+    held = {(live_ids[partition_id], name): columns for (partition_id, name), columns in file_stats.items() if partition_id in live_ids}
     columns = sorted({c for per_file in held.values() for c in per_file})
     if not columns:
         return
@@ -214,23 +209,25 @@ def _live_stats(mdt: MetadataTable, partition: MdtPartition) -> dict[tuple[str, 
     return held
 
 
-def _check_partition_stats(mdt: MetadataTable, latest: dict[str, list[str]], report: ValidationReport) -> None:
+def _check_partition_stats(mdt: MetadataTable, per_file: dict[tuple[str, str], dict[str, ColumnStats]], latest: dict[str, list[str]],
+                           report: ValidationReport) -> None:
     """Each partition's partition_stats against the column_stats of its latest
     slices' files: a partition's range must hold every file's, or a plan
     trusting it drops the partition's rows (what a partition_stats left behind
     by a writer that did not update it does). Files without column_stats are
-    checked against the footers by `_check_column_stats`."""
-    per_file = _live_stats(mdt, MdtPartition.COLUMN_STATS) if MdtPartition.COLUMN_STATS in mdt.table.config.metadata_partitions else {}
+    checked against the footers by `_check_column_stats`. `per_file`: the
+    live column_stats records (`_live_stats`)."""
     if not per_file:
         report.notes.append("partition_stats not checked: there is no column_stats to check them against")
         return
     per_partition = {partition_id: columns for (partition_id, _), columns in _live_stats(mdt, MdtPartition.PARTITION_STATS).items()}
     for partition, names in sorted(latest.items()):
-        held = per_partition.get(keys.partition_index_id(partition))
+        partition_id = keys.partition_index_id(partition)
+        held = per_partition.get(partition_id)
         if held is None:
             continue  # no partition_stats: a plan keeps the partition
         for column, stats in sorted(held.items()):
-            files = [(name, f[column]) for name in names if (f := per_file.get((keys.partition_index_id(partition), name))) and column in f]
+            files = [(name, f[column]) for name in names if (f := per_file.get((partition_id, name))) and column in f]
             for name, file_stats in files:
                 outside = _outside(stats, file_stats)
                 if outside:
