@@ -368,6 +368,18 @@ class Storage:
             return None
         return float(info.mtime.timestamp())
 
+    def unless_removed(self, relative: str, read: Callable[[], T], removed: T) -> T:
+        """`read()` of a listed file, or `removed` when the file is gone since it
+        was listed (a cleaner or a rollback at work beside us: whatever removed
+        it records that); a file still there that does not read is an error."""
+        try:
+            return read()
+        except StoredFileNotFound:
+            if self.exists(relative):
+                raise
+            log.info("%s: removed since it was listed (a cleaner at work?)", self.display_path(relative))
+            return removed
+
     def is_dir(self, relative: str) -> bool:
         return bool(self._call("look up", relative, self.filesystem.get_file_info).type == pafs.FileType.Directory)
 

@@ -251,3 +251,24 @@ def test_validate_names_partition_stats_left_behind(tmp_path: Path, monkeypatch:
     stale = [d for d in report.stats_differences if d.startswith("partition_stats of ")]
     assert any(re.fullmatch(r"partition_stats of '[^']*p0': 'v' is \[0, 20\], which does not hold its max 1000 of its file \S+\.parquet: "
                             r"a plan would drop the partition's rows \(stale partition_stats\)", d) for d in stale), stale
+
+
+def test_a_file_a_cleaner_removed_after_the_listing_has_no_stats_and_no_filter(tmp_path: Path) -> None:
+    """A build lists the table, then reads each file's footer: a file a
+    cleaner beside it removed in between gives no statistics and no bloom
+    filter (the clean's commit records the removal); a file still there
+    that does not read is still an error."""
+    from metadata.errors import HudiFormatError
+    from metadata.mdt.bloom_filters import bloom_filter_records
+    from metadata.mdt.file_stats import blocks_counting, file_ranges
+
+    path = tmp_path / "t"
+    indexed_table(path)
+    storage = Storage.open(str(path))
+    gone = "p=p0/0000-gone_0-1-1_20240101000001000.parquet"
+    assert file_ranges(storage, gone, ["v"], blocks_counting(None, frozenset())) == []
+    assert list(bloom_filter_records(storage, [("p=p0", gone.split("/")[1])], "20240101000009000", ".parquet")) == []
+    (path / "p=p0").mkdir(exist_ok=True)
+    (path / gone).write_bytes(b"not parquet")
+    with pytest.raises(HudiFormatError):
+        file_ranges(storage, gone, ["v"], blocks_counting(None, frozenset()))

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from metadata.bloom_filter import BloomFilter, SerializedBloomFilter, footer_filter_text
-from metadata.errors import HudiFormatError, StoredFileNotFound
+from metadata.errors import HudiFormatError
 from metadata.file_naming import is_log_file_name
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.keys import bloom_filter_key
@@ -37,22 +37,12 @@ def footer_filters(storage: Storage, relatives: list[str]) -> list[SerializedBlo
     return threaded_map(relatives, lambda relative: footer_filter(storage, relative), FOOTER_THREADS)
 
 
-def _footer_filter_if_present(storage: Storage, relative: str) -> SerializedBloomFilter | None:
-    """A base file's filter; none for a file removed since it was listed (a
-    cleaner at work beside us: its commit records the removal)."""
-    try:
-        return footer_filter(storage, relative)
-    except StoredFileNotFound:
-        if storage.exists(relative):
-            raise
-        return None
-
-
 def bloom_filter_records(storage: Storage, files: Iterable[tuple[str, str]], timestamp: str,
                          base_extension: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """(key, record) of each base file among (partition, name) that carries a filter."""
     bases = [(p, n) for p, n in files if not is_log_file_name(n) and n.endswith(base_extension)]
-    filters = threaded_map([join(p, n) for p, n in bases], lambda relative: _footer_filter_if_present(storage, relative), FOOTER_THREADS)
+    filters = threaded_map([join(p, n) for p, n in bases],
+                           lambda relative: storage.unless_removed(relative, lambda: footer_filter(storage, relative), None), FOOTER_THREADS)
     for (partition, name), serialized in zip(bases, filters):
         if serialized is not None:
             key = bloom_filter_key(partition, name)

@@ -14,7 +14,6 @@ metadata table's column_stats and partition_stats partitions.
 from __future__ import annotations
 
 import io
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -25,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from metadata.errors import HudiFormatError, StoredFileNotFound
+from metadata.errors import HudiFormatError
 from metadata.log_format import BlockType, LogBlock, decode_avro_records, read_log_blocks
 from metadata.storage import Storage
 
@@ -35,7 +34,6 @@ MAX_COLUMNS_TO_INDEX = 32
 DECIMAL_MAX_PRECISION = 30  # the metadata record's decimal wrapper
 DECIMAL_MAX_SCALE = 15
 
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)  # slots: a build holds one per partition and column, and unpickles one per cell
@@ -282,16 +280,13 @@ def file_ranges(storage: Storage, relative: str, columns: Sequence[str] | None,
     has none: whatever removed it records that in the metadata table."""
     name = relative.rsplit("/", 1)[-1]
     where = storage.display_path(relative)
-    try:
+    def read() -> list[ColumnRange]:
         if name.startswith("."):
             return log_ranges(storage.read_bytes(relative), name, columns, where, block_counts, schema)
         with storage.open_random_access(relative) as handle:
             return footer_ranges(handle, name, columns, where)
-    except StoredFileNotFound:
-        if storage.exists(relative):
-            raise
-        log.info("%s: removed since it was listed (a cleaner at work?); no statistics for it", where)
-        return []
+
+    return storage.unless_removed(relative, read, [])
 
 
 def file_values(storage: Storage, relative: str, column: str, block_counts: Callable[[LogBlock], bool],
