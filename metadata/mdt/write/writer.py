@@ -213,7 +213,8 @@ class MetadataTableWriter:
         taken = {i.requested_time: i for i in mdt.timeline.pending()}  # another writer's: its time is not ours to use
         schema = table_schema(self.data)
         columns = self.scope.indexed_columns(mdt, schema)
-        held_through = max((i.requested_time for i in self.data.timeline.completed() if i not in todo), default="")
+        unsynced = {i.requested_time for i in todo}
+        held_through = max((i.requested_time for i in self.data.timeline.completed() if i.requested_time not in unsynced), default="")
         for n, instant in enumerate(todo, 1):
             if instant.requested_time in taken:
                 report.notes.append(f"stopped before {instant.action} {instant.requested_time}: its metadata instant is pending, "
