@@ -231,7 +231,6 @@ class _Planner:
         types = self._types()
         predicate = self._bind(types)
         _use_cache_dir(self.lister, cache_dir)
-        self.warnings[:0] = [w for w in (self.table.listing.warning,) if w]
         partitions, seconds, requests = self._measured(self.lister.list_partitions)
         self.stages.append(Stage("list partitions", len(partitions), len(partitions), seconds, requests=requests))
         transformed = transformed_partition_fields(self.table, types)
@@ -256,7 +255,7 @@ class _Planner:
             not_used=tuple(self.not_used),
             residual=residual if residual is not None else to_sql(self.expr, self.dialect),
             listing=self.lister.listing_note,
-            warnings=(*self.warnings, *self.lister.view.warnings),
+            warnings=(*[w for w in (self.table.listing.warning,) if w], *self.warnings, *self.lister.view.warnings),
             requests=RequestCounts.since(baseline or {}, self.table.storage.requests.snapshot()),
         )
 

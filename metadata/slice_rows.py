@@ -22,6 +22,7 @@ from metadata.file_group import FileSlice
 from metadata.partition_path import parse_partition_values
 from metadata.storage_options import hudi_rs_options
 from metadata.table import HudiTable
+from metadata.table_config import TableConfig
 
 
 def file_group_reader(base_uri: str, storage_options: Mapping[str, str], latest_instant: str) -> Any:
@@ -70,11 +71,25 @@ def merged_rows(table: HudiTable, piece: FileSlice, columns: Sequence[str] | Non
     config = table.config
     values = parse_partition_values(piece.partition, config.partition_fields, config.hive_style_partitioning,
                                     config.url_encode_partitioning)
-    present = {name.lower() for name in rows.column_names}
+    present = {name.lower(): name for name in rows.column_names}
+    null_in_default = set(read_from_path(config, rows.schema))
     for field, value in values.items():
-        if field.lower() not in present:
+        name = present.get(field.lower())
+        if name is None:
             rows = rows.append_column(field, arrow_values.array([value] * rows.num_rows, pa.string()))
+        elif value is None and field in null_in_default:
+            index = rows.schema.get_field_index(name)
+            rows = rows.set_column(index, rows.schema.field(index), pa.nulls(rows.num_rows, rows.schema.field(index).type))
     return rows
+
+
+def read_from_path(config: TableConfig, schema: pa.Schema) -> tuple[str, ...]:
+    """Partition fields whose values readers take from the path, as Hudi's, Hive's and Trino's do: those
+    whose path holds the value as written. In Hive's default partition they read as NULL: Hudi writes
+    NULL and '' there alike, and the files keep the ''."""
+    types = {f.name.lower(): f.type for f in schema}
+    return tuple(f for f in config.partition_fields
+                 if not config.key_generator.why_path_is_not_the_value(f, pa.types.is_timestamp(types.get(f.lower(), pa.string()))))
 
 
 def changed_slices(before: Iterable[FileSlice], after: Iterable[FileSlice]) -> tuple[list[FileSlice], list[FileSlice]]:

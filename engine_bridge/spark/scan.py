@@ -26,7 +26,7 @@ from listers.index_support import CandidatesRunner, KeyLookup
 from metadata import FileSlice, HudiTable
 from metadata.errors import HudiBridgeError, HudiFormatError
 from metadata.partition_path import parse_partition_values
-from metadata.slice_rows import file_group_reader
+from metadata.slice_rows import file_group_reader, read_from_path, table_read_schema
 from metadata.stats_table import FILE_NAME, VALUE_COUNT, mark_truncated
 from metadata.storage import Storage
 
@@ -74,6 +74,7 @@ class ReadSpec:
     row_filter: str | None = None  # incremental: rows of the instants in range (Spark SQL)
     predicate: str | None = None  # pushed filters, applied to rows where they are exact (Spark SQL)
     partition_fields: tuple[str, ...] = ()
+    read_from_path: tuple[str, ...] = ()  # partition fields read as NULL in Hive's default partition (slice_rows.read_from_path)
     hive_style: bool = False
     url_encoded: bool = False
     storage_options: tuple[tuple[str, str], ...] = ()  # how executors reach an object store
@@ -148,6 +149,7 @@ def plan_scan(options: ReadOptions, predicate: Expr | None = None, table: HudiTa
         row_filter=row_filter,
         predicate=to_sql(predicate, "spark") if predicate is not None else None,
         partition_fields=config.partition_fields,
+        read_from_path=read_from_path(config, table_read_schema(table)),
         hive_style=config.hive_style_partitioning,
         url_encoded=config.url_encode_partitioning,
         storage_options=options.storage_options,
@@ -166,13 +168,17 @@ def _column(batch: pa.RecordBatch, name: str) -> pa.Array | None:
     return batch.column(index) if index >= 0 else None
 
 
-def conform(batch: pa.RecordBatch, target: pa.Schema, partition_values: dict[str, str | None], where: str) -> pa.RecordBatch:
+def conform(batch: pa.RecordBatch, target: pa.Schema, partition_values: dict[str, str | None], where: str,
+            read_from_path: tuple[str, ...] = ()) -> pa.RecordBatch:
     """The batch in exactly Spark's schema: columns by name, cast; partition
-    columns the files lack from the path; other missing columns null (a
-    column added to the schema after the file was written)."""
+    columns the files lack from the path, and those `read_from_path` NULL in
+    Hive's default partition; other missing columns null (a column added to
+    the schema after the file was written)."""
     arrays = []
     for f in target:
         column = _column(batch, f.name)
+        if f.name in read_from_path and f.name in partition_values and partition_values[f.name] is None:
+            column = None
         if column is None and f.name in partition_values:
             column = pa.array([partition_values[f.name]] * batch.num_rows, pa.string())
         if column is None:
@@ -268,7 +274,7 @@ def read_split(spec: ReadSpec, split: Split, target: pa.Schema) -> Iterator[pa.R
             values = {}
         try:
             for raw in _slice_batches(spec, storage, s, predicate):
-                batch = conform(raw, target, values, where)
+                batch = conform(raw, target, values, where, spec.read_from_path)
                 for condition in conditions:
                     batch = _keep(batch, condition)
                 if batch.num_rows:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL, empty_table
-from metadata.errors import HudiError, MetadataTableAbsent, MetadataTableBehind, MetadataTableUnavailable
+from metadata.errors import HudiError, MetadataTableAbsent, MetadataTableBehind, MetadataTableDamaged, MetadataTableUnavailable
 from metadata.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing, names_of
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.stats_cache import with_state
@@ -19,15 +21,20 @@ from metadata.storage import StoredFile, join
 from metadata.stored_table import StoredTable
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class MetadataListing:
     source = ListingSource.METADATA_TABLE
     note = "metadata table files partition (storage is not listed; `hudi-bridge table validate` compares the two)"
-    warning = None
 
-    def __init__(self, mdt: MetadataTable) -> None:
+    def __init__(self, mdt: MetadataTable, strict: bool = False) -> None:
         self.mdt = mdt
+        self.strict = strict
+        self.warning: str | None = None
+        # Storage's listing of partitions whose files record turned out damaged (unless strict): the
+        # other partitions' records are whole and still used.
+        self._storage: StorageListing | None = None
         self._names: dict[str, dict[str, int]] = {}
         self._files: dict[str, list[StoredFile]] = {}
         self._table = empty_table(FILE_TABLE_SCHEMA)  # files of the partitions in _tabled, read columnar
@@ -47,7 +54,7 @@ class MetadataListing:
             found = names_of(_rows_of(table, tabled), tabled) if tabled else {}
             unread = [p for p in missing if p not in found]
             if unread:
-                found.update(self.mdt.files_for(unread))
+                found.update(self._or_storage(unread, self.mdt.files_for, lambda listing: listing.file_names_for(unread)))
             with self._lock:
                 for partition in missing:
                     self._names[partition] = found.get(partition, {})
@@ -59,7 +66,7 @@ class MetadataListing:
         with self._lock:
             missing = sorted(set(partitions) - self._tabled)
         if missing:
-            found = self.mdt.file_table(missing)
+            found = self._or_storage(missing, self.mdt.file_table, lambda listing: listing.file_table(missing))
             with self._lock:
                 new = sorted(set(missing) - self._tabled)  # another thread may have read some meanwhile
                 if len(new) < len(missing):
@@ -74,6 +81,24 @@ class MetadataListing:
         if tabled == set(partitions):
             return table
         return _rows_of(table, partitions)
+
+    def _or_storage(self, partitions: list[str], read: Callable[[list[str]], T], listed: Callable[[StorageListing], T]) -> T:
+        """The metadata table's answer for these partitions; where a record of theirs is damaged (a name
+        Hudi's own rollback wrote as a path, a log block of a completed instant unreadable), storage's,
+        with a warning, unless strict."""
+        try:
+            return read(partitions)
+        except MetadataTableDamaged as exc:
+            if self.strict:
+                raise
+            warning = f"{exc.reason}; listing storage for {', '.join(repr(p) for p in partitions[:3])}" + \
+                (f" and {len(partitions) - 3} more partition(s)" if len(partitions) > 3 else "") + " instead"
+            log.warning("%s: %s", self.mdt.reader.data_table.storage.uri, warning)
+            with self._lock:
+                self.warning = self.warning or f"{self.mdt.reader.data_table.storage.uri}: {warning}"
+                if self._storage is None:
+                    self._storage = StorageListing(self.mdt.reader.data_table.storage, exc.reason)
+            return listed(self._storage)
 
     def files_for(self, partitions: list[str]) -> dict[str, list[StoredFile]]:
         with self._lock:
@@ -105,11 +130,11 @@ def choose_listing(table: StoredTable, use_metadata: bool | None, strict: bool =
         return StorageListing(table.storage, "metadata table not requested")
     try:
         try:
-            return _metadata_listing(table)
+            return _metadata_listing(table, strict)
         except MetadataTableBehind:
             # A reader that raced a writer may have read the data timeline after the metadata
             # table's (the writer commits the metadata table first): look once more before advising.
-            return _metadata_listing(table)
+            return _metadata_listing(table, strict)
     except HudiError as exc:
         if use_metadata:
             raise
@@ -124,7 +149,7 @@ def choose_listing(table: StoredTable, use_metadata: bool | None, strict: bool =
         return StorageListing(table.storage, reason, warning=f"{table.storage.uri}: {warning}")
 
 
-def _metadata_listing(table: StoredTable) -> MetadataListing:
+def _metadata_listing(table: StoredTable, strict: bool) -> MetadataListing:
     mdt = MetadataTable.open(table)
     try:
         behind = mdt.reader.unsynced_data_instants()
@@ -132,7 +157,7 @@ def _metadata_listing(table: StoredTable) -> MetadataListing:
             raise MetadataTableBehind(table.storage.uri, (
                 f"metadata table is behind the timeline: {len(behind)} completed instant(s) not in it "
                 f"({behind[0].requested_time} {behind[0].action} first); run `hudi-bridge index sync`"))
-        listing = MetadataListing(mdt)
+        listing = MetadataListing(mdt, strict)
         # Read the files partition's partition list now (its bytes; entries are
         # decoded when asked for): damage shows here, before a view relies on it.
         mdt.check_partitions_record()

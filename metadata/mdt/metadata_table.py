@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from metadata import arrow_values
 from metadata.arrow_memory import READ_POOL, release_unused
 from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
-from metadata.errors import HudiError, HudiFormatError, MetadataTableAbsent, MetadataTableUnavailable
+from metadata.errors import HudiError, HudiFormatError, MetadataTableAbsent, MetadataTableDamaged, MetadataTableUnavailable
 from metadata.listing import FILE_TABLE_SCHEMA, names_of
 from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded, Unsupported, decode_spans
@@ -169,7 +169,10 @@ class MetadataTable:
         bad = first_path_like(entries.column(NAME))
         if bad is not None:
             key = entries.filter(pc.equal(entries.column(NAME), bad)).column(KEY)[0].as_py()
-            raise HudiFormatError(self._files_where(key), f"file name {bad!r} is a path, not a name in the partition")
+            # Hudi 1.0.2's rollback of a failed write on a version 6 table records such names, and its own readers then fail
+            # on them too: the listing this record belongs to is unknown, so storage is listed instead (a damaged table).
+            raise MetadataTableDamaged(self.reader.data_table.storage.uri, self._files_where(key),
+                                       f"file name {bad!r} is a path, not a name in the partition")
         partition = pc.take(arrow_values.array(list(wanted.values()), pa.string()),
                             pc.index_in(entries.column(KEY), value_set=arrow_values.array(list(wanted), pa.string()), memory_pool=READ_POOL),
                             memory_pool=READ_POOL)

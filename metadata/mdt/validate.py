@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from metadata.commit_metadata import WriteStat
-from metadata.errors import MissingFileError
+from metadata.errors import MetadataTableDamaged, MissingFileError
 from metadata.file_naming import BaseFileName, LogFileName, classify, is_log_file_name
 from metadata.instant import Action
 from metadata.listing import StorageListing
@@ -40,6 +40,7 @@ class ValidationReport:
     slice_differences: list[str] = field(default_factory=list)
     stats_differences: list[str] = field(default_factory=list)
     bloom_differences: list[str] = field(default_factory=list)
+    damaged_records: list[str] = field(default_factory=list)  # files records that cannot be read (their partitions left out)
     stats_files_checked: int = field(default=0, compare=False)
     bloom_files_checked: int = field(default=0, compare=False)
     notes: list[str] = field(default_factory=list, compare=False)  # what was found right, and said
@@ -58,7 +59,7 @@ class ValidationReport:
         lines += [f"{p}/{n}: only in the metadata table" for p, names in self.files_only_in_metadata.items() for n in names]
         lines += [f"{p}/{n}: only in storage" for p, names in self.files_only_in_storage.items() for n in names]
         lines += [f"{p}/{d}" for p, items in self.size_mismatches.items() for d in items]
-        return lines + self.slice_differences + self.stats_differences + self.bloom_differences
+        return self.damaged_records + lines + self.slice_differences + self.stats_differences + self.bloom_differences
 
     def to_dict(self) -> dict[str, object]:
         return {"ok": self.ok, "behind": list(self.behind), "behind_differences": list(self.behind_differences),
@@ -112,7 +113,11 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
     report.partitions_only_in_metadata = sorted(from_mdt - from_storage)
     report.partitions_only_in_storage = sorted(p for p in from_storage - from_mdt if committed_files(table, storage.files_for([p])[p]))
     common = sorted(from_mdt & from_storage)
-    mdt_files = mdt.files_for(common)
+    try:
+        mdt_files = mdt.files_for(common)
+    except MetadataTableDamaged:
+        mdt_files = _readable_records(mdt, common, report)
+        common = [p for p in common if p in mdt_files]
     stored = storage.files_for(common)
     extension = table.config.base_file_format.extension
     for partition in common:
@@ -136,7 +141,9 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
                             engine or LocalStatsEngine(), report)
     if check_stats and MdtPartition.BLOOM_FILTERS in table.config.metadata_partitions:
         _check_bloom_filters(table, mdt, {p: {n for n in mdt_files[p] if n in {f.name for f in stored[p]}} for p in common}, extension, report)
-    with_mdt = HudiTable(table.storage, table.config, table.timeline, listing=MetadataListing(mdt))
+    if report.damaged_records:  # the slices the metadata table gives cannot be known; the rest was compared above
+        return report
+    with_mdt = HudiTable(table.storage, table.config, table.timeline, listing=MetadataListing(mdt, strict=True))
     with_storage = HudiTable(table.storage, table.config, table.timeline, listing=storage)
     via_mdt = {(s.partition, s.file_id): s.files for s in with_mdt.file_slices()}
     try:
@@ -158,6 +165,17 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
     removes = any(i.action in (Action.CLEAN, Action.ROLLBACK, Action.RESTORE, Action.REPLACE_COMMIT) for i in behind)
     report.set_aside_behind([i.requested_time for i in behind], stats, removes)
     return report
+
+
+def _readable_records(mdt: MetadataTable, partitions: list[str], report: ValidationReport) -> dict[str, dict[str, int]]:
+    """The files records that read, one partition at a time; those that do not are reported."""
+    readable = {}
+    for partition in partitions:
+        try:
+            readable[partition] = mdt.files(partition)
+        except MetadataTableDamaged as exc:
+            report.damaged_records.append(f"{exc.path}: {exc.problem} (partition {partition!r} not compared)")
+    return readable
 
 
 def _check_column_stats(table: HudiTable, file_stats: dict[tuple[str, str], dict[str, ColumnStats]], listed: dict[str, dict[str, int]],

@@ -44,6 +44,9 @@ class Shape:
     # Where Apache Hudi 1.0.2 itself fails on this shape: the text its error holds (the test checks it still does).
     hudi_write_fails: str = ""
     hudi_read_fails: str = ""
+    # A shape the steps cannot say: the function of recipes.py that writes it, and its arguments.
+    recipe: str = ""
+    recipe_args: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -90,6 +93,29 @@ SHAPES = [
     # Secondary and expression indexes written by Hudi.
     Shape("cow_v8_secondary_and_expression_index", "COPY_ON_WRITE", 8, "simple", True,
           ("insert:0-9", "secondary_index:name", "expression_index:ts", "upsert:1,2,7", "upsert:4,8", "delete:3")),
+]
+
+
+# Round two (issue 63): shapes Hudi really writes that the first round lacked, written by recipes.py.
+ROUND_TWO = [
+    Shape("cow_v8_default_partitions", "COPY_ON_WRITE", 8, "complex", True, (),
+          ("city = ''", "city IS NULL", "country IS NULL", "country = ''", "country = 'de/at'", "country = 'a=b'", "country = '50%'",
+           "city = '日本'", "country = 'sp ace' AND city = 'x'", "id = 3", "city IS NOT NULL AND v > 4"),
+          recipe="default_partitions", recipe_args={"hive_style": True, "url_encode": False}),
+    Shape("mor_v8_default_partitions_encoded", "MERGE_ON_READ", 8, "complex", True, (),
+          ("city = ''", "city IS NULL", "country IS NULL", "country = 'de/at'", "country = 'a=b'", "country = '50%'", "city = '日本'",
+           "id = 3"),
+          recipe="default_partitions", recipe_args={"hive_style": False, "url_encode": True}),
+    Shape("cow_v8_wide_typed", "COPY_ON_WRITE", 8, "simple", True, (),
+          ("dbl < -0.1", "dbl > 1.5", "dbl = 0.0", "isnan(dbl)", "dbl IS NULL", "dbl >= 2.5", "flt < -0.1", "flt > 2.5", "b = true",
+           "b IS NULL", "t > timestamp'2024-01-01 06:42:54.666678'", "bin = X'010300'", "startswith(name, 'xa')", "name LIKE 'xb%'",
+           "dec > 30.0", "d = DATE'2024-01-04'", "st.a = 11"),
+          recipe="wide_typed"),
+    Shape("mor_v8_bucket_pending_compaction", "MERGE_ON_READ", 8, "simple", True, (), ("id = 3", "id = 41", "v < 10", "id > 38"),
+          recipe="bucket_pending_compaction"),
+    Shape("cow_v8_archived", "COPY_ON_WRITE", 8, "simple", True, (), ("id = 1", "v >= 10"), recipe="archived"),
+    Shape("cow_v6_archived", "COPY_ON_WRITE", 6, "simple", True, (), ("id = 1", "v >= 10"), recipe="archived"),
+    Shape("mor_v6_rolled_back", "MERGE_ON_READ", 6, "simple", True, (), ("id = 4", "v < 5", "region = 'eu'"), recipe="rolled_back"),
 ]
 
 

@@ -1,0 +1,212 @@
+"""Table shapes Hudi writes that the step language of write_tables.py does
+not express (issue 63's round two): two-level partitions with encoded, empty
+and NULL values, a wide typed schema with NaN, a bucket-index MERGE_ON_READ
+table with a pending compaction, an archived timeline, a version 6 table
+after a rollback. Each recipe writes its table through Hudi's Spark
+datasource and returns the live rows as Hudi's readers give them (the
+writer's own bookkeeping), their schema and what else its test needs.
+
+Runs under Hudi's bundle, like write_tables.py; imports nothing of hudi-bridge.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date, datetime, timezone
+from decimal import Decimal
+
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+
+def _options(shape, **more):
+    version = shape["version"]
+    opts = {
+        "hoodie.table.name": shape["name"],
+        "hoodie.datasource.write.table.type": shape["table_type"],
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "seq",
+        "hoodie.write.table.version": str(version),
+        "hoodie.metadata.enable": "true",
+        "hoodie.metadata.index.column.stats.enable": "true",
+        "hoodie.metadata.index.partition.stats.enable": "true" if version >= 8 else "false",
+        "hoodie.upsert.shuffle.parallelism": "2", "hoodie.insert.shuffle.parallelism": "2",
+        "hoodie.delete.shuffle.parallelism": "2", "hoodie.bulkinsert.shuffle.parallelism": "2",
+        "hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false", "hoodie.compact.inline": "false",
+        "hoodie.parquet.small.file.limit": "0",  # every insert its own file group: many small files to prune
+    }
+    opts.update(more)
+    return opts
+
+
+def _save(spark, shape, rows, schema, operation, **options):
+    frame = spark.createDataFrame(rows, schema)
+    frame.write.format("hudi").options(**_options(shape, **options)).option("hoodie.datasource.write.operation", operation) \
+        .mode("append").save(shape["path"])
+
+
+# Two-level partitions: values Hive escapes, values that are paths, non-ASCII, and the two Hudi writes to the default partition.
+COUNTRIES = ("de/at", "a=b", "50%", "sp ace", "", None, "nl")
+CITIES = ("x", "", None, "日本")
+
+
+def default_partitions(spark, shape):
+    """`country,city` partitions (ComplexKeyGenerator), hive-style or not per the shape, url-encoded per the shape.
+    Hudi writes NULL and '' under __HIVE_DEFAULT_PARTITION__ and its readers, as Hive's and Trino's, read the
+    partition columns from the path: NULL there."""
+    schema = StructType([StructField("id", IntegerType(), False), StructField("country", StringType()), StructField("city", StringType()),
+                         StructField("v", IntegerType()), StructField("seq", LongType())])
+    rows = [{"id": i, "country": COUNTRIES[i % len(COUNTRIES)], "city": CITIES[(i // len(COUNTRIES)) % len(CITIES)], "v": i % 10, "seq": 1}
+            for i in range(len(COUNTRIES) * len(CITIES))]
+    _save(spark, shape, rows, schema, "insert", **{
+        "hoodie.datasource.write.partitionpath.field": "country,city",
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator",
+        "hoodie.datasource.write.hive_style_partitioning": str(shape["recipe_args"]["hive_style"]).lower(),
+        "hoodie.datasource.write.partitionpath.urlencode": str(shape["recipe_args"]["url_encode"]).lower()})
+    read = [{**r, "country": r["country"] or None, "city": r["city"] or None} for r in rows]
+    return read, schema, {}
+
+
+def _nan(i):
+    """Double values in the orders that matter to a min/max accumulated with `<`: NaN first, NaN after, NaN alone."""
+    return ([math.nan, -0.5], [-0.5, math.nan], [math.nan], [1.0, 2.0], [math.nan, 3.0, -2.0], [None, math.nan], [0.0, -0.0],
+            [None, None])[i % 8]
+
+
+def wide_typed(spark, shape):
+    """One small file per insert: NaN (first, after, alone), NULL, binary, a struct, long strings, microsecond
+    timestamps, an all-null boolean file, decimals and dates; column_stats on a subset of the columns."""
+    schema = StructType([
+        StructField("id", IntegerType(), False), StructField("region", StringType()), StructField("dbl", DoubleType()),
+        StructField("flt", FloatType()), StructField("b", BooleanType()), StructField("t", TimestampType()),
+        StructField("bin", BinaryType()), StructField("st", StructType([StructField("a", IntegerType()), StructField("s", StringType())])),
+        StructField("name", StringType()), StructField("dec", DecimalType(10, 2)), StructField("d", DateType()),
+        StructField("seq", LongType())])
+    live = []
+    for commit in range(8):
+        values = _nan(commit)
+        rows = []
+        for j, value in enumerate(values):
+            i = commit * 10 + j
+            rows.append({"id": i, "region": ("us", "eu")[commit % 2], "dbl": value, "flt": None if value is None else float(value),
+                         "b": None if commit == 3 else (i % 2 == 0),
+                         "t": datetime(2024, 1, 1, 6, 42, 54, 666678 + j, tzinfo=timezone.utc) if commit % 3 else None,
+                         "bin": bytes([1, commit, j]), "st": {"a": i, "s": f"s{i}"},
+                         "name": ("xa" if j == 0 else "xb") + "z" * (300 if commit == 5 else 3) + str(i),
+                         "dec": Decimal(f"{i}.25"), "d": date(2024, 1, 1 + commit), "seq": 1})
+        _save(spark, shape, rows, schema, "insert", **{
+            "hoodie.datasource.write.partitionpath.field": "region",
+            "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
+            "hoodie.datasource.write.hive_style_partitioning": "true",
+            "hoodie.metadata.index.column.stats.column.list": "id,dbl,flt,b,t,bin,name,dec,d"})
+        live += rows
+    return live, schema, {}
+
+
+def bucket_pending_compaction(spark, shape):
+    """MERGE_ON_READ with the bucket index: inserts, a compaction scheduled (not run), then an upsert of
+    ids 7..41 into p=b: Hudi's partition_stats for p=b then cover only what was written after the schedule."""
+    schema = StructType([StructField("id", IntegerType(), False), StructField("p", StringType()), StructField("v", IntegerType()),
+                         StructField("seq", LongType())])
+    base = {"hoodie.datasource.write.partitionpath.field": "p",
+            "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
+            "hoodie.datasource.write.hive_style_partitioning": "true",
+            "hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2", "hoodie.bucket.index.hash.field": "id"}
+    live = {}
+
+    def put(ids, p, seq, operation, **more):
+        rows = [{"id": i, "p": p, "v": (i * 7 + seq) % 50, "seq": seq} for i in ids]
+        _save(spark, shape, rows, schema, operation, **base, **more)
+        live.update({r["id"]: r for r in rows})
+
+    put(range(1, 40, 2), "b", 1, "upsert")
+    put(range(2, 40, 2), "a", 1, "upsert")
+    put(range(1, 20, 2), "b", 2, "upsert")
+    # Hudi schedules the compaction inline after this write and does not run it.
+    put(range(21, 30, 2), "b", 3, "upsert", **{"hoodie.compact.schedule.inline": "true", "hoodie.compact.inline.max.delta.commits": "1"})
+    put([*range(7, 40, 2), 41], "b", 4, "upsert")
+    return [live[i] for i in sorted(live)], schema, {}
+
+
+def archived(spark, shape):
+    """Sixteen commits with Hudi's archival on: most of the timeline archived (version 8's LSM timeline,
+    version 6's archive logs). Records Hudi's incremental reads from several begins, archived ones included."""
+    schema = StructType([StructField("id", IntegerType(), False), StructField("region", StringType()), StructField("v", IntegerType()),
+                         StructField("seq", LongType())])
+    more = {"hoodie.datasource.write.partitionpath.field": "region",
+            "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
+            "hoodie.datasource.write.hive_style_partitioning": "true",
+            "hoodie.archive.automatic": "true", "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+            "hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "1",
+            "hoodie.metadata.compact.max.delta.commits": "3", "hoodie.metadata.keep.min.commits": "3", "hoodie.metadata.keep.max.commits": "4",
+            "hoodie.parquet.small.file.limit": "104857600"}
+    from write_tables import completed_commits
+
+    live, commits = {}, []
+    for commit in range(16):
+        rows = [{"id": commit * 2 + k, "region": ("us", "eu")[k], "v": commit, "seq": commit} for k in range(2)]
+        if commit % 3 == 2:  # an update of an early row now and then
+            rows.append({"id": commit % 5, "region": ("us", "eu")[commit % 5 % 2], "v": 100 + commit, "seq": commit})
+        _save(spark, shape, rows, schema, "upsert", **more)
+        live.update({r["id"]: r for r in rows})
+        commits.append(next(c for c in reversed(completed_commits(shape["path"])) if c not in commits))
+    # Hudi's incremental reads after each commit, and of ranges wholly archived: begin exclusive as hudi-bridge reads it
+    # (version 8: Hudi's begin is a completion time, inclusive, so "after T" is from T + 1 ms; version 6: an instant time).
+    def after(commit):
+        return str(int(commit[1]) + 1) if shape["version"] >= 8 else commit[0]
+
+    def pull(begin, end=None):
+        reader = (spark.read.format("hudi").option("hoodie.datasource.query.type", "incremental")
+                  .option("hoodie.datasource.read.begin.instanttime", begin))
+        if end is not None:
+            reader = reader.option("hoodie.datasource.read.end.instanttime", end)
+        try:
+            return sorted(r.id for r in reader.load(shape["path"]).select("id").collect())
+        except Exception as exc:  # reported: Hudi cannot read this range
+            return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+    pulls = {}
+    for k in range(0, 15, 2):
+        pulls[f"{k}-"] = pull(after(commits[k]))
+    for k, j in ((0, 3), (1, 5), (4, 8)):
+        pulls[f"{k}-{j}"] = pull(after(commits[k]), commits[j][1] if shape["version"] >= 8 else commits[j][0])
+    return [live[i] for i in sorted(live)], schema, {"commits": commits, "pulls": pulls}
+
+
+def rolled_back(spark, shape):
+    """Version 6 MERGE_ON_READ after a failed write Hudi rolled back: inserts, upserts into log files, then an
+    upsert that dies after writing its files and its metadata-table commit, before its own commit completes
+    (its completed instant file removed, as a crash leaves it); the next upsert rolls it back first."""
+    import glob
+    import os
+
+    schema = StructType([StructField("id", IntegerType(), False), StructField("region", StringType()), StructField("v", IntegerType()),
+                         StructField("seq", LongType())])
+    more = {"hoodie.datasource.write.partitionpath.field": "region",
+            "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
+            "hoodie.datasource.write.hive_style_partitioning": "false"}
+    live = {}
+    for seq, ids in enumerate(([*range(12)], [1, 2, 7], [4, 8], [5, 1]), start=1):
+        rows = [{"id": i, "region": ("us", "eu", "in")[i % 3], "v": (i * 7 + seq) % 20, "seq": seq} for i in ids]
+        _save(spark, shape, rows, schema, "upsert", **more)
+        if seq == 3:  # the crash: the data commit never completed
+            completed = sorted(glob.glob(os.path.join(shape["path"], ".hoodie", "*.deltacommit")))
+            os.remove(completed[-1])
+            continue
+        live.update({r["id"]: r for r in rows})
+    return [live[i] for i in sorted(live)], schema, {}
+
+
+RECIPES = {f.__name__: f for f in (default_partitions, wide_typed, bucket_pending_compaction, archived, rolled_back)}
