@@ -122,8 +122,13 @@ class _Column:
     @cached_property
     def has_bounds(self) -> pa.ChunkedArray:
         has_bounds = pc.and_(pc.is_valid(self.min), pc.is_valid(self.max))
-        if self.is_float:  # NaN bounds say nothing
-            has_bounds = pc.and_(has_bounds, pc.invert(pc.or_(pc.is_nan(self.min), pc.is_nan(self.max))))
+        if self.is_float:
+            # NaN bounds say nothing. Nor does [0.0, 0.0]: once a NaN is written, parquet-mr keeps no float bounds in
+            # the footer, and Hudi (0.x to 1.2) reads its absent min and max as 0.0 (Statistics.genericGetMin without
+            # hasNonNullValue), so a file of -0.5 and NaN has column_stats [0.0, 0.0]. A file of zeros stays too.
+            zero = arrow_values.scalar(0.0, self.type)
+            has_bounds = pc.and_(has_bounds, pc.invert(pc.or_(pc.or_(pc.is_nan(self.min), pc.is_nan(self.max)),
+                                                              pc.and_(pc.equal(self.min, zero), pc.equal(self.max, zero)))))
         return pc.fill_null(has_bounds, arrow_values.FALSE)
 
     @cached_property

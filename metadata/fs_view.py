@@ -135,6 +135,10 @@ class FileSystemView:
     def _pending_compaction_groups(self) -> dict[str, set[tuple[str, str]]]:
         return {ts: self.timeline.compaction_plan(i).file_groups() for ts, i in self._pending_compactions.items()}
 
+    def pending_compaction_partitions(self) -> set[str]:
+        """Partitions with a file group a pending compaction plans to compact (its slice spans two base instants)."""
+        return {partition for groups in self._pending_compaction_groups().values() for partition, _ in groups}
+
     # Building file groups ---------------------------------------------------
     def partitions(self) -> list[str]:
         """Partitions with at least one visible file group.
