@@ -121,7 +121,9 @@ class RowEvaluator(Visitor[pa.ChunkedArray]):
     def unknown(self, node: Unknown) -> pa.ChunkedArray:
         if self.unknown_as_true:
             return self._constant(True)
-        raise ExpressionError(f"cannot evaluate rows: {node.reason}" + (f" ({node.sql})" if node.sql else ""))
+        what = node.sql or "a predicate"
+        raise ExpressionError(f"cannot evaluate rows: {what} is not one hudi-bridge evaluates on rows ({node.reason}); "
+                              "filter the rows in the engine")
 
 
 def evaluate_rows(expr: Expr, table: pa.Table, case_sensitive: bool = False) -> pa.BooleanArray:

@@ -24,7 +24,7 @@ from sqlglot.dialects.dialect import Dialect as GlotDialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
-from expressions.dialect import Dialect
+from expressions.dialect import Dialect, NanSemantics
 from expressions.errors import SqlSyntaxError, line_column
 from expressions.functions import Function, SessionZone, normalise
 from expressions.functions import to_sql as function_sql
@@ -206,6 +206,17 @@ class _Converter:
             return self.like(node.this, node.expression)
         if isinstance(node, exp.Like):
             return self.like(node, None)
+        if isinstance(node, exp.StartsWith):  # startswith(s, 'p'), starts_with in Trino: LIKE 'p%'
+            ref, prefix = self.ref(node.this), self.literal(node.expression)
+            if ref is not None and prefix is not None and prefix.kind == "string":
+                return StartsWith(ref, prefix.value)
+            return self.unknown(node, "startswith needs a column and a string")
+        if isinstance(node, exp.IsNan) and self.dialect.nan_semantics is NanSemantics.ORDERED:
+            # Spark's and Hive's NaN equals itself: isnan(x) is x = NaN there, and FALSE (not NULL) on NULL, so that
+            # NOT isnan(x) holds for NULL (Trino's is_nan stays unknown: its = never holds for NaN)
+            ref = self.ref(node.this)
+            if ref is not None:
+                return And(Comparison(Op.EQ, ref, Literal(float("nan"), "float"), self.dialect), IsNotNull(ref))
         return self.unknown(node, f"{type(node).__name__} is not supported for pruning")
 
     def comparison(self, op: Op, node: exp.Expr) -> Expr:
@@ -267,6 +278,11 @@ class _Converter:
             if node.is_string:
                 return Literal(node.this, "string")
             return number(node.this)
+        if isinstance(node, exp.HexString):  # X'0103': a binary literal
+            try:
+                return Literal(bytes.fromhex(node.this), "binary")
+            except ValueError:
+                return None
         if isinstance(node, (exp.Cast, exp.TryCast)):
             inner = self.literal(node.this)
             if inner is None:
@@ -390,7 +406,7 @@ def _literal(value: Any) -> exp.Expr:
     if isinstance(value, date):
         return exp.Cast(this=exp.Literal.string(value.isoformat()), to=exp.DataType.build("DATE"))
     if isinstance(value, bytes):
-        return exp.Literal.string(value.decode("utf-8", "replace"))
+        return exp.HexString(this=value.hex().upper())
     raise TypeError(f"no SQL literal for {type(value).__name__}")
 
 

@@ -81,6 +81,12 @@ def plan_changes(table: HudiTable, begin: str, end: str | None = None) -> list[C
         partitions = _touched_partitions(table, instant)
         if not partitions:
             continue
+        if n == 0 and timeline.has_archived_instants:
+            # The state before the first active instant is the archive's last, and a view of it would need the archived
+            # cleans: answering from nothing would call every row of this commit's file groups an insert.
+            raise ChangeFeedError(f"{table.base_uri}: the changes of {instant.action} {instant.requested_time}, the first instant of the "
+                                  "active timeline, need the table as it was before it, in the archived timeline, which time travel "
+                                  f"does not reach; begin at or after {key}")
         try:
             before = _slices(table, ordered[n - 1] if n else None, partitions)
             after = _slices(table, instant, partitions)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from metadata import CleanedFilesError, FileSlice, HudiTable, Instant
-from metadata.errors import HudiBridgeError
+from metadata.errors import HudiBridgeError, HudiError
 from metadata.instant import check_range
 
 
@@ -54,14 +54,22 @@ def range_key(table: HudiTable, instant: Instant) -> str:
     return instant.requested_time
 
 
-def _row_filter(table: HudiTable, instants: list[Instant], begin: str, end: str | None) -> str:
+def _row_filter(table: HudiTable, instants: list[Instant], commits: list[Instant], begin: str, end: str | None) -> str:
+    """The rows of the instants in range, as a range on `_hoodie_commit_time` (never a list of the instants
+    at hand: a full scan with it must not lose rows of instants outside the list). On v6 the range is the
+    requested times'. On v8+ a range is of completion times while rows hold requested times: the range
+    spans the instants' requested times, less those of `commits` inside it that completed outside it (a
+    writer that overlapped another)."""
+    if not table.timeline.uses_completion_time:  # right whatever instants are at hand (a full scan past an unreadable archive)
+        last = end or (instants[-1].requested_time if instants else None)
+        return f"_hoodie_commit_time > '{begin}'" + (f" AND _hoodie_commit_time <= '{last}'" if last else "")
     if not instants:
         return "FALSE"
-    if table.timeline.uses_completion_time:
-        listed = ", ".join(f"'{i.requested_time}'" for i in instants)
-        return f"_hoodie_commit_time IN ({listed})"
-    last = end or instants[-1].requested_time
-    return f"_hoodie_commit_time > '{begin}' AND _hoodie_commit_time <= '{last}'"
+    low, high = min(i.requested_time for i in instants), max(i.requested_time for i in instants)
+    inside = {i.requested_time for i in instants}
+    outside = sorted({i.requested_time for i in commits if low <= i.requested_time <= high and i.requested_time not in inside})
+    text = f"_hoodie_commit_time = '{low}'" if low == high else f"_hoodie_commit_time >= '{low}' AND _hoodie_commit_time <= '{high}'"
+    return text + (f" AND _hoodie_commit_time NOT IN ({', '.join(repr(t) for t in outside)})" if outside else "")
 
 
 def incremental(
@@ -85,19 +93,26 @@ def incremental(
             "(hudi-bridge changes), whose record keys the key generator computes")
     begin, end = check_range(begin, end)
     timeline = table.timeline
+    commits, problem = timeline.commits(), None
+    first = timeline.first_active_time()
+    if first is not None and begin < first and timeline.has_archived_instants:
+        try:  # the range reaches into the archive: read it, as Hudi 1.x's readers do
+            commits = [*timeline.archived_commits(), *commits]
+        except HudiError as exc:
+            problem = f"begin {begin} is before the active timeline (starts at {first}) and the archived timeline cannot be read ({exc})"
+            if timeline.uses_completion_time or not fallback_to_full_scan:
+                # v8+: which requested times completed in range is in the archive, so no row filter is known to be right
+                raise IncrementalRangeError(f"{table.base_uri}: cannot pull ({begin}, {end or 'latest'}] incrementally: {problem}"
+                                            + ("" if timeline.uses_completion_time else "; allow a full-table scan with the same row "
+                                               "filter (hoodie.datasource.read.incr.fallback.fulltablescan.enable)")) from None
     in_range = sorted(
-        (i for i in timeline.commits() if range_key(table, i) > begin and (end is None or range_key(table, i) <= end)),
+        (i for i in commits if range_key(table, i) > begin and (end is None or range_key(table, i) <= end)),
         key=lambda i: range_key(table, i),
     )
     if max_commits is not None and max_commits >= 0:
         in_range = in_range[:max_commits]
     end_instant = in_range[-1] if in_range else None
-    row_filter = _row_filter(table, in_range, begin, end)
-
-    first = timeline.first_active_time()
-    problem = None
-    if first is not None and begin < first and timeline.has_archived_instants:
-        problem = f"begin {begin} is before the active timeline (starts at {first}); archived instants are not read"
+    row_filter = _row_filter(table, in_range, commits, begin, end)
     empty = [i for i in in_range if timeline.is_empty(i)]
     if problem is None and empty:
         problem = f"{timeline.instant_file(empty[0])} is empty, so which files it wrote is unknown"
@@ -142,8 +157,12 @@ def _as_of_for(table: HudiTable, end_instant: Instant | None) -> str | None:
 
     On v8+ a range ends at a completion time; instants requested before it
     may complete later, so take the latest requested time among the
-    instants that completed by then. On v6 that is the end instant itself."""
-    if end_instant is None:
+    instants that completed by then. On v6 that is the end instant itself.
+    A range that ends in the archived timeline reads the latest slices of
+    the file groups it wrote (a view as of then would need the archive's
+    cleans): the rows written in range that live on, as Hudi 1.x returns."""
+    first = table.timeline.first_active_time()
+    if end_instant is None or (first is not None and end_instant.requested_time < first):
         return None
     limit = range_key(table, end_instant)
     done = [i.requested_time for i in table.timeline.completed() if range_key(table, i) <= limit]

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from metadata import arrow_values
+from metadata.archived_timeline import archive_folder, read_archived_commits
 from metadata.commit_metadata import CleanMetadata, CommitMetadata, CompactionPlan, RollbackMetadata, written_files
 from metadata.errors import HudiError, HudiFormatError, InstantNotFound, NoSchemaError
 from metadata.instant import (
@@ -27,7 +28,6 @@ from metadata.table_config import TableConfig
 
 T = TypeVar("T")
 
-ARCHIVE_FOLDER_V1 = ".hoodie/archived"
 
 
 class Timeline:
@@ -101,9 +101,22 @@ class Timeline:
     @cached_property
     def has_archived_instants(self) -> bool:
         """Whether instants older than the active timeline were archived."""
-        folder = join(self.config.timeline_path, "history") if self.uses_completion_time else ARCHIVE_FOLDER_V1
-        files, folders = self.storage.list_dir(folder)
-        return any(not f.name.startswith(".") for f in files) or bool(folders)
+        files, folders = self.storage.list_dir(archive_folder(self.config))
+        # version 6's archive logs are dot files (.commits_.archive.1_1-0-1), their checksums too
+        return any(not f.name.startswith(".") or (".archive." in f.name and not f.name.endswith(".crc")) for f in files) or bool(folders)
+
+    def archived_commits(self) -> list[Instant]:
+        """The completed commits Hudi archived, oldest first, read once (`metadata.archived_timeline`);
+        `commit_metadata` then answers for them too."""
+        with self._lock:
+            held = self._cache.get(("archived", ""))
+        if held is None:
+            found = read_archived_commits(self.storage, self.config)
+            with self._lock:
+                for commit in found:
+                    self._cache.setdefault(("commit", commit.instant.requested_time), commit.metadata)
+                held = self._cache.setdefault(("archived", ""), [c.instant for c in found])
+        return list(held)
 
     def _span(self) -> str:
         if not self.instants:

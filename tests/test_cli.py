@@ -101,7 +101,7 @@ def test_plan_and_incremental_commands(tmp_path) -> None:
     begin = commits[-2].completion_time
     inc = json.loads(runner.invoke(main, ["incremental", path, "--begin", begin, "--json"]).output)
     assert inc["instants"] == [commits[-1].requested_time]
-    assert inc["row_filter"] == f"_hoodie_commit_time IN ('{commits[-1].requested_time}')"
+    assert inc["row_filter"] == f"_hoodie_commit_time = '{commits[-1].requested_time}'"
 
 
 def test_files_of_a_partition_that_does_not_exist_say_so(tmp_path: Path) -> None:
