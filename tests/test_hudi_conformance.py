@@ -23,6 +23,7 @@ import pytest
 from expressions import evaluate_rows, parse_sql
 from listers import ChangeFeedError, changes, incremental, plan
 from listers.incremental import IncrementalRangeError
+from listers.verify import verify_plan
 from metadata import HudiTable
 from metadata.errors import HudiError
 from metadata.mdt.validate import validate_metadata
@@ -94,8 +95,10 @@ def test_a_shape_hudi_wrote_reads_and_plans_as_hudi_reads_it(written: dict[str, 
         _cell(shape, "snapshot", "equal (to the rows written and to Hudi's snapshot)")
 
     for predicate, expected in oracle["truth"].items():
-        kept = plan(str(path), predicate).files
-        assert _ids(_rows(table, list(kept)), predicate) == expected, f"{shape.name}: {predicate}"
+        planned = plan(str(path), predicate)
+        assert _ids(_rows(table, list(planned.files)), predicate) == expected, f"{shape.name}: {predicate}"
+        check = verify_plan(table, planned, parse_sql(predicate))  # plan --verify: no ruled-out slice holds a match
+        assert check.ok, f"{shape.name}: {predicate}: {check.describe()}"
         if "hudi" not in oracle:
             _cell(shape, f"plan {predicate}", "equal")
             continue
