@@ -108,11 +108,11 @@ def test_a_reader_that_raced_a_writer_looks_again_before_advising(table: str, mo
     MetadataTableWriter(table).build()
     original, calls = listing._metadata_listing, []
 
-    def raced(t: object) -> object:
+    def raced(t: object, strict: bool) -> object:
         calls.append(1)
         if len(calls) == 1:  # the data timeline was read after a commit the metadata table then already held
             raise MetadataTableBehind(table, "metadata table is behind the timeline: 1 completed instant(s) not in it")
-        return original(t)  # type: ignore[arg-type]
+        return original(t, strict)  # type: ignore[arg-type]
 
     monkeypatch.setattr(listing, "_metadata_listing", raced)
     with caplog.at_level("WARNING"):
