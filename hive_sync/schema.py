@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +36,19 @@ class HiveColumn:
 
 def hive_type(avro_type: Any, support_timestamp: bool = False, where: str = "") -> str:
     """Hive type of an Avro type, through the one Avro -> Arrow mapping."""
-    return _hive(avro_type_to_arrow(avro_type, where), support_timestamp)
+    return _hive(avro_type_to_arrow(avro_type, where), support_timestamp, where)
+
+
+# Avro's names (and what Hive's type strings hold unquoted): a struct field named otherwise would be spliced into
+# DDL and the metastore's type string, where `a:int>) LOCATION '...' --` rewrites the statement.
+_NESTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _field_name(name: str, where: str) -> str:
+    if not _NESTED_NAME.fullmatch(name):
+        raise SyncError(f"column {where}: struct field name {name[:80]!r} is not an Avro name (letters, digits, underscores): "
+                        "Hive's type strings cannot hold it, and it is not written into DDL")
+    return name
 
 
 # Arrow type test -> (Hive type, Spark type) for types without parameters.
@@ -64,18 +77,20 @@ def _primitive(t: pa.DataType, spark: bool) -> str | None:
     return None
 
 
-def _hive(t: pa.DataType, support_timestamp: bool) -> str:
+def _hive(t: pa.DataType, support_timestamp: bool, where: str = "") -> str:
     primitive = _primitive(t, spark=False)
     if primitive is not None:
         return primitive
     if pa.types.is_timestamp(t):
         return "timestamp" if support_timestamp else "bigint"
     if pa.types.is_struct(t):
-        return "struct<" + ",".join(f"{t.field(i).name}:{_hive(t.field(i).type, support_timestamp)}" for i in range(t.num_fields)) + ">"
+        fields = [t.field(i) for i in range(t.num_fields)]
+        return "struct<" + ",".join(f"{_field_name(f.name, where)}:{_hive(f.type, support_timestamp, f'{where}.{f.name}')}"
+                                    for f in fields) + ">"
     if pa.types.is_list(t):
-        return f"array<{_hive(t.value_type, support_timestamp)}>"
+        return f"array<{_hive(t.value_type, support_timestamp, where)}>"
     if pa.types.is_map(t):
-        return f"map<string,{_hive(t.item_type, support_timestamp)}>"
+        return f"map<string,{_hive(t.item_type, support_timestamp, where)}>"
     raise SyncError(f"Arrow type {t} has no Hive type")
 
 

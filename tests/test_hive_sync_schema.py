@@ -109,3 +109,18 @@ def test_a_spark_error_names_its_missing_class_and_hints_at_hudis_jars() -> None
     assert message.startswith("SparkSession refused create_table (CREATE TABLE db.t (a INT)): [CANNOT_CREATE_TABLE] Cannot create the table")
     assert "(caused by ClassNotFoundException: org.apache.hudi.hadoop.HoodieParquetInputFormat)" in message
     assert "the server lacks Hudi's jars" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("name", ["a:int>) LOCATION 'file:/victim' TBLPROPERTIES ('x'='y') --", "a b", "a,b", "a`b", "1a", ""])
+def test_a_struct_field_name_that_is_no_avro_name_never_reaches_ddl(name: str) -> None:
+    """A hostile commit schema's nested field name (issue 64) is refused naming the column, before any statement:
+    Hive's type strings hold struct field names unquoted, so such a name would rewrite the CREATE TABLE."""
+    from hive_sync.errors import SyncError
+
+    avro = {"type": "record", "name": "r", "fields": [{"name": "info", "type": {"type": "record", "name": "i", "fields": [
+        {"name": "ok", "type": "int"}, {"name": "deep", "type": {"type": "record", "name": "d", "fields": [{"name": name, "type": "int"}]}}]}}]}
+    with pytest.raises(SyncError, match=r"column info\.deep: struct field name .* is not an Avro name"):
+        hive_columns(avro, ())
+    fine = {"type": "record", "name": "r", "fields": [{"name": "info", "type": {"type": "record", "name": "i", "fields": [
+        {"name": "_ok1", "type": "int"}]}}]}
+    assert hive_columns(fine, ())[0][-1] == HiveColumn("info", "struct<_ok1:int>")

@@ -84,3 +84,13 @@ def test_a_bounded_read_refuses_a_longer_file(tmp_path: Path) -> None:
     assert storage.read_bytes("f", max_bytes=100) == b"x" * 100
     with pytest.raises(HudiFormatError, match="larger than the 99 bytes"):
         storage.read_bytes("f", max_bytes=99)
+
+
+def test_the_spark_source_reads_the_default_partition_as_null_too() -> None:
+    from engine_bridge.spark.scan import conform
+
+    batch = pa.record_batch({"id": [2, 3], "city": ["", None]})
+    target = pa.schema([("id", pa.int64()), ("city", pa.string())])
+    assert conform(batch, target, {"city": None}, "f", ("city",)).column(1).to_pylist() == [None, None]
+    # a field whose path holds a transformed value (a TIMESTAMP key generator's) keeps the file's value
+    assert conform(batch, target, {"city": None}, "f", ()).column(1).to_pylist() == ["", None]

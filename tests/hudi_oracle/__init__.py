@@ -116,6 +116,13 @@ ROUND_TWO = [
     Shape("cow_v8_archived", "COPY_ON_WRITE", 8, "simple", True, (), ("id = 1", "v >= 10"), recipe="archived"),
     Shape("cow_v6_archived", "COPY_ON_WRITE", 6, "simple", True, (), ("id = 1", "v >= 10"), recipe="archived"),
     Shape("mor_v6_rolled_back", "MERGE_ON_READ", 6, "simple", True, (), ("id = 4", "v < 5", "region = 'eu'"), recipe="rolled_back"),
+    Shape("cow_v8_timestamp_days_zone", "COPY_ON_WRITE", 8, "timestamp", True, (),
+          ("ts >= 1711900000000", "ts < 1711870000000", "ts = 1711846800000", "ts BETWEEN 1711900000000 AND 1711950000000", "id = 5"),
+          recipe="timestamp_days"),
+    Shape("mor_v8_record_index_strings", "MERGE_ON_READ", 8, "nonpartitioned", True, (),
+          ("key LIKE 'k01%'", "key = 'k042'", "key IN ('k001', 'k079')", "key > 'k070'", "v = 3"), recipe="record_index_strings"),
+    Shape("cow_v8_evolved_past_int", "COPY_ON_WRITE", 8, "simple", True, (),
+          ("n > 2147483647", "n = 2147483640", "n < 0", "n >= 2147483660"), recipe="evolved_past_int"),
 ]
 
 

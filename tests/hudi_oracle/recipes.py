@@ -209,4 +209,56 @@ def rolled_back(spark, shape):
     return [live[i] for i in sorted(live)], schema, {}
 
 
-RECIPES = {f.__name__: f for f in (default_partitions, wide_typed, bucket_pending_compaction, archived, rolled_back)}
+def timestamp_days(spark, shape):
+    """A TIMESTAMP key generator writing `yyyy/MM/dd` in a zone with daylight saving time (three folder levels per
+    value), epoch milliseconds in."""
+    schema = StructType([StructField("id", IntegerType(), False), StructField("ts", LongType()), StructField("v", IntegerType()),
+                         StructField("seq", LongType())])
+    base = 1_711_846_800_000  # 2024-03-31T01:00Z, the night Europe/Amsterdam moves its clocks
+    rows = [{"id": i, "ts": base + i * 3_600_000 * 7, "v": i, "seq": 1} for i in range(24)]
+    _save(spark, shape, rows, schema, "insert", **{
+        "hoodie.datasource.write.partitionpath.field": "ts",
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+        "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+        "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd", "hoodie.keygen.timebased.timezone": "Europe/Amsterdam",
+        "hoodie.datasource.write.hive_style_partitioning": "false"})
+    return rows, schema, {}
+
+
+def record_index_strings(spark, shape):
+    """Non-partitioned, string record keys ('k001'...), the record index on: LIKE 'k01%' must keep every file
+    holding such a key (Hudi 1.0.2 looks the pattern up as a key)."""
+    schema = StructType([StructField("id", IntegerType(), False), StructField("key", StringType()), StructField("v", IntegerType()),
+                         StructField("seq", LongType())])
+    more = {"hoodie.datasource.write.recordkey.field": "key", "hoodie.datasource.write.partitionpath.field": "",
+            "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+            "hoodie.metadata.record.index.enable": "true", "hoodie.index.type": "RECORD_INDEX"}
+    live = {}
+    for batch in range(4):
+        rows = [{"id": i, "key": f"k{i:03d}", "v": i % 7, "seq": batch} for i in range(batch * 20, batch * 20 + 20)]
+        _save(spark, shape, rows, schema, "upsert", **more)
+        live.update({r["id"]: r for r in rows})
+    return [live[i] for i in sorted(live)], schema, {}
+
+
+def evolved_past_int(spark, shape):
+    """An int column promoted to long, then values past 2**31 written: files before the promotion hold ints."""
+    small = StructType([StructField("id", IntegerType(), False), StructField("region", StringType()), StructField("n", IntegerType()),
+                        StructField("seq", LongType())])
+    wide = StructType([StructField("id", IntegerType(), False), StructField("region", StringType()), StructField("n", LongType()),
+                       StructField("seq", LongType())])
+    more = {"hoodie.datasource.write.partitionpath.field": "region",
+            "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
+            "hoodie.datasource.write.hive_style_partitioning": "true", "hoodie.schema.on.read.enable": "false",
+            "hoodie.datasource.write.reconcile.schema": "false"}
+    first = [{"id": i, "region": ("us", "eu")[i % 2], "n": 2**31 - 10 + i, "seq": 1} for i in range(8)]
+    _save(spark, shape, first, small, "insert", **more)
+    later = [{"id": i, "region": ("us", "eu")[i % 2], "n": 2**31 + 5 * i, "seq": 2} for i in range(6, 14)]
+    _save(spark, shape, later, wide, "upsert", **more)
+    live = {r["id"]: r for r in first}
+    live.update({r["id"]: r for r in later})
+    return [live[i] for i in sorted(live)], wide, {}
+
+
+RECIPES = {f.__name__: f for f in (default_partitions, wide_typed, bucket_pending_compaction, archived, rolled_back, timestamp_days,
+                                   record_index_strings, evolved_past_int)}

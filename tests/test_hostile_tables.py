@@ -1,0 +1,84 @@
+"""Tables whose writer is hostile (issue 64): what such a table can make
+hudi-bridge read, write or delete. Each case plants its trap, runs the
+command, and checks a canary outside the table is intact and the command
+answered right or refused in one line."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from engine_bridge.cli import main
+from metadata.mdt.write.writer import MetadataTableWriter
+from metadata.sample_tables.sample import build_sample_table
+
+
+def _canary(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    """A folder outside the table, shaped like a metadata table's, with what it holds."""
+    outside = tmp_path / "victim"
+    (outside / "column_stats").mkdir(parents=True)
+    (outside / "column_stats" / "keep.hfile").write_bytes(b"not yours")
+    (outside / "files").mkdir()
+    (outside / "files" / "keep.log").write_bytes(b"not yours either")
+    return outside, {str(p.relative_to(outside)): p.read_bytes() for p in outside.rglob("*") if p.is_file()}
+
+
+def _intact(outside: Path, held: dict[str, bytes]) -> None:
+    assert {str(p.relative_to(outside)): p.read_bytes() for p in outside.rglob("*") if p.is_file()} == held
+
+
+def _one_line(output: str) -> None:
+    assert "Traceback" not in output and len(output.strip().splitlines()) == 1, output
+
+
+def test_index_drop_never_deletes_through_a_linked_metadata_folder(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    build_sample_table(str(table))
+    outside, held = _canary(tmp_path)
+    metadata = table / ".hoodie" / "metadata"
+    if metadata.exists():
+        import shutil
+
+        shutil.rmtree(metadata)
+    os.symlink(outside, metadata)
+    result = CliRunner().invoke(main, ["index", "drop", str(table), "--partitions", "column_stats"])
+    assert result.exit_code != 0
+    _one_line(result.output)
+    assert "symbolic link" in result.output
+    _intact(outside, held)
+
+
+def test_a_pending_instants_rollback_never_deletes_through_a_link(tmp_path: Path) -> None:
+    """`.hoodie/metadata/evil` linked into another folder, holding a file named for a pending metadata instant."""
+    table = tmp_path / "t"
+    build_sample_table(str(table))
+    MetadataTableWriter(str(table)).build()
+    outside, held = _canary(tmp_path)
+    timeline = table / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    timeline = timeline if timeline.is_dir() else timeline.parent
+    ts = "20991231235959999"
+    (outside / "files" / f".files-0000-0_{ts}.log.1_0-1-1").write_bytes(b"a victim's log")
+    held = {**held, f"files/.files-0000-0_{ts}.log.1_0-1-1": b"a victim's log"}
+    (timeline / f"{ts}.deltacommit.requested").write_bytes(b"")
+    os.symlink(outside / "files", table / ".hoodie" / "metadata" / "evil")
+    result = CliRunner().invoke(main, ["index", "sync", str(table)])
+    _intact(outside, held)
+    assert "Traceback" not in result.output
+
+
+def test_a_partition_linked_outside_is_refused_not_indexed(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    build_sample_table(str(table), table_type="COPY_ON_WRITE")
+    partition = next(p for p in table.iterdir() if p.is_dir() and not p.name.startswith("."))
+    outside = tmp_path / "elsewhere"
+    partition.rename(outside)
+    os.symlink(outside, partition)
+    for command in (["plan", str(table), "--where", "fare > 1", "--no-metadata"], ["index", "build", str(table)]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code != 0, (command, result.output)
+        _one_line(result.output)
+        assert "symbolic link" in result.output
+    assert not (table / ".hoodie" / "metadata" / "column_stats").exists()
