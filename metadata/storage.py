@@ -13,6 +13,7 @@ import posixpath
 import random
 import re
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -100,7 +101,7 @@ OBJECT_STORES = frozenset({"s3", "gcs", "abfs"})  # pyarrow's type names of the 
 
 # What each storage call costs on an object store, by request kind (pyarrow may split a large
 # listing or upload into more than one request; the tests' proxy counts those exactly).
-_REQUEST_KIND = {"read": "RANGED_GET", "open": "HEAD", "look up": "HEAD", "list": "LIST", "write": "PUT", "delete": "DELETE",
+_REQUEST_KIND = {"read": "RANGED_GET", "open": "HEAD", "look up": "HEAD", "list": "LIST", "write": "PUT", "delete": "DELETE", "remove dir": "DELETE",
                  "create": "PUT"}
 
 
@@ -244,6 +245,9 @@ class Storage:
         self.requests = requests or RequestCounts()  # shared with child storages (the metadata table's)
         # On an object store a PUT is atomic and nothing can be renamed; every request is a round trip.
         self.is_object_store = filesystem.type_name in OBJECT_STORES
+        self._local = filesystem.type_name == "local"
+        self._link_root = self.base_path  # the table's base: a child storage (the metadata table's) checks from there
+        self._plain_folders: set[str] = set()  # folders below the base lstat found not to be links
 
     @classmethod
     def open(cls, path_or_uri: str, filesystem: pafs.FileSystem | None = None,
@@ -273,19 +277,40 @@ class Storage:
         # engines and hudi-rs are handed the table's location, and a relative one means nothing to them.
         return cls(pafs.LocalFileSystem(), local, path_or_uri if path_or_uri.startswith("file:") else local)
 
-    def child(self, relative: str) -> Storage:
-        """Storage rooted at a folder below this one (e.g. the metadata table)."""
-        return Storage(self.filesystem, self.full_path(relative), join(self.uri, relative) if "://" in self.uri else self.full_path(relative),
-                       self.requests, self.storage_options)
-
     def _call(self, what: str, relative: str, call: Callable[[str], T]) -> T:
         """`call(full path)` below the base, with OS and connection errors turned
         into the project's errors naming the file as the user knows it. A store
         that throttles or fails for a moment (503 SlowDown, 500, a dropped
         connection) is asked again with backoff, within the timeout."""
         path = self.full_path(relative)
+        self.refuse_links(relative)
         self.requests.add(_REQUEST_KIND.get(what, "OTHER"))
         return retrying(lambda: self._translated(what, relative, lambda: call(path)))
+
+    def refuse_links(self, relative: str) -> None:
+        """On a local or mounted file system: refuse a path below the base that
+        passes through a symbolic link. Whoever can write the table can plant
+        one, and a read, write or delete through it would reach outside (a
+        linked `.hoodie/metadata` made `index drop` delete another folder).
+        The base itself may be a link: the user named it. Folders found plain
+        are remembered; object stores have no links."""
+        if not self._local or not relative:
+            return
+        current = self._link_root
+        below = self.full_path(relative)[len(self._link_root):].strip("/")
+        for part in below.split("/"):
+            current = posixpath.join(current, part)
+            if current in self._plain_folders:
+                continue
+            try:
+                mode = os.lstat(current).st_mode
+            except OSError:
+                return  # not there (yet): nothing below it can be a link
+            if stat.S_ISLNK(mode):
+                raise UnsafePathError(f"{self.display_path(relative)}: {current[len(self._link_root):].lstrip('/')!r} is a symbolic "
+                                      "link; links below a table are not followed (they could lead outside it)")
+            if stat.S_ISDIR(mode):
+                self._plain_folders.add(current)
 
     def _translated(self, what: str, relative: str, call: Callable[[], T]) -> T:
         try:
@@ -484,6 +509,21 @@ class Storage:
         self._call("delete", relative, self.filesystem.delete_file)
         if not self.is_object_store:
             self._drop_hadoop_checksum(self.full_path(relative))
+
+    def child(self, relative: str) -> Storage:
+        """Storage rooted at a folder below this one (e.g. the metadata table); links are refused from this one's root."""
+        below = Storage(self.filesystem, self.full_path(relative), join(self.uri, relative) if "://" in self.uri else self.full_path(relative),
+                        self.requests, self.storage_options)
+        self.refuse_links(relative)
+        below._link_root = self._link_root
+        return below
+
+    def delete_dir(self, relative: str) -> None:
+        """A folder below the base and all it holds; never through a link (`refuse_links`)."""
+        if not relative:
+            raise UnsafePathError(f"{self.uri}: the table's base folder is never deleted")
+        self._call("remove dir", relative, self.filesystem.delete_dir)
+        self._plain_folders = {f for f in self._plain_folders if not f.startswith(self.full_path(relative))}
 
     def make_dirs(self, relative: str) -> None:
         self._call("create", relative, lambda path: self.filesystem.create_dir(path, recursive=True))

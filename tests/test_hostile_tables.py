@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from engine_bridge.cli import main

@@ -114,7 +114,7 @@ class MetadataTransaction:
     def undo(self, properties: bytes, had_metadata: bool, definitions: bytes | None) -> None:
         if not had_metadata:
             if self.storage.exists(METADATA_FOLDER):
-                self.storage.filesystem.delete_dir(self.storage.full_path(METADATA_FOLDER))
+                self.storage.delete_dir(METADATA_FOLDER)
         elif self.requested:
             listed = parse_java_properties(properties.decode("utf-8")).get(METADATA_PARTITIONS_KEY, "").split(",")
             mdt = self.mdt()
@@ -127,7 +127,7 @@ class MetadataTransaction:
                 if self.mdt_storage.exists(name):
                     files, folders = self.mdt_storage.list_dir(name)
                     if not folders and [f.name for f in files] == [".hoodie_partition_metadata"] and name not in listed:
-                        self.storage.filesystem.delete_dir(self.mdt_storage.full_path(name))
+                        self.mdt_storage.delete_dir(name)
         if self.storage.read_bytes(PROPERTIES_PATH) != properties:
             self.storage.write_bytes(PROPERTIES_PATH, properties)
         if definitions is not None and self.storage.read_bytes(INDEX_DEFS_PATH) != definitions:
@@ -225,7 +225,7 @@ class MetadataTransaction:
         """A new metadata folder with its `hoodie.properties`. No partition is
         listed: whatever was in the folder is a leftover no reader uses."""
         if self.storage.exists(METADATA_FOLDER):
-            self.storage.filesystem.delete_dir(self.storage.full_path(METADATA_FOLDER))
+            self.storage.delete_dir(METADATA_FOLDER)
         v8 = self.version >= 8
         extra = {
             "hoodie.table.keygenerator.type" if v8 else "hoodie.table.keygenerator.class":

@@ -279,11 +279,11 @@ class MetadataTableWriter:
         self.tx.fault("drop: after config update")
         if MdtPartition.FILES.value in names:
             if self.storage.exists(METADATA_FOLDER):
-                self.storage.filesystem.delete_dir(self.storage.full_path(METADATA_FOLDER))
+                self.storage.delete_dir(METADATA_FOLDER)
         else:
             for name in names:
                 if self.tx.mdt_storage.exists(name):
-                    self.storage.filesystem.delete_dir(self.tx.mdt_storage.full_path(name))
+                    self.tx.mdt_storage.delete_dir(name)
         report.partitions.extend(sorted(names))
 
     def _inflight(self) -> list[str]:
