@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import zlib
 from typing import Any
 
 import fastavro
@@ -17,6 +19,9 @@ import fastavro
 from metadata.errors import HudiFormatError
 
 AVRO_MAGIC = b"Obj\x01"
+# What one instant file may take, on disk and inflated: Hudi's largest commits are tens of MB; a hostile one
+# is refused rather than read into memory whole. HUDI_BRIDGE_MAX_INSTANT_BYTES raises it.
+MAX_INSTANT_BYTES = int(os.environ.get("HUDI_BRIDGE_MAX_INSTANT_BYTES", str(256 * 1024 * 1024)))
 
 
 def decode_instant_content(path: str, data: bytes) -> dict[str, Any]:
@@ -41,6 +46,7 @@ def decode_instant_content(path: str, data: bytes) -> dict[str, Any]:
 
 
 def _decode_avro(path: str, data: bytes) -> dict[str, Any]:
+    _check_inflated_size(path, data, MAX_INSTANT_BYTES)
     try:
         reader = fastavro.reader(io.BytesIO(data))
         records = list(reader)
@@ -61,3 +67,54 @@ def encode_avro_instant(schema: dict[str, Any], record: dict[str, Any]) -> bytes
     out = io.BytesIO()
     fastavro.writer(out, fastavro.parse_schema(schema), [record])
     return out.getvalue()
+
+
+def _long(data: bytes, pos: int) -> tuple[int, int]:
+    """An Avro zig-zag varint at `pos`: (value, position after it)."""
+    shift = result = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise EOFError("a varint runs past the end")
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def _check_inflated_size(path: str, data: bytes, limit: int) -> None:
+    """Refuse an Avro container whose deflate blocks inflate past `limit`
+    bytes, before fastavro inflates them whole (a few MB of deflate can
+    hold gigabytes). Blocks are inflated with a cap, one at a time."""
+    try:
+        pos, codec = 4, b"null"
+        while True:  # the header's metadata map: blocks of (key, value) pairs, a 0 count ends it
+            count, pos = _long(data, pos)
+            if count == 0:
+                break
+            if count < 0:
+                count = -count
+                _, pos = _long(data, pos)
+            for _ in range(count):
+                length, pos = _long(data, pos)
+                key = data[pos:pos + length]
+                pos += length
+                length, pos = _long(data, pos)
+                if key == b"avro.codec":
+                    codec = data[pos:pos + length]
+                pos += length
+        if codec != b"deflate":
+            return
+        pos += 16  # the sync marker
+        total = 0
+        while pos < len(data):
+            _, pos = _long(data, pos)
+            size, pos = _long(data, pos)
+            inflater = zlib.decompressobj(-15)
+            total += len(inflater.decompress(data[pos:pos + size], limit - total + 1))
+            if total > limit:
+                raise HudiFormatError(path, f"Avro instant file inflates past {limit} bytes (HUDI_BRIDGE_MAX_INSTANT_BYTES); not read")
+            pos += size + 16
+    except (EOFError, zlib.error):
+        return  # damaged: fastavro's read names it

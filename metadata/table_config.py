@@ -302,6 +302,9 @@ def update_table_config(storage: Storage, changes: dict[str, str | None]) -> Tab
     return TableConfig.from_properties(props, source=storage.full_path(PROPERTIES_PATH))
 
 
+MAX_PROPERTIES_BYTES = 1024 * 1024  # hoodie.properties holds a few KB; a schema in it stays far below this
+
+
 def table_checksum(props: dict[str, str]) -> int:
     """Hudi's hoodie.table.checksum: CRC32 of "<database>.<table name>"."""
     return zlib.crc32(f"{props.get('hoodie.database.name', '')}.{props.get('hoodie.table.name', '')}".encode())
@@ -311,9 +314,11 @@ def _read_properties(storage: Storage, relative: str) -> tuple[dict[str, str] | 
     """(properties, None), (None, None) when absent, or what is wrong with them."""
     path = storage.full_path(relative)
     try:
-        data = storage.read_bytes(relative)
+        data = storage.read_bytes(relative, max_bytes=MAX_PROPERTIES_BYTES)
     except FileNotFoundError:
         return None, None
+    except HudiFormatError as exc:  # longer than any hoodie.properties: damage, as a wrong checksum is
+        return None, exc
     except OSError as exc:  # StorageError: the message names the file
         if isinstance(exc.__cause__, NotADirectoryError) or "Not a directory" in str(exc):
             raise HudiTableNotFound(f"{storage.uri} is a file, not a Hudi table folder") from exc

@@ -22,7 +22,7 @@ from metadata.instant import (
     fold_instant_files,
     parse_instant_file_name,
 )
-from metadata.instant_content import decode_instant_content
+from metadata.instant_content import MAX_INSTANT_BYTES, decode_instant_content
 from metadata.storage import Storage, join
 from metadata.table_config import TableConfig
 
@@ -130,7 +130,7 @@ class Timeline:
     def read_content(self, instant: Instant, file_name: str | None = None) -> dict[str, Any]:
         path = self.instant_path(instant, file_name)
         try:
-            data = self.storage.read_bytes(path)
+            data = self.storage.read_bytes(path, max_bytes=MAX_INSTANT_BYTES)
         except FileNotFoundError:
             raise HudiFormatError(self.storage.full_path(path), "instant file disappeared while reading the timeline") from None
         return decode_instant_content(self.storage.full_path(path), data)

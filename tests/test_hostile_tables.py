@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from engine_bridge.cli import main
@@ -81,3 +82,43 @@ def test_a_partition_linked_outside_is_refused_not_indexed(tmp_path: Path) -> No
         _one_line(result.output)
         assert "symbolic link" in result.output
     assert not (table / ".hoodie" / "metadata" / "column_stats").exists()
+
+
+def test_an_avro_instant_that_inflates_past_its_cap_is_refused_before_it_is_inflated() -> None:
+    import io
+
+    import fastavro
+
+    from metadata.errors import HudiFormatError
+    from metadata.instant_content import _check_inflated_size, decode_instant_content
+
+    schema = {"type": "record", "name": "r", "fields": [{"name": "s", "type": "string"}]}
+    out = io.BytesIO()
+    fastavro.writer(out, schema, [{"s": "a" * 5_000_000}], codec="deflate")
+    data = out.getvalue()
+    assert len(data) < 50_000  # a small file
+    with pytest.raises(HudiFormatError, match="inflates past 1000000 bytes"):
+        _check_inflated_size("f", data, 1_000_000)
+    assert decode_instant_content("f", data)["s"] == "a" * 5_000_000  # under the default cap it reads
+
+
+def test_a_gzip_block_is_inflated_at_most_to_its_limit() -> None:
+    import gzip
+
+    from metadata.mdt.hfile_reader import gunzip_at_most
+
+    bomb = gzip.compress(b"\0" * 50_000_000) + gzip.compress(b"x")  # two members: the fallback path
+    assert len(gunzip_at_most(bomb, 1001)) == 1001
+    assert gunzip_at_most(gzip.compress(b"ab") + gzip.compress(b"cd"), 100) == b"abcd"
+
+
+def test_an_instant_file_larger_than_its_cap_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import metadata.timeline as timeline_module
+
+    table = tmp_path / "t"
+    build_sample_table(str(table), table_type="COPY_ON_WRITE")
+    monkeypatch.setattr(timeline_module, "MAX_INSTANT_BYTES", 64)
+    result = CliRunner().invoke(main, ["incremental", str(table), "--begin", "0"])
+    assert result.exit_code != 0
+    _one_line(result.output)
+    assert "larger than the 64 bytes" in result.output

@@ -7,7 +7,6 @@ on row bytes (unsigned), as Hudi's HoodieHBaseKVComparator orders them.
 
 from __future__ import annotations
 
-import gzip
 import os
 import struct
 import threading
@@ -98,6 +97,23 @@ def _decompress_pool() -> ThreadPoolExecutor:
         if _pool is None:
             _pool = ThreadPoolExecutor(_DECOMPRESS_WORKERS, thread_name_prefix="hfile-inflate")
         return _pool
+
+
+def gunzip_at_most(data: bytes | memoryview, limit: int) -> bytes:
+    """gzip members inflated one after another, stopping at `limit` bytes of
+    output: a block that inflates past its declared size is refused by its
+    length, never inflated whole (a small block can inflate to gigabytes)."""
+    out = bytearray()
+    rest = bytes(data)
+    while rest.strip(b"\0") and len(out) < limit:
+        member = zlib.decompressobj(wbits=31)
+        out += member.decompress(rest, limit - len(out))
+        if member.unconsumed_tail:
+            break  # the limit is reached: the caller sees the length
+        if not member.eof:
+            raise zlib.error("a gzip member ends early")
+        rest = member.unused_data
+    return bytes(out)
 
 
 def _stretches(entries: list[IndexEntry]) -> list[list[IndexEntry]]:
@@ -341,7 +357,7 @@ class HFileReader:
                 inflater = igzip_lib.IgzipDecompressor(flag=igzip_lib.DECOMP_GZIP)
                 payload = inflater.decompress(raw, header.uncompressed_size_without_header + 1)
                 if inflater.unused_data or not inflater.eof:
-                    payload = gzip.decompress(raw)
+                    payload = gunzip_at_most(raw, header.uncompressed_size_without_header + 1)
             except (OSError, EOFError, zlib.error, _ISAL_ERROR) as exc:
                 raise HudiFormatError(self.path, f"GZ block does not decompress ({exc})", offset=offset) from None
         if len(payload) != header.uncompressed_size_without_header:
