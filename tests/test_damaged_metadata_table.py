@@ -244,10 +244,10 @@ def test_an_unreadable_commit_warns_and_strict_refuses(fixture_root: Path, tmp_p
     newest = sorted((root / ".hoodie/timeline").glob("*.commit"))[-1]
     original = Storage.read_bytes
 
-    def unreadable(self: Storage, relative: str) -> bytes:  # chmod 000 does not stop root: the storage says no instead
+    def unreadable(self: Storage, relative: str, max_bytes: int | None = None) -> bytes:  # chmod 000 does not stop root
         if relative.endswith(newest.name):
             raise StorageError(f"{self.display_path(relative)}: permission denied (read)")
-        return original(self, relative)
+        return original(self, relative, max_bytes)
 
     monkeypatch.setattr(Storage, "read_bytes", unreadable)
     runner = CliRunner()
@@ -289,7 +289,7 @@ def test_a_missing_metadata_base_file_is_found_by_reading_only_the_doubted_commi
     expected = slices(HudiTable.open(str(path), use_metadata=False))
     read: list[str] = []
     original = Storage.read_bytes
-    monkeypatch.setattr(Storage, "read_bytes", lambda self, relative: read.append(relative) or original(self, relative))
+    monkeypatch.setattr(Storage, "read_bytes", lambda self, relative, max_bytes=None: read.append(relative) or original(self, relative, max_bytes))
     assert slices(HudiTable.open(str(path))) == expected
     assert not [r for r in read if r.endswith(".deltacommit")], read
 
