@@ -3,8 +3,8 @@
 A storage option is secret when its name says secret, key, token,
 password, signature, credential or sas (`AWS_SECRET_ACCESS_KEY`,
 `fs.s3a.access.key`, `azure_storage_sas_token`, ...). A URI's user info
-(`s3://ID:SECRET@bucket/...`) is secret whatever it holds, and a URI that
-carries it is refused: credentials go in storage options or the
+(`s3://ID:SECRET@bucket/...`) and its query string (`?sig=...`) are secret
+whatever they hold, and a URI that carries user info is refused: credentials go in storage options or the
 environment, where they are never printed. Every message, traceback, JSON
 output, log line and file the project writes passes the text through
 `redact`, which also masks the values of the secret options in force.
@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 MASK = "***"
 _SECRET_WORDS = ("secret", "key", "token", "password", "passwd", "signature", "credential", "sas")
 _USER_INFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*)://([^/\s@'\"]+)@")
+# A URI's query string (`?sig=...`, `?access_token=...`, `?secret_key=...`): signed URLs and SAS tokens live there.
+_QUERY = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s?'\"]*)\?[^\s'\"]+")
 # Azure's URIs name the container as user info (abfss://container@account.dfs.core.windows.net/...): a path, not a secret.
 _CONTAINER_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
 _known: set[str] = set()
@@ -44,8 +46,9 @@ def remember_secrets(options: Mapping[str, str] | Iterable[tuple[str, str]]) -> 
 
 
 def redact(text: str) -> str:
-    """Text with URI user info and the known secret values masked."""
+    """Text with URI user info, URI query strings and the known secret values masked."""
     text = _USER_INFO.sub(lambda m: m.group(0) if _is_container(m.group(1), m.group(2)) else f"{m.group(1)}://{MASK}@", text)
+    text = _QUERY.sub(lambda m: f"{m.group(1)}?{MASK}", text)
     with _lock:
         known = sorted(_known, key=len, reverse=True)
     for value in known:

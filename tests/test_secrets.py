@@ -103,3 +103,13 @@ def test_a_spark_backed_command_keeps_secrets_out_of_its_output_and_spark_log(ta
     for path in [*map(Path, logs), *written]:
         data = path.read_bytes()
         assert all(s.encode() not in data for s in (SECRET, KEY_ID, TOKEN)), path
+
+
+@pytest.mark.parametrize("uri", ["s3://bkt/t?secret_key=SEKRIT&access_key=AKIAX", "gs://bkt/t?access_token=SEKRIT",
+                                 "https://acct.blob.core.windows.net/c/t?sig=SEKRIT&se=2030"])
+def test_a_uri_query_string_is_masked_wherever_printed(uri: str) -> None:
+    """Signed URLs and SAS tokens travel in query strings (issue 64): messages never show them."""
+    from metadata.secrets import redact
+
+    shown = redact(f"error: {uri}: cannot open")
+    assert "SEKRIT" not in shown and "AKIAX" not in shown and uri.split("?")[0] + "?***" in shown
