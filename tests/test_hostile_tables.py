@@ -122,3 +122,21 @@ def test_an_instant_file_larger_than_its_cap_is_one_line(tmp_path: Path, monkeyp
     assert result.exit_code != 0
     _one_line(result.output)
     assert "larger than the 64 bytes" in result.output
+
+
+def test_names_with_markup_and_escape_sequences_print_as_they_are_never_as_styles(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from metadata.sample_tables.builder import TableBuilder
+
+    hostile = "[bold red]RICH[blink]X\x1b]0;pwned\x07\x1b[31mANSI"
+    table = str(tmp_path / "t")
+    TableBuilder(table, pa.schema([("id", pa.int64()), ("city", pa.string())]), partition_fields=["city"]).write(
+        [{"id": 1, "city": hostile}, {"id": 2, "city": "plain"}])
+    for command in (["table", "partitions", table], ["table", "files", table], ["incremental", table, "--begin", "0"]):
+        result = CliRunner().invoke(main, command, env={"COLUMNS": "300"})
+        assert result.exit_code == 0, result.output
+        assert "\x1b" not in result.output and "\x07" not in result.output, command
+        assert "[bold red]RICH[blink]X\\x1b]0;pwned\\x07\\x1b[31mANSI" in result.output, (command, result.output)
+    listed = CliRunner().invoke(main, ["table", "partitions", table, "--json"])
+    assert f"city={hostile}" in __import__("json").loads(listed.output)  # --json is the names as they are

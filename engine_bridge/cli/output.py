@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -19,12 +20,35 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from metadata import FileSlice, HudiBridgeError
 from metadata.secrets import redact
 
-console = Console(soft_wrap=True)  # a long line is the terminal's to wrap: paths are never broken by us
+# Control characters (ANSI escapes, a terminal title's OSC, BEL) that a table's names may hold are shown, never sent.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """Text with its control characters written as `\\xNN` (tabs and newlines kept)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def shown(name: str) -> str:
+    """A name from a table (a partition, a file, a column) as rich prints it: markup escaped, controls shown."""
+    return escape(terminal_safe(name))
+
+
+class _SafeConsole(Console):
+    """Rich's console, with control characters in every printed string shown rather than sent."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(*(terminal_safe(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+
+console = _SafeConsole(soft_wrap=True)  # a long line is the terminal's to wrap: paths are never broken by us
 OWN_PACKAGES = frozenset({"metadata", "expressions", "listers", "hive_sync", "engine_bridge", "bench"})
 ERROR_EXIT = 2
 
@@ -80,7 +104,7 @@ def fail(exc: BaseException, line: str | None = None) -> None:
     secrets masked."""
     if debug_requested():
         click.echo(redact("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))).rstrip(), err=True)
-    click.echo(redact(f"error: {line if line is not None else exc}"), err=True)
+    click.echo(terminal_safe(redact(f"error: {line if line is not None else exc}")), err=True)
     sys.exit(ERROR_EXIT)
 
 
@@ -97,7 +121,7 @@ class _StderrHandler(logging.Handler):
         return self.level == logging.DEBUG or record.name.split(".", 1)[0] in OWN_PACKAGES
 
     def emit(self, record: logging.LogRecord) -> None:
-        click.echo(redact(self.format(record).replace("WARNING:", "warning:", 1)), err=True)
+        click.echo(terminal_safe(redact(self.format(record).replace("WARNING:", "warning:", 1))), err=True)
 
 
 def command_output(func: Callable[..., Output]) -> Callable[..., None]:
@@ -145,7 +169,7 @@ def print_table(title: str, rows: Sequence[dict[str, Any]], empty: str = "none")
         for key in keys:
             table.add_column(key, no_wrap=True)
         for row in cells:
-            table.add_row(*row)
+            table.add_row(*(Text(terminal_safe(cell)) for cell in row))  # Text: a name's brackets are not markup
         console.print(table)
         return
     lines = [f"{title}: {len(rows)}"]
@@ -177,6 +201,6 @@ def slice_rows(slices: Sequence[FileSlice]) -> list[dict[str, Any]]:
 
 
 def print_lines(lines: Sequence[str]) -> None:
-    """Lines as they are: the terminal wraps a long one, nothing breaks a path."""
+    """Lines as they are (names in them are not markup): the terminal wraps a long one, nothing breaks a path."""
     for line in lines:
-        console.print(line, soft_wrap=True)
+        console.print(line, soft_wrap=True, markup=False, highlight=False)

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from engine_bridge.cli.app import main
-from engine_bridge.cli.output import Output, command_output, console, print_table, progress, slice_rows, strict_requested
+from engine_bridge.cli.output import Output, command_output, console, print_table, progress, shown, slice_rows, strict_requested
 from expressions import Dialect
 
 
@@ -88,10 +88,10 @@ def incremental_command(path: str, begin: str, end: str | None, max_commits: int
 
     def render() -> None:
         console.print(f"[bold]instants[/]: {', '.join(i.requested_time for i in result.instants) or 'none'}")
-        console.print(f"[bold]partitions[/]: {', '.join(result.partitions) or 'none'}")
+        console.print(f"[bold]partitions[/]: {', '.join(shown(p) for p in result.partitions) or 'none'}")
         if result.full_scan:
-            console.print(f"[yellow]full scan[/]: {result.fallback_reason}")
-        console.print(f"[bold]row filter[/]: {result.row_filter}")
+            console.print(f"[yellow]full scan[/]: {shown(result.fallback_reason or '')}")
+        console.print(f"[bold]row filter[/]: {shown(result.row_filter)}")
         print_table("Files", slice_rows(result.files))
 
     return Output(result.to_dict(), render)
