@@ -105,14 +105,22 @@ _STATEMENTS = tuple(getattr(exp, name) for name in (
 _NOT_BOOLEAN = (exp.Binary, exp.Literal, exp.Neg, exp.Star)  # arithmetic, strings, numbers
 
 
+_ARITHMETIC = frozenset({TokenType.PLUS, TokenType.DASH, TokenType.STAR, TokenType.SLASH, TokenType.MOD, TokenType.DPIPE})
+
+
 def _check_tokens(text: str, tokens: list[Any]) -> None:
     """One expression (no `;`), nested at most MAX_NESTING deep (parentheses
     and runs of NOT), before the recursive parser sees it."""
-    depth = not_run = 0
+    depth = not_run = chained = 0
     for token in tokens:
         kind = token.token_type
         if kind is TokenType.SEMICOLON:
             raise SqlSyntaxError("only one boolean expression is accepted; ';' ends a statement", line_column(text, token.start))
+        # `a + 1 + 1 ...` nests one level per operator in sqlglot's tree and in its printer: bounded as parentheses are
+        chained = chained + 1 if kind in _ARITHMETIC else 0 if kind in (TokenType.AND, TokenType.OR, TokenType.COMMA) else chained
+        if chained > MAX_NESTING:
+            raise SqlSyntaxError(f"expression nested too deeply (at most {MAX_NESTING} arithmetic operators in one operand)",
+                                 line_column(text, token.start))
         not_run = not_run + 1 if kind is TokenType.NOT else 0
         depth += 1 if kind is TokenType.L_PAREN else -1 if kind is TokenType.R_PAREN else 0
         if depth + not_run > MAX_NESTING:

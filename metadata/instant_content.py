@@ -39,6 +39,8 @@ def decode_instant_content(path: str, data: bytes) -> dict[str, Any]:
             raise HudiFormatError(
                 path, f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", offset=exc.pos
             ) from None
+        except RecursionError:
+            raise HudiFormatError(path, "JSON nested deeper than any commit (a hostile or damaged file)") from None
         if not isinstance(value, dict):
             raise HudiFormatError(path, "instant JSON is not an object")
         return value
@@ -118,3 +120,20 @@ def _check_inflated_size(path: str, data: bytes, limit: int) -> None:
             pos += size + 16
     except (EOFError, zlib.error):
         return  # damaged: fastavro's read names it
+
+
+MAX_DOCUMENT_DEPTH = 200  # a Hudi schema or commit nests a few levels per nested column; recursive readers stop near 1,000
+
+
+def nesting_depth(value: Any) -> int:
+    """How deep lists and dicts nest in a decoded document (iteratively: it is checked before recursive code sees it)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_DOCUMENT_DEPTH:
+                stack.extend((child, depth + 1) for child in node if isinstance(child, (dict, list)))
+    return deepest

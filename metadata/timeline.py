@@ -22,7 +22,7 @@ from metadata.instant import (
     fold_instant_files,
     parse_instant_file_name,
 )
-from metadata.instant_content import MAX_INSTANT_BYTES, decode_instant_content
+from metadata.instant_content import MAX_DOCUMENT_DEPTH, MAX_INSTANT_BYTES, decode_instant_content, nesting_depth
 from metadata.storage import Storage, join
 from metadata.table_config import TableConfig
 
@@ -235,8 +235,10 @@ class Timeline:
             schema = json.loads(text)
         except json.JSONDecodeError as exc:
             raise HudiError(f"{self.storage.uri}: the table's Avro schema is not valid JSON ({exc.msg} at {exc.pos})") from None
-        if not isinstance(schema, dict):
-            raise HudiError(f"{self.storage.uri}: the table's Avro schema is not a record schema")
+        except RecursionError:
+            schema = None
+        if not isinstance(schema, dict) or nesting_depth(schema) > MAX_DOCUMENT_DEPTH:
+            raise HudiError(f"{self.storage.uri}: the table's Avro schema is not a record schema of at most {MAX_DOCUMENT_DEPTH} levels")
         return schema
 
     def latest_schema(self) -> str | None:

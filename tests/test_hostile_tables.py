@@ -140,3 +140,20 @@ def test_names_with_markup_and_escape_sequences_print_as_they_are_never_as_style
         assert "[bold red]RICH[blink]X\\x1b]0;pwned\\x07\\x1b[31mANSI" in result.output, (command, result.output)
     listed = CliRunner().invoke(main, ["table", "partitions", table, "--json"])
     assert f"city={hostile}" in __import__("json").loads(listed.output)  # --json is the names as they are
+
+
+def test_deep_documents_and_deep_predicates_fail_in_one_line_naming_the_input() -> None:
+    from expressions import parse_sql
+    from expressions.errors import SqlSyntaxError
+    from metadata.errors import HudiFormatError
+    from metadata.instant_content import MAX_DOCUMENT_DEPTH, decode_instant_content, nesting_depth
+
+    with pytest.raises(HudiFormatError, match="c.commit: JSON nested deeper"):
+        decode_instant_content("c.commit", b'{"a": ' + b"[" * 1_000_000 + b"]" * 1_000_000 + b"}")
+    deep: dict = {"type": "int"}
+    for _ in range(20_000):
+        deep = {"type": deep}
+    assert nesting_depth(deep) > MAX_DOCUMENT_DEPTH  # iterative: no RecursionError on 20,000 levels
+    with pytest.raises(SqlSyntaxError, match="at most 32 arithmetic operators"):
+        parse_sql("fare" + " + 1" * 50 + " > 3")
+    assert parse_sql("x IN (" + ", ".join(f"-{i}" for i in range(500)) + ")") is not None  # a long list is not deep
