@@ -95,6 +95,14 @@ class Timeline:
         instant = self._by_time.get(requested_time)
         return instant is not None and instant.is_completed
 
+    def completed_or_archived(self, requested_time: str) -> bool:
+        """Completed, on the active timeline or before it: Hudi archives completed instants only, so a file
+        written at a time older than the active timeline, where instants were archived, was committed."""
+        if self.is_completed(requested_time):
+            return True
+        first = self.first_active_time()
+        return first is not None and requested_time < first and self.has_archived_instants
+
     def first_active_time(self) -> str | None:
         return self.instants[0].requested_time if self.instants else None
 

@@ -15,6 +15,7 @@ cell says so (`.cache/hudi-tables/<version>/round_two.json`).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,13 @@ import pytest
 from expressions import parse_sql
 from listers import ChangeFeedError, changes, incremental, plan, scan
 from listers.verify import verify_plan
-from metadata import HudiTable
+from metadata import HudiTable, MetadataTable
 from metadata.errors import HudiError
+from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.validate import validate_metadata
+from metadata.mdt.write.writer import MetadataTableWriter
+from metadata.storage import Storage
+from metadata.table_config import update_table_config
 from tests.hudi_oracle import CACHE, HUDI_VERSION, ROUND_TWO, Shape, missing_setup, tables
 from tests.needs import require
 from tests.test_hudi_conformance import _ids, _rows
@@ -127,7 +132,7 @@ def _after(shape: Shape, commit: list[str]) -> str:
     return commit[1] if shape.version >= 8 else commit[0]
 
 
-def test_incremental_pulls_reach_into_the_archived_timeline(written: dict[str, tuple[Path, dict[str, Any]]]) -> None:
+def test_incremental_pulls_reach_into_the_archived_timeline(written: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path) -> None:
     """Both tables had the same sixteen upserts, fourteen of them archived. Our pulls from every begin, and over
     ranges wholly archived, equal Hudi's on version 8; on version 6 Hudi 1.0.2 reads only the active timeline (it
     returns the rows of the last two commits for every begin), and ours equal the version 8 answers."""
@@ -162,8 +167,19 @@ def test_incremental_pulls_reach_into_the_archived_timeline(written: dict[str, t
         with pytest.raises(ChangeFeedError):
             changes(table, _after(shape, oracle["recipe_oracle"]["commits"][0]))
         report = validate_metadata(str(path))
-        assert report.ok, report.differences()
+        assert report.ok, report.differences()  # files archived commits wrote are committed files
         _cell(shape, "changes from an archived begin", "refused in one line")
+        # Our own metadata table of it lists what Hudi's lists, the file of partition region=in (written by an archived
+        # commit) included.
+        ours = tmp_path / name
+        shutil.copytree(path, ours)
+        shutil.rmtree(ours / ".hoodie" / "metadata")
+        update_table_config(Storage.open(str(ours)), {"hoodie.table.metadata.partitions": None,
+                                                       "hoodie.table.metadata.partitions.inflight": None})
+        MetadataTableWriter(str(ours)).build([MdtPartition.FILES])
+        partitions = table.partitions()
+        assert "region=in" in partitions
+        assert MetadataTable.open(HudiTable.open(str(ours))).files_for(partitions) == MetadataTable.open(table).files_for(partitions)
 
 
 def test_a_rollback_hudi_recorded_with_paths_lists_storage_with_a_warning(written: dict[str, tuple[Path, dict[str, Any]]]) -> None:

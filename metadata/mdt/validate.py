@@ -346,12 +346,19 @@ def committed_files(table: StoredTable, files: list[StoredFile], extension: str 
     """Base, log and change-data log files whose writing instant completed
     (what the MDT lists: Hudi lists a commit's CDC logs there too)."""
     kept = []
+    timeline = table.timeline
+    # A v6 log is named by its slice's base instant, not its writer: an archived base says its writer completed only
+    # when no write is pending now.
+    v6_logs_of_archived_bases = table.config.version < 8 and not any(i.action.writes_data for i in timeline.pending())
     for f in files:
         parsed = classify(f.name, extension, f.relative_path)
         if parsed is None and is_log_file_name(f.name) and not f.name.endswith(".crc"):
             parsed = LogFileName.parse(f.name, f.relative_path)  # a change-data log: no slice reads it, the MDT lists it
-        if isinstance(parsed, (BaseFileName, LogFileName)) and table.timeline.is_completed(parsed.instant_time):
+        if isinstance(parsed, (BaseFileName, LogFileName)) and timeline.is_completed(parsed.instant_time):
             kept.append(f)
+        elif isinstance(parsed, (BaseFileName, LogFileName)) and timeline.completed_or_archived(parsed.instant_time) and (
+                isinstance(parsed, BaseFileName) or table.config.version >= 8 or v6_logs_of_archived_bases):
+            kept.append(f)  # written by an archived commit
         elif isinstance(parsed, LogFileName) and f.name in table.timeline.written_file_names():
             # v6: a log written while its group awaits compaction is named after
             # the pending compaction; the commit that wrote it says it counts.

@@ -25,6 +25,7 @@ BUNDLE = Path.home() / ".m2" / "repository" / "org" / "apache" / "hudi" / "hudi-
     f"hudi-spark3.5-bundle_2.12-{HUDI_VERSION}.jar"
 PYTHON = CACHE / "hudi-spark" / "venv" / "bin" / "python"
 WRITER = Path(__file__).resolve().parent / "write_tables.py"
+RECIPES = Path(__file__).resolve().parent / "recipes.py"
 
 ORACLE_VERSION = 5  # bump when write_tables.py records more, so cached tables are written again
 PREDICATES = ["id = 1", "id IN (2, 5)", "v >= 50", "v < 20 OR id = 6", "region = 'us'", "name = 'n3' AND v > 10",
@@ -50,8 +51,9 @@ class Shape:
 
     @property
     def key(self) -> str:
-        spec = json.dumps({**{k: v for k, v in asdict(self).items() if not k.startswith("hudi_")}, "oracle": ORACLE_VERSION},
-                          sort_keys=True)
+        recipes = hashlib.sha256(RECIPES.read_bytes()).hexdigest() if self.recipe else ""  # a recipe's shape changes with its code
+        spec = json.dumps({**{k: v for k, v in asdict(self).items() if not k.startswith("hudi_")}, "oracle": ORACLE_VERSION,
+                           "recipes": recipes}, sort_keys=True)
         return f"{self.name}-{hashlib.sha256(spec.encode()).hexdigest()[:10]}"
 
 

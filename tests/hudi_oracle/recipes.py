@@ -157,6 +157,8 @@ def archived(spark, shape):
     live, commits = {}, []
     for commit in range(16):
         rows = [{"id": commit * 2 + k, "region": ("us", "eu")[k], "v": commit, "seq": commit} for k in range(2)]
+        if commit == 0:  # a partition only the first commit writes: its file stays current after that commit is archived
+            rows += [{"id": 100 + k, "region": "in", "v": 0, "seq": 0} for k in range(2)]
         if commit % 3 == 2:  # an update of an early row now and then
             rows.append({"id": commit % 5, "region": ("us", "eu")[commit % 5 % 2], "v": 100 + commit, "seq": commit})
         _save(spark, shape, rows, schema, "upsert", **more)
