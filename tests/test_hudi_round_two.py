@@ -199,3 +199,21 @@ def test_a_rollback_hudi_recorded_with_paths_lists_storage_with_a_warning(writte
     assert {s.file_id for s in pulled.files} <= {s.file_id for s in HudiTable.open(str(path)).file_slices()}
     _cell(BY_NAME["mor_v6_rolled_back"], "reads", "storage listed for the damaged records, with a warning; strict refuses; "
                                                   f"validate names {len(report.damaged_records)} record(s)")
+
+
+def test_the_change_feed_across_a_compaction_equals_hudis_cdc(written: dict[str, tuple[Path, dict[str, Any]]]) -> None:
+    path, oracle = written["mor_v8_cdc_across_compaction"]
+    table = HudiTable.open(str(path))
+    assert any(i.planned_action is not None for i in table.timeline.commits())  # a compaction completed in range
+    feed = changes(table, oracle["begin"])
+    ours = sorted((op, json.loads(after or before)["id"]) for op, before, after in
+                  zip(feed.column("op").to_pylist(), feed.column("before").to_pylist(), feed.column("after").to_pylist()))
+    assert ours == sorted((op, i) for op, i, _, _ in oracle["cdc"])
+    _cell(BY_NAME["mor_v8_cdc_across_compaction"], "CDC", f"equal to Hudi's across a compaction ({len(ours)} changes)")
+
+
+def test_z_ordered_small_files_prune_as_hudi_does(written: dict[str, tuple[Path, dict[str, Any]]]) -> None:
+    path, oracle = written["cow_v8_z_ordered"]
+    assert len(HudiTable.open(str(path)).file_slices()) >= 50  # Hudi's clustering wrote many small files
+    assert len(plan(str(path), "x = 55").files) <= 2 and not plan(str(path), "x < 10 AND y > 90").files
+    _cell(BY_NAME["cow_v8_z_ordered"], "pruning", "z-ordered small files prune to one or two per point predicate")

@@ -125,6 +125,10 @@ ROUND_TWO = [
           ("key LIKE 'k01%'", "key = 'k042'", "key IN ('k001', 'k079')", "key > 'k070'", "v = 3"), recipe="record_index_strings"),
     Shape("cow_v8_evolved_past_int", "COPY_ON_WRITE", 8, "simple", True, (),
           ("n > 2147483647", "n = 2147483640", "n < 0", "n >= 2147483660"), recipe="evolved_past_int"),
+    Shape("cow_v8_z_ordered", "COPY_ON_WRITE", 8, "nonpartitioned", True, (),
+          ("x < 10 AND y > 90", "x = 55", "y BETWEEN 20 AND 25", "x < 5 OR y < 5"), recipe="z_ordered"),
+    Shape("mor_v8_cdc_across_compaction", "MERGE_ON_READ", 8, "simple", True, (), ("id = 1", "v < 5"), cdc_mode="DATA_BEFORE_AFTER",
+          recipe="cdc_across_compaction"),
 ]
 
 

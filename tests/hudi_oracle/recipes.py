@@ -262,5 +262,43 @@ def evolved_past_int(spark, shape):
     return [live[i] for i in sorted(live)], wide, {}
 
 
+def z_ordered(spark, shape):
+    """400 rows clustered by Hudi's z-order on (x, y) into many small files: data skipping at its best."""
+    schema = StructType([StructField("id", IntegerType(), False), StructField("x", IntegerType()), StructField("y", IntegerType()),
+                         StructField("seq", LongType())])
+    rows = [{"id": i, "x": (i * 37) % 100, "y": (i * 53) % 100, "seq": 1} for i in range(400)]
+    more = {"hoodie.datasource.write.partitionpath.field": "", "hoodie.datasource.write.keygenerator.class":
+            "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+            "hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "1",
+            "hoodie.layout.optimize.strategy": "z-order", "hoodie.clustering.plan.strategy.sort.columns": "x,y",
+            "hoodie.clustering.plan.strategy.target.file.max.bytes": "4096", "hoodie.clustering.plan.strategy.small.file.limit": "1073741824",
+            "hoodie.parquet.max.file.size": "4096", "hoodie.parquet.block.size": "4096", "hoodie.copyonwrite.record.size.estimate": "400"}
+    _save(spark, shape, rows, schema, "insert", **more)
+    return rows, schema, {}
+
+
+def cdc_across_compaction(spark, shape):
+    """MERGE_ON_READ with CDC (DATA_BEFORE_AFTER): upserts, an inline compaction, more upserts and a delete."""
+    schema = StructType([StructField("id", IntegerType(), False), StructField("region", StringType()), StructField("v", IntegerType()),
+                         StructField("seq", LongType())])
+    more = {"hoodie.datasource.write.partitionpath.field": "region",
+            "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
+            "hoodie.datasource.write.hive_style_partitioning": "true",
+            "hoodie.table.cdc.enabled": "true", "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE_AFTER"}
+    live = {}
+    for seq, (ids, operation, extra) in enumerate((
+            (range(10), "upsert", {}), ([1, 2, 3], "upsert", {}),
+            ([4, 5], "upsert", {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "1"}),
+            ([1, 6], "upsert", {}), ([2], "delete", {})), start=1):
+        rows = [{"id": i, "region": ("us", "eu")[i % 2], "v": (i * 7 + seq) % 20, "seq": seq} for i in ids]
+        _save(spark, shape, rows, schema, operation, **more, **extra)
+        for r in rows:
+            if operation == "delete":
+                live.pop(r["id"], None)
+            else:
+                live[r["id"]] = r
+    return [live[i] for i in sorted(live)], schema, {}
+
+
 RECIPES = {f.__name__: f for f in (default_partitions, wide_typed, bucket_pending_compaction, archived, rolled_back, timestamp_days,
-                                   record_index_strings, evolved_past_int)}
+                                   record_index_strings, evolved_past_int, z_ordered, cdc_across_compaction)}
