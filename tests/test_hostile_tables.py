@@ -157,3 +157,17 @@ def test_deep_documents_and_deep_predicates_fail_in_one_line_naming_the_input() 
     with pytest.raises(SqlSyntaxError, match="at most 32 arithmetic operators"):
         parse_sql("fare" + " + 1" * 50 + " > 3")
     assert parse_sql("x IN (" + ", ".join(f"-{i}" for i in range(500)) + ")") is not None  # a long list is not deep
+
+
+@pytest.mark.parametrize("planted", ["text", "fifo"])
+def test_a_planted_lock_file_is_never_shown_or_read_unbounded(tmp_path: Path, planted: str) -> None:
+    """Our lock file holding someone's secret, or a FIFO that never ends, where hudi-bridge keeps its lock."""
+    table = tmp_path / "t"
+    build_sample_table(str(table))
+    lock = table / ".hoodie" / ".hudi-bridge-index.lock"
+    if planted == "fifo":
+        os.mkfifo(lock)
+    else:
+        lock.write_text(f"{os.getpid()} aws_secret_access_key=SEKRIT\n")
+    result = CliRunner().invoke(main, ["index", "sync", str(table)])
+    assert "SEKRIT" not in result.output and "Traceback" not in result.output, result.output

@@ -20,6 +20,7 @@ import logging
 import os
 import posixpath
 import socket
+import stat
 import time
 import uuid
 from enum import Enum
@@ -242,8 +243,10 @@ def read_lock_file(path: str) -> str:
     """A local lock file's text, never through a link and at most 64 KiB:
     whoever can write a table can point its lock at anything. Raises
     FileNotFoundError when it is gone, OSError (ELOOP) for a link."""
-    fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+    fd = os.open(path, os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0))  # a FIFO planted there does not block the open
     with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # a device or FIFO: /dev/zero never ends
+            raise OSError(f"{path} is not a regular file")
         return handle.read(MAX_LOCK_FILE_BYTES).decode("utf-8", "replace").strip()
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import time
 from types import TracebackType
@@ -32,6 +33,9 @@ LOCK_PATH = ".hoodie/.hudi-bridge-index.lock"
 TAKEOVER_SUFFIX = ".takeover"
 PENDING = "pending "
 log = logging.getLogger(__name__)
+
+
+_HOLDER = re.compile(r"\d{1,10}@[A-Za-z0-9._-]{1,253}( since [0-9T:-]{1,32})?")
 
 
 class WriterLock:
@@ -48,7 +52,7 @@ class WriterLock:
         """A lock file's text ("" when absent), never through a link and never more than 64 KiB."""
         if not self.local:
             try:
-                return self.storage.read_bytes(LOCK_PATH)[:MAX_LOCK_FILE_BYTES].decode("utf-8", "replace").strip()
+                return self.storage.read_bytes(LOCK_PATH, max_bytes=MAX_LOCK_FILE_BYTES).decode("utf-8", "replace").strip()
             except FileNotFoundError:
                 return ""
         try:
@@ -56,7 +60,7 @@ class WriterLock:
         except FileNotFoundError:
             return ""
         except OSError as exc:  # a link (ELOOP) or something that is not a lock file
-            raise IndexLocked(f"{path or self.path}: not a lock file hudi-bridge wrote ({exc.strerror}); remove it if no writer runs") from None
+            raise IndexLocked(f"{path or self.path}: not a lock file hudi-bridge wrote ({exc.strerror or exc}); remove it if no writer runs") from None
 
     def _holder(self) -> str:
         return self._read().split("\n", 1)[0].strip()
@@ -119,8 +123,11 @@ class WriterLock:
             os.unlink(takeover)
 
     def _refuse(self) -> None:
+        # Only a holder as we write it (`pid@host since time`) is shown: whoever can write the table can fill the
+        # lock file with whatever it wants printed (someone's credentials, a terminal escape).
         holder = self._holder()
-        raise IndexLocked(f"{self.path}: another index writer holds this table ({holder or 'holder unknown'})")
+        shown = holder if _HOLDER.fullmatch(holder) else "a lock file not written by hudi-bridge" if holder else "holder unknown"
+        raise IndexLocked(f"{self.path}: another index writer holds this table ({shown})")
 
     def release(self) -> None:
         if self._held:
