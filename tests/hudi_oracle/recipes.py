@@ -86,7 +86,7 @@ def _nan(i):
 
 
 def wide_typed(spark, shape):
-    """One small file per insert: NaN (first, after, alone), NULL, binary, a struct, long strings, microsecond
+    """One small file per case: NaN (first, after, alone), NULL, binary, a struct, long strings, microsecond
     timestamps, an all-null boolean file, decimals and dates; column_stats on a subset of the columns."""
     schema = StructType([
         StructField("id", IntegerType(), False), StructField("region", StringType()), StructField("dbl", DoubleType()),
@@ -95,23 +95,21 @@ def wide_typed(spark, shape):
         StructField("name", StringType()), StructField("dec", DecimalType(10, 2)), StructField("d", DateType()),
         StructField("seq", LongType())])
     live = []
-    for commit in range(8):
+    for commit in range(8):  # one partition per case, each its own file, in one insert
         values = _nan(commit)
-        rows = []
         for j, value in enumerate(values):
             i = commit * 10 + j
-            rows.append({"id": i, "region": ("us", "eu")[commit % 2], "dbl": value, "flt": None if value is None else float(value),
+            live.append({"id": i, "region": f"r{commit}", "dbl": value, "flt": None if value is None else float(value),
                          "b": None if commit == 3 else (i % 2 == 0),
                          "t": datetime(2024, 1, 1, 6, 42, 54, 666678 + j, tzinfo=timezone.utc) if commit % 3 else None,
                          "bin": bytes([1, commit, j]), "st": {"a": i, "s": f"s{i}"},
                          "name": ("xa" if j == 0 else "xb") + "z" * (300 if commit == 5 else 3) + str(i),
                          "dec": Decimal(f"{i}.25"), "d": date(2024, 1, 1 + commit), "seq": 1})
-        _save(spark, shape, rows, schema, "insert", **{
-            "hoodie.datasource.write.partitionpath.field": "region",
-            "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
-            "hoodie.datasource.write.hive_style_partitioning": "true",
-            "hoodie.metadata.index.column.stats.column.list": "id,dbl,flt,b,t,bin,name,dec,d"})
-        live += rows
+    _save(spark, shape, live, schema, "insert", **{
+        "hoodie.datasource.write.partitionpath.field": "region",
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.metadata.index.column.stats.column.list": "id,dbl,flt,b,t,bin,name,dec,d"})
     return live, schema, {}
 
 
