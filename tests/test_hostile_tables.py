@@ -171,3 +171,57 @@ def test_a_planted_lock_file_is_never_shown_or_read_unbounded(tmp_path: Path, pl
         lock.write_text(f"{os.getpid()} aws_secret_access_key=SEKRIT\n")
     result = CliRunner().invoke(main, ["index", "sync", str(table)])
     assert "SEKRIT" not in result.output and "Traceback" not in result.output, result.output
+
+
+# The matrix: each trap under each command. A command either answers (exit 0 or 1) or refuses in one line, never
+# with a traceback, and nothing outside the table changes.
+def _linked_metadata(table: Path, outside: Path) -> None:
+    import shutil
+
+    shutil.move(str(table / ".hoodie" / "metadata"), str(outside / "metadata"))
+    os.symlink(outside / "metadata", table / ".hoodie" / "metadata")
+
+
+def _linked_partition(table: Path, outside: Path) -> None:
+    partition = next(p for p in sorted(table.iterdir()) if p.is_dir() and not p.name.startswith("."))
+    partition.rename(outside / "partition")
+    os.symlink(outside / "partition", partition)
+
+
+def _linked_properties(table: Path, outside: Path) -> None:
+    (outside / "credentials").write_text("aws_secret_access_key=SEKRIT\n")
+    (table / ".hoodie" / "hoodie.properties").unlink()
+    os.symlink(outside / "credentials", table / ".hoodie" / "hoodie.properties")
+
+
+def _linked_instant(table: Path, outside: Path) -> None:
+    timeline = table / ".hoodie" / "timeline"
+    newest = sorted(p for p in timeline.iterdir() if p.name.endswith(".deltacommit"))[-1]
+    newest.rename(outside / newest.name)
+    os.symlink(outside / newest.name, newest)
+
+
+TRAPS = {"linked metadata folder": _linked_metadata, "linked partition": _linked_partition,
+         "linked hoodie.properties": _linked_properties, "linked instant file": _linked_instant}
+COMMANDS = [["table", "show"], ["table", "partitions"], ["table", "files"], ["table", "validate"], ["plan", "--where", "fare > 1"],
+            ["incremental", "--begin", "0"], ["changes", "--begin", "0"], ["index", "sync"], ["index", "drop", "--partitions", "column_stats"],
+            ["index", "build"]]
+
+
+@pytest.mark.parametrize("trap", list(TRAPS))
+def test_every_command_on_every_linked_trap_refuses_in_one_line_and_touches_nothing_outside(tmp_path: Path, trap: str) -> None:
+    table = tmp_path / "t"
+    build_sample_table(str(table))
+    MetadataTableWriter(str(table)).build()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    TRAPS[trap](table, outside)
+    held = {str(p.relative_to(outside)): p.read_bytes() for p in outside.rglob("*") if p.is_file()}
+    for command in COMMANDS:
+        args = [*command[:2], str(table), *command[2:]] if command[0] in ("table", "index") else [command[0], str(table), *command[1:]]
+        result = CliRunner().invoke(main, args)
+        assert "Traceback" not in result.output and "SEKRIT" not in result.output, (trap, command, result.output)
+        if result.exit_code not in (0, 1):
+            assert "error:" in result.output and len([line for line in result.output.splitlines() if line.startswith("error:")]) == 1, \
+                (trap, command, result.output)
+        _intact(outside, held)
