@@ -93,6 +93,8 @@ def test_the_default_partition_reads_null_everywhere(written: dict[str, tuple[Pa
         assert sorted(r["id"] for r in scan(str(path), "city IS NULL", columns=["id"]).to_table().to_pylist()) == \
             oracle["truth"]["city IS NULL"]
         assert not plan(str(path), "city = ''").files, "'' is never a partition value: Hudi stores it as the default partition"
+        upsert = oracle["recipe_oracle"]["upsert_into_japan"]
+        _cell(BY_NAME[name], "Hudi's upsert into city=日本", "written" if upsert == "ok" else f"Hudi {HUDI_VERSION} fails: {upsert[:160]}")
         _cell(BY_NAME[name], "default partition", f"NULL in scan() and plans, as in Hudi's snapshot ({len(nulls.files)} slices for "
                                                   "city IS NULL)" + (f"; Hudi reads ids {hudi_wrong} as the marker string" if hudi_wrong else ""))
 

@@ -76,7 +76,20 @@ def default_partitions(spark, shape):
         "hoodie.datasource.write.hive_style_partitioning": str(shape["recipe_args"]["hive_style"]).lower(),
         "hoodie.datasource.write.partitionpath.urlencode": str(shape["recipe_args"]["url_encode"]).lower()})
     read = [{**r, "country": r["country"] or None, "city": r["city"] or None} for r in rows]
-    return read, schema, {}
+    # An upsert into the partitions whose value is not ASCII: recorded, not relied on (Hudi 1.0.2 has failed on it).
+    japan = [{**r, "v": r["v"] + 100, "seq": 2} for r in rows if r["city"] == "日本"]
+    try:
+        _save(spark, shape, japan, schema, "upsert", **{
+            "hoodie.datasource.write.partitionpath.field": "country,city",
+            "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator",
+            "hoodie.datasource.write.hive_style_partitioning": str(shape["recipe_args"]["hive_style"]).lower(),
+            "hoodie.datasource.write.partitionpath.urlencode": str(shape["recipe_args"]["url_encode"]).lower()})
+    except Exception as exc:  # the table stays as the insert left it (Hudi rolls the failed write back on its next one)
+        from write_tables import _reason
+
+        return read, schema, {"upsert_into_japan": _reason(exc)}
+    updated = {r["id"]: {**r, "country": r["country"] or None, "city": r["city"] or None} for r in japan}
+    return [updated.get(r["id"], r) for r in read], schema, {"upsert_into_japan": "ok"}
 
 
 def _nan(i):
