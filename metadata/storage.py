@@ -283,7 +283,7 @@ class Storage:
         that throttles or fails for a moment (503 SlowDown, 500, a dropped
         connection) is asked again with backoff, within the timeout."""
         path = self.full_path(relative)
-        self.refuse_links(relative)
+        self._refuse_links_to(path, relative)
         self.requests.add(_REQUEST_KIND.get(what, "OTHER"))
         return retrying(lambda: self._translated(what, relative, lambda: call(path)))
 
@@ -294,11 +294,15 @@ class Storage:
         linked `.hoodie/metadata` made `index drop` delete another folder).
         The base itself may be a link: the user named it. Folders found plain
         are remembered; object stores have no links."""
+        if self._local and relative:
+            self._refuse_links_to(self.full_path(relative), relative)
+
+    def _refuse_links_to(self, path: str, relative: str) -> None:
+        """`refuse_links` of `relative`, whose full path is `path`."""
         if not self._local or not relative:
             return
         current = self._link_root
-        below = self.full_path(relative)[len(self._link_root):].strip("/")
-        for part in below.split("/"):
+        for part in path[len(self._link_root):].strip("/").split("/"):
             current = posixpath.join(current, part)
             if current in self._plain_folders:
                 continue

@@ -8,7 +8,7 @@ from expressions import may_match
 from listers.index_support.base import PartitionIndexSupport, PlanContext
 from metadata import MetadataTableUnavailable
 from metadata.mdt.file_groups import MdtPartition
-from metadata.stats_table import NULL_COUNT_SUFFIX, PARTITION, max_field, min_field
+from metadata.stats_table import NULL_COUNT_SUFFIX, PARTITION, max_field, min_field, stats_columns
 
 
 class PartitionStats(PartitionIndexSupport):
@@ -44,8 +44,7 @@ class PartitionStats(PartitionIndexSupport):
 def _without_float_bounds(stats: pa.Table) -> tuple[pa.Table, list[str]]:
     """Float and double bounds left out: Hudi rolls up its files' column ranges, and a file whose footer lost its
     bounds to a NaN counts as [0.0, 0.0] there (see expressions.eval_stats), which no longer shows in the sum."""
-    floats = [c[: -len(min_field(""))] for c in stats.column_names
-              if c.endswith(min_field("")) and pa.types.is_floating(stats.schema.field(c).type)]
+    floats = [f.name for f in stats_columns(stats) if pa.types.is_floating(f.type)]
     for column in [bound(f) for f in floats for bound in (min_field, max_field)]:
         index = stats.schema.get_field_index(column)
         stats = stats.set_column(index, stats.schema.field(index), pa.nulls(stats.num_rows, stats.schema.field(index).type))
