@@ -61,7 +61,7 @@ def _row_filter(table: HudiTable, instants: list[Instant], commits: list[Instant
     spans the instants' requested times, less those of `commits` inside it that completed outside it (a
     writer that overlapped another)."""
     if not table.timeline.uses_completion_time:  # right whatever instants are at hand (a full scan past an unreadable archive)
-        last = end or (instants[-1].requested_time if instants else None)
+        last = instants[-1].requested_time if instants else end  # the last kept: max_commits may stop before `end`
         return f"_hoodie_commit_time > '{begin}'" + (f" AND _hoodie_commit_time <= '{last}'" if last else "")
     if not instants:
         return "FALSE"

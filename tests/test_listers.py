@@ -306,3 +306,15 @@ def test_200_threads_200_partitions_one_metadata_table_open(tmp_path: Path) -> N
     props = [p for p in handler.opened if p.endswith(".hoodie/metadata/.hoodie/hoodie.properties")]
     assert len(props) == 1
     assert handler.opened[props[0]] == 1
+
+
+def test_a_capped_v6_pull_filters_rows_up_to_its_last_instant_even_in_a_full_scan(tmp_path: Path) -> None:
+    """max_commits with an end: the row filter ends at the last instant kept, not at `end`, so a full scan (here
+    forced by an empty commit file) does not return the rows of the commits the cap left out."""
+    path = tmp_path / "t"
+    builder = TableBuilder(str(path), pa.schema([("id", pa.int64())]), version=6)
+    times = [builder.write([{"id": i}]) for i in range(3)]
+    (path / ".hoodie" / f"{times[0]}.commit").write_bytes(b"")
+    pulled = incremental(str(path), "00000000000000000", end=times[2], max_commits=1, fallback_to_full_scan=True)
+    assert pulled.full_scan and [i.requested_time for i in pulled.instants] == [times[0]]
+    assert pulled.row_filter == f"_hoodie_commit_time > '00000000000000000' AND _hoodie_commit_time <= '{times[0]}'"
