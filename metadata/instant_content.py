@@ -17,6 +17,7 @@ from typing import Any
 import fastavro
 
 from metadata.errors import HudiFormatError
+from metadata.varint import decode_zigzag_long
 
 AVRO_MAGIC = b"Obj\x01"
 # What one instant file may take, on disk and inflated: Hudi's largest commits are tens of MB; a hostile one
@@ -71,20 +72,6 @@ def encode_avro_instant(schema: dict[str, Any], record: dict[str, Any]) -> bytes
     return out.getvalue()
 
 
-def _long(data: bytes, pos: int) -> tuple[int, int]:
-    """An Avro zig-zag varint at `pos`: (value, position after it)."""
-    shift = result = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise EOFError("a varint runs past the end")
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-
-
 def _check_inflated_size(path: str, data: bytes, limit: int) -> None:
     """Refuse an Avro container whose deflate blocks inflate past `limit`
     bytes, before fastavro inflates them whole (a few MB of deflate can
@@ -92,17 +79,17 @@ def _check_inflated_size(path: str, data: bytes, limit: int) -> None:
     try:
         pos, codec = 4, b"null"
         while True:  # the header's metadata map: blocks of (key, value) pairs, a 0 count ends it
-            count, pos = _long(data, pos)
+            count, pos = decode_zigzag_long(data, pos)
             if count == 0:
                 break
             if count < 0:
                 count = -count
-                _, pos = _long(data, pos)
+                _, pos = decode_zigzag_long(data, pos)
             for _ in range(count):
-                length, pos = _long(data, pos)
+                length, pos = decode_zigzag_long(data, pos)
                 key = data[pos:pos + length]
                 pos += length
-                length, pos = _long(data, pos)
+                length, pos = decode_zigzag_long(data, pos)
                 if key == b"avro.codec":
                     codec = data[pos:pos + length]
                 pos += length
@@ -111,14 +98,14 @@ def _check_inflated_size(path: str, data: bytes, limit: int) -> None:
         pos += 16  # the sync marker
         total = 0
         while pos < len(data):
-            _, pos = _long(data, pos)
-            size, pos = _long(data, pos)
+            _, pos = decode_zigzag_long(data, pos)
+            size, pos = decode_zigzag_long(data, pos)
             inflater = zlib.decompressobj(-15)
             total += len(inflater.decompress(data[pos:pos + size], limit - total + 1))
             if total > limit:
                 raise HudiFormatError(path, f"Avro instant file inflates past {limit} bytes (HUDI_BRIDGE_MAX_INSTANT_BYTES); not read")
             pos += size + 16
-    except (EOFError, zlib.error):
+    except (ValueError, zlib.error):
         return  # damaged: fastavro's read names it
 
 

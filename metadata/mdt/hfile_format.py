@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import google_crc32c
 
 from metadata.mdt import native
+from metadata.varint import decode_varint
 
 TRAILER_SIZE = 4096
 TRAILER_MAGIC = b'TRABLK"$'
@@ -169,21 +170,6 @@ def encode_varint(value: int) -> bytes:
         else:
             out.append(byte)
             return bytes(out)
-
-
-def decode_varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(data):
-            raise ValueError("varint runs past the end of its buffer")
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint longer than 10 bytes")
 
 
 def encode_proto_varint(number: int, value: int) -> bytes:
