@@ -42,6 +42,11 @@ class HudiFormatError(HudiError):
         super().__init__(f"{where}: {problem}")
 
 
+class OversizedFile(HudiFormatError):
+    """A file longer than any Hudi writes of its kind (a hostile table's): refused unread, and not retried,
+    since no writer at work makes it so."""
+
+
 class StorageError(HudiError, OSError):
     """Storage refused or failed a call (permission, connection, timeout);
     the message names the path. Still an OSError for callers that expect one."""

@@ -20,6 +20,7 @@ from metadata.avro_schema import avro_to_arrow_schema, with_meta_fields
 from metadata.errors import HudiFormatError
 from metadata.file_group import FileSlice
 from metadata.partition_path import parse_partition_values
+from metadata.secrets import redact
 from metadata.storage_options import hudi_rs_options
 from metadata.table import HudiTable
 from metadata.table_config import TableConfig
@@ -32,7 +33,11 @@ def file_group_reader(base_uri: str, storage_options: Mapping[str, str], latest_
     HudiFileGroupReader reads the base file's columns only). Cached per table
     state (`latest_instant`)."""
     with _READERS_LOCK:  # built once: slices read on several threads would each import hudi-rs and read the timeline
-        return _table_reader(base_uri, tuple(sorted(hudi_rs_options(base_uri, storage_options).items())), latest_instant)
+        try:
+            return _table_reader(base_uri, tuple(sorted(hudi_rs_options(base_uri, storage_options).items())), latest_instant)
+        except Exception as exc:  # hudi-rs raises its own error types (a schema it cannot parse): one line, not a traceback
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise HudiFormatError(redact(base_uri), f"hudi-rs cannot open the table to merge log files: {redact(reason)}") from None
 
 
 _READERS_LOCK = threading.Lock()
@@ -51,6 +56,9 @@ def merged_rows(table: HudiTable, piece: FileSlice, columns: Sequence[str] | Non
     file lacks is left out, for `conform` to add)."""
     if piece.log_files:
         latest = table.timeline.latest_completed()
+        for name in (piece.base_file, *piece.log_files):  # hudi-rs reads them itself: our link check first
+            if name:
+                table.storage.refuse_links(name)
         reader = file_group_reader(table.base_uri, table.storage.storage_options, latest.requested_time if latest else "")
         try:
             rows = pa.Table.from_batches([reader.read_file_slice_from_paths(piece.base_file or "", list(piece.log_files))])

@@ -26,7 +26,14 @@ from urllib.parse import unquote
 
 import pyarrow.fs as pafs
 
-from metadata.errors import HudiError, HudiFormatError, StorageError, StoredFileNotFound, TransientStorageError, UnsafePathError
+from metadata.errors import (
+    HudiError,
+    OversizedFile,
+    StorageError,
+    StoredFileNotFound,
+    TransientStorageError,
+    UnsafePathError,
+)
 from metadata.secrets import redact, user_info_refusal
 from metadata.storage_options import effective_options, object_store_filesystem
 
@@ -367,13 +374,17 @@ class Storage:
     # Reading -------------------------------------------------------------
     def read_bytes(self, relative: str, max_bytes: int | None = None) -> bytes:
         """The file's bytes; with `max_bytes`, a longer file is refused (a hostile table's bounded read)."""
-        def read(path: str) -> bytes:
-            with self.filesystem.open_input_stream(path) as stream:
-                return bytes(stream.read() if max_bytes is None else stream.read(max_bytes + 1))
+        def read(path: str) -> bytes | None:
+            if max_bytes is None:
+                with self.filesystem.open_input_stream(path) as stream:
+                    return bytes(stream.read())
+            with self.filesystem.open_input_file(path) as file:  # its size first: a longer file is never read
+                data = None if file.size() > max_bytes else bytes(file.read(max_bytes + 1))
+                return None if data is None or len(data) > max_bytes else data
 
         data = self._call("read", relative, read)
-        if max_bytes is not None and len(data) > max_bytes:
-            raise HudiFormatError(self.full_path(relative), f"is larger than the {max_bytes} bytes this file may take; not read")
+        if data is None:
+            raise OversizedFile(self.full_path(relative), f"is larger than the {max_bytes} bytes this file may take; not read")
         if self.is_object_store:
             self.requests.add("HEAD")  # pyarrow asks for the object's size before it reads
         self.requests.add_bytes(len(data))

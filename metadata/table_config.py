@@ -9,7 +9,7 @@ import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from metadata.errors import HudiFormatError, HudiTableNotFound, PropertiesMissing, UnsupportedTableError
+from metadata.errors import HudiFormatError, HudiTableNotFound, OversizedFile, PropertiesMissing, UnsupportedTableError
 from metadata.key_generator import KeyGenerator
 from metadata.storage import Storage
 from metadata.text_enum import TextEnum
@@ -201,6 +201,8 @@ class TableConfig:
         for pause in (*READ_RETRY_PAUSES, None):
             try:
                 return cls._load_once(storage)
+            except OversizedFile:
+                raise  # no writer at work makes it so: waiting will not mend it
             except HudiFormatError:
                 if pause is None:
                     raise
@@ -317,8 +319,6 @@ def _read_properties(storage: Storage, relative: str) -> tuple[dict[str, str] | 
         data = storage.read_bytes(relative, max_bytes=MAX_PROPERTIES_BYTES)
     except FileNotFoundError:
         return None, None
-    except HudiFormatError as exc:  # longer than any hoodie.properties: damage, as a wrong checksum is
-        return None, exc
     except OSError as exc:  # StorageError: the message names the file
         if isinstance(exc.__cause__, NotADirectoryError) or "Not a directory" in str(exc):
             raise HudiTableNotFound(f"{storage.uri} is a file, not a Hudi table folder") from exc

@@ -1,87 +1,23 @@
 """Tables whose writer is hostile (issue 64): what such a table can make
-hudi-bridge read, write or delete. Each case plants its trap, runs the
-command, and checks a canary outside the table is intact and the command
-answered right or refused in one line."""
+hudi-bridge read, write or delete. The suite at the end runs every command
+on every table the generator (tests/hostile) makes, memory capped, with a
+canary beside the table; the tests before it pin single bounds."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from engine_bridge.cli import main
-from metadata.mdt.write.writer import MetadataTableWriter
-from metadata.sample_tables.sample import build_sample_table
-
-
-def _canary(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
-    """A folder outside the table, shaped like a metadata table's, with what it holds."""
-    outside = tmp_path / "victim"
-    (outside / "column_stats").mkdir(parents=True)
-    (outside / "column_stats" / "keep.hfile").write_bytes(b"not yours")
-    (outside / "files").mkdir()
-    (outside / "files" / "keep.log").write_bytes(b"not yours either")
-    return outside, {str(p.relative_to(outside)): p.read_bytes() for p in outside.rglob("*") if p.is_file()}
-
-
-def _intact(outside: Path, held: dict[str, bytes]) -> None:
-    assert {str(p.relative_to(outside)): p.read_bytes() for p in outside.rglob("*") if p.is_file()} == held
-
-
-def _one_line(output: str) -> None:
-    assert "Traceback" not in output and len(output.strip().splitlines()) == 1, output
-
-
-def test_index_drop_never_deletes_through_a_linked_metadata_folder(tmp_path: Path) -> None:
-    table = tmp_path / "t"
-    build_sample_table(str(table))
-    outside, held = _canary(tmp_path)
-    metadata = table / ".hoodie" / "metadata"
-    if metadata.exists():
-        import shutil
-
-        shutil.rmtree(metadata)
-    os.symlink(outside, metadata)
-    result = CliRunner().invoke(main, ["index", "drop", str(table), "--partitions", "column_stats"])
-    assert result.exit_code != 0
-    _one_line(result.output)
-    assert "symbolic link" in result.output
-    _intact(outside, held)
-
-
-def test_a_pending_instants_rollback_never_deletes_through_a_link(tmp_path: Path) -> None:
-    """`.hoodie/metadata/evil` linked into another folder, holding a file named for a pending metadata instant."""
-    table = tmp_path / "t"
-    build_sample_table(str(table))
-    MetadataTableWriter(str(table)).build()
-    outside, held = _canary(tmp_path)
-    timeline = table / ".hoodie" / "metadata" / ".hoodie" / "timeline"
-    timeline = timeline if timeline.is_dir() else timeline.parent
-    ts = "20991231235959999"
-    (outside / "files" / f".files-0000-0_{ts}.log.1_0-1-1").write_bytes(b"a victim's log")
-    held = {**held, f"files/.files-0000-0_{ts}.log.1_0-1-1": b"a victim's log"}
-    (timeline / f"{ts}.deltacommit.requested").write_bytes(b"")
-    os.symlink(outside / "files", table / ".hoodie" / "metadata" / "evil")
-    result = CliRunner().invoke(main, ["index", "sync", str(table)])
-    _intact(outside, held)
-    assert "Traceback" not in result.output
-
-
-def test_a_partition_linked_outside_is_refused_not_indexed(tmp_path: Path) -> None:
-    table = tmp_path / "t"
-    build_sample_table(str(table), table_type="COPY_ON_WRITE")
-    partition = next(p for p in table.iterdir() if p.is_dir() and not p.name.startswith("."))
-    outside = tmp_path / "elsewhere"
-    partition.rename(outside)
-    os.symlink(outside, partition)
-    for command in (["plan", str(table), "--where", "fare > 1", "--no-metadata"], ["index", "build", str(table)]):
-        result = CliRunner().invoke(main, command)
-        assert result.exit_code != 0, (command, result.output)
-        _one_line(result.output)
-        assert "symbolic link" in result.output
-    assert not (table / ".hoodie" / "metadata" / "column_stats").exists()
+from tests.hostile import COMMANDS, TRAPS, base_table, canary
+from tests.hostile.traps import held
 
 
 def test_an_avro_instant_that_inflates_past_its_cap_is_refused_before_it_is_inflated() -> None:
@@ -110,18 +46,6 @@ def test_a_gzip_block_is_inflated_at_most_to_its_limit() -> None:
     bomb = gzip.compress(b"\0" * 50_000_000) + gzip.compress(b"x")  # two members: the fallback path
     assert len(gunzip_at_most(bomb, 1001)) == 1001
     assert gunzip_at_most(gzip.compress(b"ab") + gzip.compress(b"cd"), 100) == b"abcd"
-
-
-def test_an_instant_file_larger_than_its_cap_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import metadata.timeline as timeline_module
-
-    table = tmp_path / "t"
-    build_sample_table(str(table), table_type="COPY_ON_WRITE")
-    monkeypatch.setattr(timeline_module, "MAX_INSTANT_BYTES", 64)
-    result = CliRunner().invoke(main, ["incremental", str(table), "--begin", "0"])
-    assert result.exit_code != 0
-    _one_line(result.output)
-    assert "larger than the 64 bytes" in result.output
 
 
 def test_names_with_markup_and_escape_sequences_print_as_they_are_never_as_styles(tmp_path: Path) -> None:
@@ -159,69 +83,69 @@ def test_deep_documents_and_deep_predicates_fail_in_one_line_naming_the_input() 
     assert parse_sql("x IN (" + ", ".join(f"-{i}" for i in range(500)) + ")") is not None  # a long list is not deep
 
 
-@pytest.mark.parametrize("planted", ["text", "fifo"])
-def test_a_planted_lock_file_is_never_shown_or_read_unbounded(tmp_path: Path, planted: str) -> None:
-    """Our lock file holding someone's secret, or a FIFO that never ends, where hudi-bridge keeps its lock."""
-    table = tmp_path / "t"
-    build_sample_table(str(table))
-    lock = table / ".hoodie" / ".hudi-bridge-index.lock"
-    if planted == "fifo":
-        os.mkfifo(lock)
-    else:
-        lock.write_text(f"{os.getpid()} aws_secret_access_key=SEKRIT\n")
-    result = CliRunner().invoke(main, ["index", "sync", str(table)])
-    assert "SEKRIT" not in result.output and "Traceback" not in result.output, result.output
+# The suite: every command on every hostile table the generator makes (tests/hostile), each table in a process of
+# its own with memory capped. A command answers (exit 0 or 1) or refuses in one `error:` line, never with a
+# traceback or a MemoryError, never showing a secret; what a trap promises besides is in its `says`; and the
+# canary beside the table is intact after all of them.
+CAP_MIB = 1024
+BOMB_MIB = {"quick": 1100, "slow": 8000}  # what a bomb inflates to: past the cap, so an unbounded read fails
 
 
-# The matrix: each trap under each command. A command either answers (exit 0 or 1) or refuses in one line, never
-# with a traceback, and nothing outside the table changes.
-def _linked_metadata(table: Path, outside: Path) -> None:
-    import shutil
-
-    shutil.move(str(table / ".hoodie" / "metadata"), str(outside / "metadata"))
-    os.symlink(outside / "metadata", table / ".hoodie" / "metadata")
+@pytest.fixture(scope="session")
+def hostile_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return base_table(tmp_path_factory.mktemp("hostile") / "t")
 
 
-def _linked_partition(table: Path, outside: Path) -> None:
-    partition = next(p for p in sorted(table.iterdir()) if p.is_dir() and not p.name.startswith("."))
-    partition.rename(outside / "partition")
-    os.symlink(outside / "partition", partition)
-
-
-def _linked_properties(table: Path, outside: Path) -> None:
-    (outside / "credentials").write_text("aws_secret_access_key=SEKRIT\n")
-    (table / ".hoodie" / "hoodie.properties").unlink()
-    os.symlink(outside / "credentials", table / ".hoodie" / "hoodie.properties")
-
-
-def _linked_instant(table: Path, outside: Path) -> None:
-    timeline = table / ".hoodie" / "timeline"
-    newest = sorted(p for p in timeline.iterdir() if p.name.endswith(".deltacommit"))[-1]
-    newest.rename(outside / newest.name)
-    os.symlink(outside / newest.name, newest)
-
-
-TRAPS = {"linked metadata folder": _linked_metadata, "linked partition": _linked_partition,
-         "linked hoodie.properties": _linked_properties, "linked instant file": _linked_instant}
-COMMANDS = [["table", "show"], ["table", "partitions"], ["table", "files"], ["table", "validate"], ["plan", "--where", "fare > 1"],
-            ["incremental", "--begin", "0"], ["changes", "--begin", "0"], ["index", "sync"], ["index", "drop", "--partitions", "column_stats"],
-            ["index", "build"]]
-
-
-@pytest.mark.parametrize("trap", list(TRAPS))
-def test_every_command_on_every_linked_trap_refuses_in_one_line_and_touches_nothing_outside(tmp_path: Path, trap: str) -> None:
-    table = tmp_path / "t"
-    build_sample_table(str(table))
-    MetadataTableWriter(str(table)).build()
-    outside = tmp_path / "outside"
+def _run_on_hostile(name: str, base: Path, tmp_path: Path, bomb_mib: int) -> None:
+    table, outside = tmp_path / "t", tmp_path / "outside"
+    shutil.copytree(base, table, symlinks=True)
     outside.mkdir()
-    TRAPS[trap](table, outside)
-    held = {str(p.relative_to(outside)): p.read_bytes() for p in outside.rglob("*") if p.is_file()}
-    for command in COMMANDS:
-        args = [*command[:2], str(table), *command[2:]] if command[0] in ("table", "index") else [command[0], str(table), *command[1:]]
-        result = CliRunner().invoke(main, args)
-        assert "Traceback" not in result.output and "SEKRIT" not in result.output, (trap, command, result.output)
-        if result.exit_code not in (0, 1):
-            assert "error:" in result.output and len([line for line in result.output.splitlines() if line.startswith("error:")]) == 1, \
-                (trap, command, result.output)
-        _intact(outside, held)
+    before = canary(outside)
+    TRAPS[name].plant(table, outside, bomb_mib)
+    planted = held(outside)  # a trap may add its own victims
+    assert planted.items() >= before.items()
+    run = subprocess.run([sys.executable, "-m", "tests.hostile.run", str(table), str(CAP_MIB)], capture_output=True, text=True,
+                         cwd=Path(__file__).parent.parent, timeout=600, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = {r["command"]: r for r in map(json.loads, run.stdout.splitlines())}
+    assert list(results) == list(COMMANDS), run.stderr[-3000:]
+    for command, result in results.items():
+        output, where = result["output"], (name, command, result["output"][-2000:])
+        assert "Traceback" not in output and "uncaught" not in output and "MemoryError" not in output, where
+        assert "SEKRIT" not in output and "\x1b" not in output and "\x07" not in output, where
+        if result["exit_code"] not in (0, 1):
+            assert [line.startswith("error:") for line in output.strip().splitlines()].count(True) == 1, where
+        if command in TRAPS[name].says:
+            assert TRAPS[name].says[command] in output, where
+    assert held(outside) == planted, name
+
+
+@pytest.mark.parametrize("name", list(TRAPS))
+def test_every_command_on_a_hostile_table_answers_or_refuses_in_one_line_and_touches_nothing_outside(
+        name: str, hostile_base: Path, tmp_path: Path) -> None:
+    _run_on_hostile(name, hostile_base, tmp_path, BOMB_MIB["quick"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in TRAPS if "bomb" in n])
+def test_larger_bombs_stay_bounded(name: str, hostile_base: Path, tmp_path: Path) -> None:
+    _run_on_hostile(name, hostile_base, tmp_path, BOMB_MIB["slow"])
+
+
+def test_names_from_a_table_reach_engine_sql_as_literals_never_as_sql(tmp_path: Path) -> None:
+    """The Trino/Presto rewrite puts partition values and file paths from the table into SQL: as quoted literals."""
+    import pyarrow as pa
+    import sqlglot
+
+    from engine_bridge.trino import candidate_query
+    from metadata.sample_tables.builder import TableBuilder
+
+    hostile = "a') OR 1=1 --"
+    table = str(tmp_path / "t")
+    TableBuilder(table, pa.schema([("id", pa.int64()), ("city", pa.string())]), partition_fields=["city"]).write(
+        [{"id": 1, "city": hostile}, {"id": 2, "city": "b"}])
+    query = candidate_query("SELECT * FROM hudi.s.t WHERE id > 0", table)
+    [parsed] = sqlglot.parse(query.sql, read="trino")
+    values = {literal.this for literal in parsed.find_all(sqlglot.exp.Literal) if literal.is_string}
+    assert hostile in values  # the value, whole, as one string literal
+    assert not [eq for eq in parsed.find_all(sqlglot.exp.EQ) if eq.sql() == "1 = 1"]  # nothing of it became SQL

@@ -48,7 +48,9 @@ class _SafeConsole(Console):
         super().print(*(terminal_safe(o) if isinstance(o, str) else o for o in objects), **kwargs)
 
 
-console = _SafeConsole(soft_wrap=True)  # a long line is the terminal's to wrap: paths are never broken by us
+# A long line is the terminal's to wrap: paths are never broken by us. No highlighting: rich's highlighter runs
+# regexes over every printed string, which a 100,000-character name from a hostile table makes take minutes.
+console = _SafeConsole(soft_wrap=True, highlight=False)
 OWN_PACKAGES = frozenset({"metadata", "expressions", "listers", "hive_sync", "engine_bridge", "bench"})
 ERROR_EXIT = 2
 

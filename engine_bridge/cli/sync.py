@@ -80,7 +80,7 @@ def run_sync(t: HudiTable, options: SyncOptions, mode: SyncMode, metastore_uri: 
         if not show_progress:
             return sync(t, client, options, dry_run=dry_run)
         progress = stack.enter_context(
-            Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=Console(stderr=True), transient=True)
+            Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=Console(stderr=True, highlight=False), transient=True)
         )
         task = progress.add_task("syncing", total=None)
 

@@ -202,6 +202,9 @@ typedef struct {
     Py_ssize_t cell_count;
 } PlainBlock;
 
+/* A larger block is not plain: the Python reader then refuses it, or reads it under a cap the user raised. */
+#define MAX_PLAIN_PAYLOAD (256 * 1024 * 1024)
+
 /* A block's header read into `b`: 0 when the block is plain enough for inflate_blocks. */
 static int plain_header(PlainBlock *b) {
     const unsigned char *h = b->block;
@@ -211,7 +214,7 @@ static int plain_header(PlainBlock *b) {
     b->checksum_type = (int)(signed char)h[24];
     b->bytes_per_checksum = be_int32(h + 25);
     b->data_size = be_int32(h + 29);
-    if ((int64_t)BLOCK_HEADER_SIZE + on_disk_without_header != (int64_t)b->size || uncompressed < 0) return -1;
+    if ((int64_t)BLOCK_HEADER_SIZE + on_disk_without_header != (int64_t)b->size || uncompressed < 0 || uncompressed > MAX_PLAIN_PAYLOAD) return -1;
     if (b->data_size < BLOCK_HEADER_SIZE || b->data_size - BLOCK_HEADER_SIZE > on_disk_without_header) return -1;
     if (b->checksum_type != CHECKSUM_NONE_TYPE) {
         if (b->checksum_type != CHECKSUM_CRC32C_TYPE || b->bytes_per_checksum <= 0) return -1;

@@ -80,6 +80,10 @@ PREFETCH_GROUPS = 16
 # often on the Python path, which also spares a small read loading libdeflate (2 ms: a lister's first partition
 # reads one block, 11.4 ms against 13.2 ms, medians of 7 new processes).
 NATIVE_INFLATE_FROM = 2
+# A block larger than this, by its header, is refused unread: Hudi writes blocks of about 1 MiB (a single large cell
+# makes one larger), and an honest header can otherwise declare what a small block inflates to, up to 2 GiB.
+# HUDI_BRIDGE_MAX_BLOCK_BYTES raises it. The compiled reader keeps its own fixed bound (_cells.c, MAX_PLAIN_PAYLOAD).
+MAX_BLOCK_BYTES = int(os.environ.get("HUDI_BRIDGE_MAX_BLOCK_BYTES", str(256 * 1024 * 1024)))
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -280,6 +284,9 @@ class HFileReader:
         payload_size = header.on_disk_data_size_with_header - HEADER_SIZE
         if payload_size < 0 or payload_size > header.on_disk_size_without_header:
             raise HudiFormatError(self.path, f"block sizes disagree ({header})", offset=offset)
+        if header.uncompressed_size_without_header > MAX_BLOCK_BYTES:
+            raise HudiFormatError(self.path, f"block declares {header.uncompressed_size_without_header} bytes inflated, more than "
+                                  f"{MAX_BLOCK_BYTES} (HUDI_BRIDGE_MAX_BLOCK_BYTES); not inflated", offset=offset)
         return header
 
     def _payload(self, header: BlockHeader, block: bytes | memoryview, offset: int) -> bytes:
