@@ -143,6 +143,9 @@ class EmbeddedMetastore:
             "hive.async.log.enabled=false",
             f"javax.jdo.option.ConnectionURL={derby}",
             "datanucleus.schema.autoCreateAll=true",
+            # Hive 2.3 defaults to BoneCP, which PySpark's jars lack: its transaction handler then fails every
+            # dropDatabase with NoClassDefFoundError. DBCP is among them.
+            "datanucleus.connectionPoolingType=dbcp",
             "hive.metastore.schema.verification=false",
             f"hive.metastore.warehouse.dir={self.warehouse}",
         ]

@@ -178,11 +178,16 @@ def _by_key(rows: pa.Table | None) -> dict[str, Row]:
 
 
 def _cdc_logs(table: HudiTable, instant: Instant) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
-    """The change-data logs a commit's write stats list, per file group."""
-    if not instant.action.writes_data or CdcMode.of_table(table.config.raw) is None:
+    """The change-data logs a commit's write stats list, per file group. A compaction's are none: Hudi 1.2 writes
+    `.cdc` logs when it compacts, but a compaction changes no record, and Hudi's CDC query reads none of them."""
+    if not instant.action.writes_data or CdcMode.of_table(table.config.raw) is None or _is_compaction(table, instant):
         return ()
     return tuple((stat.partition_path, stat.file_id, tuple(path for path, _ in stat.cdc_stats))
                  for stat in table.timeline.commit_metadata(instant).write_stats() if stat.cdc_stats)
+
+
+def _is_compaction(table: HudiTable, instant: Instant) -> bool:
+    return instant.is_compaction or (table.config.is_mor and instant.action is Action.COMMIT)  # a MOR table commits compactions alone
 
 
 def _changes_data(instant: Instant) -> bool:

@@ -11,15 +11,16 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".${extras}"
 if [ -n "$extras" ]; then
-    # Apache Hudi itself, the tests' table factory and oracle (tests/hudi_oracle): its Spark bundle from Maven Central
-    # (about 105 MB, into ~/.m2) and PySpark 3.5 in a virtualenv of its own (about 320 MB), apart from the project's PySpark 4.
-    HUDI_VERSION=1.0.2  # as tests/hudi_oracle/__init__.py names it
-    if command -v mvn >/dev/null; then
-        mvn -q dependency:get -Dartifact="org.apache.hudi:hudi-spark3.5-bundle_2.12:${HUDI_VERSION}" -Dtransitive=false >/dev/null \
-            || echo "setup: Maven could not fetch Hudi's Spark bundle; the Hudi conformance tests cannot run" >&2
-    else
-        echo "setup: no mvn; the Hudi conformance tests need Hudi's Spark bundle from Maven Central" >&2
-    fi
+    # Apache Hudi itself, the tests' table factory and oracle (tests/hudi_oracle): its Spark bundles from Maven Central
+    # (80 to 105 MB each, into ~/.m2) and PySpark 3.5 in a virtualenv of its own (about 320 MB), apart from the project's PySpark 4.
+    for HUDI_VERSION in 1.0.2 1.1.1 1.2.0; do  # as tests/hudi_oracle/__init__.py names them (RELEASES)
+        if command -v mvn >/dev/null; then
+            mvn -q dependency:get -Dartifact="org.apache.hudi:hudi-spark3.5-bundle_2.12:${HUDI_VERSION}" -Dtransitive=false >/dev/null \
+                || echo "setup: Maven could not fetch Hudi ${HUDI_VERSION}'s Spark bundle; its conformance tests cannot run" >&2
+        else
+            echo "setup: no mvn; the Hudi conformance tests need Hudi's Spark bundles from Maven Central" >&2
+        fi
+    done
     if [ ! -x .cache/hudi-spark/venv/bin/python ]; then
         "$PYTHON" -m venv .cache/hudi-spark/venv
     fi

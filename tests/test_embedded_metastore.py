@@ -93,3 +93,21 @@ def test_the_metastore_listens_on_loopback_only(metastore: EmbeddedMetastore) ->
     loopback = {"0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000"}  # 127.0.0.1, ::ffff:127.0.0.1, ::1
     addresses = _listening_addresses(metastore.port)
     assert addresses and addresses <= loopback, addresses
+
+
+def test_a_table_and_its_database_drop(metastore: EmbeddedMetastore, tmp_path: Path) -> None:
+    """Hive 2.3's metastore pools connections with BoneCP unless told otherwise, and PySpark's jars have no BoneCP:
+    every dropDatabase failed with NoClassDefFoundError in its transaction handler. The embedded metastore uses DBCP."""
+    from hive_sync import SyncOptions, sync
+    from hive_sync.hms import HmsClient
+    from metadata import HudiTable
+    from metadata.sample_tables.sample import build_sample_table
+
+    build_sample_table(str(tmp_path / "t"), table_type="COPY_ON_WRITE")
+    with HmsClient(metastore.uri) as client:
+        assert sync(HudiTable.open(str(tmp_path / "t")), client, SyncOptions(database="to_drop")).applied
+        raw = client._client
+        assert raw.get_all_tables("to_drop") == ["trips"]
+        raw.drop_table("to_drop", "trips", True)
+        raw.drop_database("to_drop", True, False)
+        assert "to_drop" not in raw.get_all_databases()

@@ -334,7 +334,7 @@ TRAPS: dict[str, Trap] = {
     "metadata folder linked to a victim": Trap(linked_metadata_folder_to_a_victim, {"index drop": LINK}),
     "linked partition": Trap(linked_partition, dict.fromkeys(("validate", "changes", "index build"), LINK)),
     "linked data file": Trap(linked_data_file, dict.fromkeys(("validate", "changes", "index build"), LINK)),
-    "linked log file": Trap(linked_log_file, {c: LINK for c in ("changes", "index build")}),
+    "linked log file": Trap(linked_log_file, dict.fromkeys(("changes", "index build"), LINK)),
     "linked hoodie.properties": Trap(linked_properties, dict.fromkeys(("show", "plan", "index sync"), LINK)),
     "linked instant file": Trap(linked_instant_file, {"incremental": LINK}),
     "linked timeline folder": Trap(linked_timeline_folder, dict.fromkeys(("show", "incremental"), LINK)),

@@ -14,15 +14,26 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent.parent
 CACHE = REPO / ".cache"
-HUDI_VERSION = "1.0.2"  # the newest 1.x Spark 3.5 bundle Maven Central serves here (1.1.0 is not served)
-BUNDLE = Path.home() / ".m2" / "repository" / "org" / "apache" / "hudi" / "hudi-spark3.5-bundle_2.12" / HUDI_VERSION / \
-    f"hudi-spark3.5-bundle_2.12-{HUDI_VERSION}.jar"
+# The Hudi releases the factory writes with, and the table versions each writes (`hoodie.write.table.version`).
+# Maven Central serves these Spark 3.5 bundles here; 1.1.0 and 1.2.1 it does not. HUDI_VERSION is the quick tier's
+# (and the live-writer tests'); the slow tier runs every release.
+RELEASES: dict[str, tuple[int, ...]] = {"1.0.2": (6, 8), "1.1.1": (6, 8, 9), "1.2.0": (6, 8, 9)}
+HUDI_VERSION = "1.0.2"
+
+
+def bundle(release: str = HUDI_VERSION) -> Path:
+    """Hudi's Spark bundle of `release` in the local Maven repository (`scripts/setup.sh --test` fetches it)."""
+    return (Path.home() / ".m2" / "repository" / "org" / "apache" / "hudi" / "hudi-spark3.5-bundle_2.12" / release /
+            f"hudi-spark3.5-bundle_2.12-{release}.jar")
+
+
+BUNDLE = bundle()
 PYTHON = CACHE / "hudi-spark" / "venv" / "bin" / "python"
 WRITER = Path(__file__).resolve().parent / "write_tables.py"
 RECIPES = Path(__file__).resolve().parent / "recipes.py"
@@ -132,29 +143,57 @@ ROUND_TWO = [
 ]
 
 
-def missing_setup() -> str | None:
+# Shapes only a Hudi that writes table version 9 writes (1.1's and 1.2's indexes, 1.2's compaction-time CDC logs).
+KEY_LOOKUPS = ("key = 'g0003'", "key IN ('g0001', 'g0032')", "key LIKE 'g001%'", "v = 3", "key = 'g0003' AND region = 'us'",
+               "key = 'g9999'")
+NEWEST = [
+    Shape("cow_v9_global_record_index", "COPY_ON_WRITE", 9, "simple", True, (), KEY_LOOKUPS, recipe="record_level_index",
+          recipe_args={"scope": "global"}),
+    Shape("mor_v9_partitioned_record_index", "MERGE_ON_READ", 9, "simple", True, (), KEY_LOOKUPS, recipe="record_level_index",
+          recipe_args={"scope": "partitioned"}),
+    Shape("mor_v9_cdc_across_compaction", "MERGE_ON_READ", 9, "simple", True, (), ("id = 1", "v < 5"), cdc_mode="DATA_BEFORE_AFTER",
+          recipe="cdc_across_compaction"),
+]
+
+
+def for_release(shapes: list[Shape], release: str) -> list[Shape]:
+    """The shapes as `release` writes them: a release that writes table version 9 writes the version 8 shapes
+    at 9 (their names say so), as a user upgrading Hudi gets by default, and a few at 8 still; version 6
+    shapes stay at 6."""
+    if 9 not in RELEASES[release]:
+        return list(shapes)
+    nines = [replace(s, name=s.name.replace("_v8_", "_v9_"), version=9) for s in shapes if s.version == 8]
+    return [s for s in shapes if s.version != 8 or s.name in STILL_V8] + nines
+
+
+# The version 8 shapes a release that writes 9 writes at 8 as well (`hoodie.write.table.version=8`, as a user
+# keeping readers on Hudi 1.0 does).
+STILL_V8 = frozenset({"cow_v8_simple", "mor_v8_complex_added_column", "mor_v8_cdc_data_before"})
+
+
+def missing_setup(release: str = HUDI_VERSION) -> str | None:
     """Why Hudi cannot run here, or None."""
-    if not BUNDLE.is_file():
-        return f"Hudi's Spark bundle {BUNDLE.name} is not in the local Maven repository (scripts/setup.sh --test fetches it)"
+    if not bundle(release).is_file():
+        return f"Hudi's Spark bundle {bundle(release).name} is not in the local Maven repository (scripts/setup.sh --test fetches it)"
     if not PYTHON.is_file():
         return f"{PYTHON} is missing (scripts/setup.sh --test makes the PySpark 3.5 virtualenv)"
     return None
 
 
-def tables(shapes: list[Shape] = SHAPES) -> dict[str, tuple[Path, dict[str, Any]]]:
-    """shape name -> (table path, what Hudi read back), writing the shapes not cached yet."""
-    root = CACHE / "hudi-tables" / HUDI_VERSION
+def tables(shapes: list[Shape] = SHAPES, release: str = HUDI_VERSION) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """shape name -> (table path, what Hudi `release` read back), writing the shapes not cached yet."""
+    root = CACHE / "hudi-tables" / release
     root.mkdir(parents=True, exist_ok=True)
     todo = [s for s in shapes if not (root / f"{s.key}.oracle.json").is_file()]
     if todo:
-        run_writer([{**asdict(s), "path": str(root / s.key)} for s in todo], root / "spec.json")
+        run_writer([{**asdict(s), "path": str(root / s.key)} for s in todo], root / "spec.json", release)
     return {s.name: (root / s.key, json.loads((root / f"{s.key}.oracle.json").read_text())) for s in shapes}
 
 
-def run_writer(specs: list[dict[str, Any]], spec_path: Path) -> None:
-    """Run write_tables.py on `specs` under Hudi's bundle."""
+def run_writer(specs: list[dict[str, Any]], spec_path: Path, release: str = HUDI_VERSION) -> None:
+    """Run write_tables.py on `specs` under Hudi `release`'s bundle."""
     spec_path.write_text(json.dumps(specs))
-    result = subprocess.run([str(PYTHON), str(WRITER), str(spec_path), str(BUNDLE)], capture_output=True, text=True, timeout=1800,
+    result = subprocess.run([str(PYTHON), str(WRITER), str(spec_path), str(bundle(release))], capture_output=True, text=True, timeout=2400,
                             cwd=spec_path.parent,
                             env={"PATH": "/usr/bin:/bin", "JAVA_HOME": java17_home(), "PYSPARK_PYTHON": str(PYTHON),
                                  "SPARK_LOCAL_IP": "127.0.0.1", "HOME": str(Path.home())})
@@ -162,12 +201,13 @@ def run_writer(specs: list[dict[str, Any]], spec_path: Path) -> None:
         raise RuntimeError(f"Hudi's writer failed:\n{result.stderr[-4000:]}")
 
 
-def go_on(tables_and_shapes: list[tuple[Path, Shape, dict[str, Any]]], more_steps: tuple[str, ...], work: Path) -> dict[str, dict[str, Any]]:
+def go_on(tables_and_shapes: list[tuple[Path, Shape, dict[str, Any]]], more_steps: tuple[str, ...], work: Path,
+          release: str = HUDI_VERSION) -> dict[str, dict[str, Any]]:
     """Hudi reads each table (its metadata table built by hudi-bridge) with data
     skipping on, writes `more_steps` on top, and reads again: shape name -> what it saw."""
     specs = [{**asdict(shape), "path": str(path), "expected": oracle["expected"], "more_steps": list(more_steps)}
              for path, shape, oracle in tables_and_shapes]
-    run_writer(specs, work / "go_on.json")
+    run_writer(specs, work / "go_on.json", release)
     return {shape.name: json.loads(Path(f"{path}.go_on.json").read_text()) for path, shape, _ in tables_and_shapes}
 
 

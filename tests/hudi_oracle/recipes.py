@@ -311,5 +311,26 @@ def cdc_across_compaction(spark, shape):
     return [live[i] for i in sorted(live)], schema, {}
 
 
+def record_level_index(spark, shape):
+    """Partitioned by region, string keys ('g0000'...), with Hudi 1.2's record-level index: global (a key is
+    unique in the table) or partitioned (unique within its partition). A key lookup must keep the file that holds
+    the key, and may keep no other."""
+    schema = StructType([StructField("id", IntegerType(), False), StructField("key", StringType()), StructField("region", StringType()),
+                         StructField("v", IntegerType()), StructField("seq", LongType())])
+    index = ("hoodie.metadata.global.record.level.index.enable" if shape["recipe_args"]["scope"] == "global"
+             else "hoodie.metadata.record.level.index.enable")
+    more = {"hoodie.datasource.write.recordkey.field": "key", "hoodie.datasource.write.partitionpath.field": "region",
+            "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
+            "hoodie.datasource.write.hive_style_partitioning": "true", index: "true", "hoodie.index.type": "RECORD_LEVEL_INDEX"
+            if shape["recipe_args"]["scope"] == "partitioned" else "GLOBAL_RECORD_LEVEL_INDEX"}
+    live = {}
+    for batch in range(4):
+        rows = [{"id": i, "key": f"g{i:04d}", "region": ("us", "eu", "in")[i % 3], "v": i % 7, "seq": batch}
+                for i in range(batch * 10, batch * 10 + 10)]
+        _save(spark, shape, rows, schema, "upsert", **more)
+        live.update({r["id"]: r for r in rows})
+    return [live[i] for i in sorted(live)], schema, {}
+
+
 RECIPES = {f.__name__: f for f in (default_partitions, wide_typed, bucket_pending_compaction, archived, rolled_back, timestamp_days,
-                                   record_index_strings, evolved_past_int, z_ordered, cdc_across_compaction)}
+                                   record_index_strings, evolved_past_int, z_ordered, cdc_across_compaction, record_level_index)}
