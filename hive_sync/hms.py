@@ -98,7 +98,9 @@ class HmsClient:
                 raise
 
     def _get_thrift_table(self, database: str, name: str) -> Any | None:
-        return self._call("get_table", self._client.get_table, database, name, missing_ok=True)
+        # get_table_req: Hive 4 dropped get_table (Hive 2.3 and 3 have both)
+        result = self._call("get_table", self._client.get_table_req, ttypes.GetTableRequest(dbName=database, tblName=name), missing_ok=True)
+        return None if result is None else result.table
 
     def get_table(self, database: str, name: str) -> RegisteredTable | None:
         table = self._get_thrift_table(database, name)

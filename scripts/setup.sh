@@ -47,6 +47,23 @@ if [ -n "$extras" ]; then
         { apt-get update -qq && apt-get install -y -qq --no-install-recommends zookeeper; } >/dev/null 2>&1 \
             || echo "setup: apt-get could not install zookeeper; the ZooKeeper lock tests cannot run" >&2
     fi
+    # A Hive 4 standalone metastore (Maven Central: its runtime by tests/hive4/pom.xml, its schema scripts from the release's
+    # bin tarball) on PostgreSQL (Debian's package), for the Hive sync tests against Hive 4 (tests/hive4_services.py).
+    if command -v mvn >/dev/null && [ ! -d .cache/hive4/lib ]; then
+        mkdir -p .cache/hive4
+        if mvn -q -f tests/hive4/pom.xml dependency:copy-dependencies -DoutputDirectory="$PWD/.cache/hive4/lib.partial" -DincludeScope=runtime >/dev/null 2>&1 \
+            && mvn -q dependency:get -Dartifact=org.apache.hive:hive-standalone-metastore-server:4.0.1:tar.gz:bin -Dtransitive=false >/dev/null 2>&1 \
+            && tar xzf ~/.m2/repository/org/apache/hive/hive-standalone-metastore-server/4.0.1/hive-standalone-metastore-server-4.0.1-bin.tar.gz \
+                -C .cache/hive4 apache-hive-metastore-4.0.1-bin/scripts; then
+            mv .cache/hive4/lib.partial .cache/hive4/lib
+        else
+            echo "setup: Maven could not fetch Hive 4.0.1's standalone metastore; the Hive 4 sync tests cannot run" >&2
+        fi
+    fi
+    if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v apt-get >/dev/null; then
+        { apt-get update -qq && apt-get install -y -qq --no-install-recommends postgresql; } >/dev/null 2>&1 \
+            || echo "setup: apt-get could not install postgresql; the Hive 4 sync tests cannot run" >&2
+    fi
     # Azurite (Azure Storage's emulator, from the npm registry) for the Azure tests; without npm they are skipped.
     if command -v npm >/dev/null && [ ! -x .cache/azurite/node_modules/.bin/azurite-blob ]; then
         npm install --silent --no-audit --no-fund --prefix .cache/azurite azurite@3 >/dev/null 2>&1 \

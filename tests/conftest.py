@@ -55,12 +55,13 @@ def fixture_table(request: pytest.FixtureRequest, fixture_root: Path) -> str:
 
 # Real Hive services, started once per session on 127.0.0.1 -----------------------
 from tests.azure_services import azure_server  # noqa: E402,F401  (session fixture)
+from tests.hive4_services import hive4_metastore, hms  # noqa: E402,F401  (session fixture, and each metastore in turn)
 from tests.hive_services import hiveserver2, metastore, spark, spark_connect  # noqa: E402,F401  (session fixtures)
 from tests.s3_services import s3_server  # noqa: E402,F401  (session fixture)
 from tests.trino_services import trino  # noqa: E402,F401  (session fixture)
 from tests.zookeeper_services import zookeeper  # noqa: E402,F401  (session fixture)
 
-JAVA_FIXTURES = {"metastore", "hiveserver2", "spark", "spark_connect", "trino", "zookeeper"}
+JAVA_FIXTURES = {"metastore", "hive4_metastore", "hms", "hiveserver2", "spark", "spark_connect", "trino", "zookeeper"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
