@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -118,8 +119,11 @@ def test_hudis_lock_settings_that_cannot_be_honoured_are_refused(tmp_path: Path)
     path = tmp_path / "t"
     indexed_table(path)
     storage = Storage.open(str(path))
-    with pytest.raises(HudiLockError, match="HiveMetastoreBasedLockProvider: not supported by hudi-bridge yet"):
-        hudi_lock(storage, WriterOptions({"hoodie.write.lock.provider": "org.apache.hudi.hive.transaction.lock.HiveMetastoreBasedLockProvider"}), "t")
+    with pytest.raises(HudiLockError, match="StorageBasedLockProvider: not supported by hudi-bridge yet"):
+        hudi_lock(storage, WriterOptions({"hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"}), "t")
+    with pytest.raises(HudiLockError, match="HiveMetastoreBasedLockProvider: give hoodie.write.lock.hivemetastore.uris"):
+        hudi_lock(storage, WriterOptions({"hoodie.write.lock.provider": HMS_PROVIDER, "hoodie.write.lock.hivemetastore.database": "d",
+                                          "hoodie.write.lock.hivemetastore.table": "t"}), "t")
     with pytest.raises(HudiLockError, match="a lock provider hudi-bridge does not know"):
         hudi_lock(storage, WriterOptions({"hoodie.write.lock.provider": "com.example.MyLock"}), "t")
     outside = {"hoodie.write.lock.provider": FS_PROVIDER, "hoodie.write.lock.filesystem.path": str(tmp_path / "elsewhere")}
@@ -227,6 +231,49 @@ def test_zookeeper_locks_exclude_each_other_as_curators_mutex(zookeeper: str) ->
         with ZooKeeperLock(WriterOptions({**options.values, "hoodie.write.lock.zookeeper.url": "127.0.0.1:1",
                                           "hoodie.write.lock.zookeeper.connection_timeout_ms": "500"}), "trips"):
             pass
+
+
+HMS_PROVIDER = "org.apache.hudi.hive.transaction.lock.HiveMetastoreBasedLockProvider"
+
+
+def test_hive_metastore_locks_exclude_each_other_as_hudis_provider_takes_them(hive4_metastore: Any, metastore: Any) -> None:
+    """Hudi's HiveMetastoreBasedLockProvider's lock (EXCLUSIVE, table level, through the metastore's transaction API),
+    on Hive 4 with PostgreSQL (the embedded Hive 2.3 on Derby keeps no transaction tables: one line): ours waits while another holder (as Hudi's writer takes it) has it, refuses in one line
+    after hoodie.write.lock.wait_time_ms, leaves no queued request behind, and takes it once it is free."""
+    from hmsclient.genthrift.hive_metastore import ttypes
+
+    from metadata.concurrency.hms_lock import HiveMetastoreLock, _connect
+
+    options = WriterOptions({"hoodie.write.lock.provider": HMS_PROVIDER, "hoodie.write.lock.hivemetastore.database": "locks",
+                             "hoodie.write.lock.hivemetastore.table": "trips", "hoodie.write.lock.hivemetastore.uris": hive4_metastore.uri,
+                             "hoodie.write.lock.wait_time_ms": "1500", "hoodie.write.lock.heartbeat_interval_ms": "1000"})
+    lock = hudi_lock(Storage.open("/tmp"), options, "trips")
+    assert isinstance(lock, HiveMetastoreLock)
+    no_txn = WriterOptions({**options.values, "hoodie.write.lock.hivemetastore.uris": metastore.uri})
+    with pytest.raises(HudiLockError, match=r"Hive metastore lock on locks\.trips at thrift://127\.0\.0\.1:\d+: Internal error processing lock"):
+        with HiveMetastoreLock(no_txn):
+            pass
+    other = _connect(hive4_metastore.uri)
+    try:
+        held = other.lock(lock._request())  # another writer's lock, asked exactly as Hudi asks
+        assert held.state == ttypes.LockState.ACQUIRED
+        started = time.monotonic()
+        with pytest.raises(HudiLockError, match=r"Hive metastore lock on locks\.trips at thrift://127\.0\.0\.1:\d+ is held; waited 1\.5 s"):
+            with HiveMetastoreLock(options):
+                pass
+        assert time.monotonic() - started >= 1.5
+        locks = other.show_locks(ttypes.ShowLocksRequest(dbname="locks", tablename="trips")).locks or []
+        assert [entry.lockid for entry in locks] == [held.lockid]  # our queued requests were taken back
+        other.unlock(ttypes.UnlockRequest(lockid=held.lockid))
+        with HiveMetastoreLock(options) as ours:
+            time.sleep(1.2)  # heartbeats keep it
+            assert ours.lost is None
+            queued = other.lock(lock._request())
+            assert queued.state == ttypes.LockState.WAITING  # Hudi's writer now waits for us
+            other.unlock(ttypes.UnlockRequest(lockid=queued.lockid))
+        assert not (other.show_locks(ttypes.ShowLocksRequest(dbname="locks", tablename="trips")).locks or [])
+    finally:
+        other.close()
 
 
 def test_validate_names_partition_stats_left_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -156,6 +156,23 @@ def test_soak_with_hudis_zookeeper_lock(hudi: None, zookeeper: str, tmp_path: Pa
 
 
 @pytest.mark.slow
+def test_soak_with_hudis_hive_metastore_lock(hudi: None, hive4_metastore: Any, tmp_path: Path) -> None:
+    """Hudi's writer and hudi-bridge both take Hudi's Hive metastore lock, on a Hive 4 metastore (PostgreSQL):
+    Hudi through its Hive 2.3 client, we through the same transaction API."""
+    hms_lock = {**FS_LOCK, "hoodie.write.lock.provider": "org.apache.hudi.hive.transaction.lock.HiveMetastoreBasedLockProvider",
+                "hoodie.write.lock.hivemetastore.database": "locks", "hoodie.write.lock.hivemetastore.table": "live",
+                "hoodie.write.lock.hivemetastore.uris": hive4_metastore.uri}
+    path = tmp_path / "live"
+    writer = LiveWriter(path, "COPY_ON_WRITE", 4, {**STATS, **hms_lock})
+    lock = options_args(hms_lock)
+    runs = beside(writer, [["index", "sync", str(path), *lock], ["index", "compact", str(path), "--force", *lock]])
+    record = writer.finish()
+    check_beside(runs)
+    assert any(code == 0 for command, code, _ in runs if command[:2] == ["index", "compact"]), runs
+    check_after(path, record, hms_lock)
+
+
+@pytest.mark.slow
 def test_a_killed_hudi_writer_is_left_to_hudi_until_its_heartbeat_expires(hudi: None, zookeeper: str, tmp_path: Path) -> None:
     """kill -9 of Hudi's writer mid-commit (multi-writer mode: heartbeats, the
     ZooKeeper lock, whose node goes with the dead writer's session). While its

@@ -10,6 +10,8 @@ we exclude each other: the same lock (file, znode), the same key, Hudi's wait.
   `hoodie.write.lock.zookeeper.url` names (as Curator's connect string); we take it through
   kazoo's lock recipe with Curator's node names (`..-lock-<sequence>`), so
   the two order their contenders alike.
+- `HiveMetastoreBasedLockProvider`: an EXCLUSIVE table lock through the
+  metastore's transaction API (`hms_lock`).
 Other providers are refused in one line: writing the metadata table without
 the lock the table's writers rely on would race them."""
 
@@ -87,9 +89,13 @@ def hudi_lock(storage: Storage, options: WriterOptions, table_name: str, user_gi
         return FileSystemLock(storage, options, FS_LOCK_PATH in user_given)
     if provider is LockProvider.ZOOKEEPER:
         return ZooKeeperLock(options, table_name)
-    raise HudiLockError(f"hoodie.write.lock.provider={provider.short_name}: not supported by hudi-bridge yet (it takes "
-                        f"{LockProvider.FILE_SYSTEM.short_name} and {LockProvider.ZOOKEEPER.short_name}); the table's writers "
-                        "rely on it, so hudi-bridge does not write beside them")
+    if provider is LockProvider.HIVE_METASTORE:
+        from metadata.concurrency.hms_lock import HiveMetastoreLock
+
+        return HiveMetastoreLock(options)
+    taken = ", ".join(p.short_name for p in (LockProvider.FILE_SYSTEM, LockProvider.ZOOKEEPER, LockProvider.HIVE_METASTORE))
+    raise HudiLockError(f"hoodie.write.lock.provider={provider.short_name}: not supported by hudi-bridge yet (it takes {taken}); "
+                        "the table's writers rely on it, so hudi-bridge does not write beside them")
 
 
 class FileSystemLock:

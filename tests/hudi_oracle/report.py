@@ -8,7 +8,7 @@ import json
 import shutil
 from typing import Any
 
-from tests.hudi_oracle import CACHE, HUDI_VERSION, REPO
+from tests.hudi_oracle import CACHE, HUDI_VERSION, RELEASES, REPO
 
 INTRO = f"""# Conformance with Apache Hudi
 
@@ -49,9 +49,9 @@ Notes:
 - Hudi writes tables without meta fields only with the simple, complex and non-partitioned key
   generators ("Only simple, non-partitioned or complex key generator are supported when meta-fields
   are disabled"), so the shapes here and in `tests/table_shapes.py` do the same.
-- Hudi 1.1.0's bundle (table version 9) is not served by Maven Central here; table version 9 is
-  covered by the fixtures and the project's own builder only. Hudi 1.0.2 has no partitioned record
-  index (1.1 adds it), so no shape here has one.
+- Hudi 1.1.0's and 1.2.1's bundles are not served by Maven Central here; 1.1.1 and 1.2.0 are, and
+  write table version 9 ("Across Hudi releases" below). Hudi 1.0.2 has no partitioned record index
+  (1.1 adds it): the newer releases' own shapes have one.
 - `HoodieMetadataTableValidator` lives in `hudi-utilities`, which Maven Central does not serve here
   (`hudi-utilities-bundle_2.12` and `-slim-bundle` 1.0.2, 1.0.1 and 0.15.0 tried); Hudi reading and
   writing through our metadata tables with data skipping on ("both ways") stands in for it.
@@ -112,6 +112,42 @@ which statistics are trusted and why is in [data-skipping.md](data-skipping.md).
 """
 
 
+RELEASES_INTRO = """
+## Across Hudi releases
+
+The slow tier has Apache Hudi 1.0.2, 1.1.1 and 1.2.0 (`hudi-spark3.5-bundle_2.12` from Maven Central; 1.1.0 and
+1.2.1 are not served) write the shapes above: 1.0.2 at table versions 6 and 8 as named; 1.1.1 and 1.2.0 write the
+version 8 shapes at version 9 (their names say `v9`), a few at 8 still (`hoodie.write.table.version=8`) and the
+version 6 shapes at 6. Both also write the shapes only they can: the global and the partitioned record-level index
+(a key lookup keeps exactly the file group that holds the key) and a MERGE_ON_READ table with CDC compacted
+(Hudi 1.2 writes change-data logs at compaction time; they are not changes). 1.1.1's full set runs in the
+`matrix` tier (`scripts/check.sh -m matrix`), a sample of it in the slow tier. Each cell counts the checks of
+the shape on that release (the same checks as above), all equal, refused as Hudi refuses, or a Hudi bug named.
+"""
+
+
+def render_releases(reports: dict[str, dict[str, dict[str, str]]]) -> list[str]:
+    releases = [r for r in RELEASES if r in reports]
+    lines = [RELEASES_INTRO, "| shape | " + " | ".join(f"Hudi {r}" for r in releases) + " |", "|---|" + "---|" * len(releases)]
+    notes = []
+    for shape in sorted({name for report in reports.values() for name in report}):
+        cells = []
+        for release in releases:
+            held = reports[release].get(shape)
+            if held is None:
+                cells.append("–")
+                continue
+            if "write" in held:
+                cells.append("Hudi fails to write it")
+                notes.append(f"- `{shape}` on {release}: {held['write']}")
+                continue
+            differ = [k for k, v in held.items() if "differs" in v or "fails to read" in v]
+            notes += [f"- `{shape}` on {release}, {k}: {held[k]}" for k in differ]
+            cells.append(f"equal ({len(held)})" + (f"; Hudi wrong on {len(differ)}" if differ else ""))
+        lines.append(f"| `{shape}` | " + " | ".join(cells) + " |")
+    return [*lines, "", "Where Hudi itself is wrong, by release:", "", *notes, ""]
+
+
 def render_round_two(report: dict[str, dict[str, str]]) -> list[str]:
     checks = sum(len(cells) for cells in report.values())
     lines = [ROUND_TWO_INTRO, f"{len(report)} shapes, {checks} checks.\n", "| shape | check | outcome |", "|---|---|---|"]
@@ -158,6 +194,11 @@ def render(report: dict[str, dict[str, Any]], hive: dict[str, dict[str, str]] | 
         lines.append(f"| `{shape}` | {snapshot} | {planned} | {travel} | {incremental} | {cells['changes']} | {cells.get('CDC', '–')} "
                      f"| {validated} | {both} | {synced} |")
     lines += ["", "What Apache Hudi itself gets wrong on these shapes (where this project stays right):", "", *notes, OUTRO]
+    releases = {r: json.loads(p.read_text()) for r in RELEASES if (p := CACHE / "hudi-tables" / r / "conformance.json").is_file()}
+    if len(releases) > 1:
+        lines += render_releases(releases)
+        for release, held in releases.items():
+            (REPO / "docs" / f"conformance-{release}.json").write_text(json.dumps(held, indent=1, sort_keys=True))
     if round_two:
         lines += render_round_two(round_two)
     if hive:
