@@ -236,6 +236,7 @@ def test_zookeeper_locks_exclude_each_other_as_curators_mutex(zookeeper: str) ->
 HMS_PROVIDER = "org.apache.hudi.hive.transaction.lock.HiveMetastoreBasedLockProvider"
 
 
+@pytest.mark.slow  # with the Hive sync tests, which start the Hive 4 metastore anyway
 def test_hive_metastore_locks_exclude_each_other_as_hudis_provider_takes_them(hive4_metastore: Any, metastore: Any) -> None:
     """Hudi's HiveMetastoreBasedLockProvider's lock (EXCLUSIVE, table level, through the metastore's transaction API),
     on Hive 4 with PostgreSQL (the embedded Hive 2.3 on Derby keeps no transaction tables: one line): ours waits while another holder (as Hudi's writer takes it) has it, refuses in one line

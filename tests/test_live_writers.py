@@ -144,15 +144,19 @@ def zk_lock_options(zookeeper: str) -> dict[str, str]:
 def test_soak_with_hudis_zookeeper_lock(hudi: None, zookeeper: str, tmp_path: Path) -> None:
     """Hudi's writer and hudi-bridge both take Hudi's ZooKeeper lock (Curator's
     mutex on one side, kazoo's recipe with Curator's node names on the other)."""
-    zk_lock = zk_lock_options(zookeeper)
-    path = tmp_path / "live"
-    writer = LiveWriter(path, "COPY_ON_WRITE", 4, {**STATS, **zk_lock})
-    lock = options_args(zk_lock)
+    soak_under_a_shared_lock(tmp_path / "live", zk_lock_options(zookeeper))
+
+
+def soak_under_a_shared_lock(path: Path, lock_options: dict[str, str]) -> None:
+    """A COPY_ON_WRITE writer of 4 commits under `lock_options`, `index sync` and `index compact --force` beside it
+    under the same lock: no commit fails, a compaction of ours got in between, and everything agrees after."""
+    writer = LiveWriter(path, "COPY_ON_WRITE", 4, {**STATS, **lock_options})
+    lock = options_args(lock_options)
     runs = beside(writer, [["index", "sync", str(path), *lock], ["index", "compact", str(path), "--force", *lock]])
     record = writer.finish()
     check_beside(runs)
     assert any(code == 0 for command, code, _ in runs if command[:2] == ["index", "compact"]), runs
-    check_after(path, record, zk_lock)
+    check_after(path, record, lock_options)
 
 
 @pytest.mark.slow
@@ -162,14 +166,7 @@ def test_soak_with_hudis_hive_metastore_lock(hudi: None, hive4_metastore: Any, t
     hms_lock = {**FS_LOCK, "hoodie.write.lock.provider": "org.apache.hudi.hive.transaction.lock.HiveMetastoreBasedLockProvider",
                 "hoodie.write.lock.hivemetastore.database": "locks", "hoodie.write.lock.hivemetastore.table": "live",
                 "hoodie.write.lock.hivemetastore.uris": hive4_metastore.uri}
-    path = tmp_path / "live"
-    writer = LiveWriter(path, "COPY_ON_WRITE", 4, {**STATS, **hms_lock})
-    lock = options_args(hms_lock)
-    runs = beside(writer, [["index", "sync", str(path), *lock], ["index", "compact", str(path), "--force", *lock]])
-    record = writer.finish()
-    check_beside(runs)
-    assert any(code == 0 for command, code, _ in runs if command[:2] == ["index", "compact"]), runs
-    check_after(path, record, hms_lock)
+    soak_under_a_shared_lock(tmp_path / "live", hms_lock)
 
 
 @pytest.mark.slow
