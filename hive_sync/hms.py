@@ -6,6 +6,7 @@ quoted or parsed and `spark.sql.*` properties are accepted.
 
 from __future__ import annotations
 
+import getpass
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -38,11 +39,19 @@ def parse_metastore_uri(uri: str) -> tuple[str, int]:
 
 
 def _fields(columns: Sequence[HiveColumn]) -> list[Any]:
-    return [ttypes.FieldSchema(name=c.name, type=c.type, comment=c.comment or None) for c in columns]
+    return [ttypes.FieldSchema(name=c.name, type=c.type, comment=c.comment) for c in columns]  # '' as Hudi's HiveSyncTool has it
 
 
 def _columns(fields: Sequence[Any] | None) -> tuple[HiveColumn, ...]:
     return tuple(HiveColumn(f.name, f.type, f.comment or "") for f in fields or ())
+
+
+def _owner() -> str | None:
+    """The running user, as Hudi's HiveSyncTool and Hive's own CREATE TABLE register a table's owner."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return None
 
 
 class HmsClient:
@@ -123,7 +132,7 @@ class HmsClient:
             inputFormat=table.input_format,
             outputFormat=table.output_format,
             compressed=False,
-            numBuckets=-1,
+            numBuckets=0,  # not bucketed (Hive reads 0 and -1 alike); 0 is what Hudi's HiveSyncTool registers
             serdeInfo=ttypes.SerDeInfo(name=None, serializationLib=table.serde, parameters=dict(table.serde_params)),
             bucketCols=[],
             sortCols=[],
@@ -134,7 +143,7 @@ class HmsClient:
         thrift_table = ttypes.Table(
             tableName=table.name,
             dbName=table.database,
-            owner=None,
+            owner=_owner(),
             sd=self._storage(table, table.location),
             partitionKeys=_fields(table.partition_columns),
             parameters=dict(table.table_params),

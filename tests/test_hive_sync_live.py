@@ -493,6 +493,10 @@ def _without_ddl_time(table: Any) -> Any:
 
 
 def test_hive_2_and_hive_4_hold_the_same_tables_after_the_same_syncs(tmp_path: Path, metastore: Any, hive4_metastore: Any) -> None:
+    import getpass
+
+    from hmsclient.genthrift.hive_metastore import ttypes
+
     """A MERGE_ON_READ table synced into Hive 2.3 and into Hive 4 (PostgreSQL), then written again and synced
     again: both metastores hold the same `_ro`/`_rt` pair, columns, formats, serde, parameters and partition
     locations; a sync with nothing new writes nothing to either."""
@@ -513,6 +517,10 @@ def test_hive_2_and_hive_4_hold_the_same_tables_after_the_same_syncs(tmp_path: P
             assert not {"alter_table", "add_partitions", "drop_partitions", "alter_partitions", "create_table"} & set(client.calls)
             held[uri] = {name: (_without_ddl_time(client.get_table("both", name)), client.list_partitions("both", name))
                          for name in ("trips_ro", "trips_rt")}
+            raw = client._client.get_table_req(ttypes.GetTableRequest(dbName="both", tblName="trips_rt")).table
+            # As Hudi's HiveSyncTool registers a table: owned by the running user, not bucketed (0), comments ''.
+            assert (raw.owner, raw.sd.numBuckets) == (getpass.getuser(), 0)
+            assert {c.comment for c in [*raw.sd.cols, *raw.partitionKeys]} <= {"", None}, uri
     hive2, hive4 = held[metastore.uri], held[hive4_metastore.uri]
     assert hive2 == hive4
     assert set(hive4["trips_rt"][1]) == {(p.split("=")[1],) for p in HudiTable.open(builder.storage.uri).partitions()}
