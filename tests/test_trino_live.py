@@ -105,6 +105,18 @@ def test_trinos_hudi_connector_reads_the_table_hudi_bridge_synced(registered: st
     assert sorted(rows) == hudi_rs_rows(trips, lambda r: r["p"] == "p1" and r["v"] != "a")
 
 
+def test_trino_reads_through_a_hive_4_metastore_as_through_hive_2(registered: str, trips: str, hive4_metastore: Any) -> None:
+    """The same table synced by hudi-bridge into Hive 4 (PostgreSQL): Trino's Hudi connector on that metastore
+    reads what it reads through Hive 2.3's (its Hive connector refuses Hudi tables on either)."""
+    with HmsClient(hive4_metastore.uri) as client:
+        assert sync(HudiTable.open(trips), client, SyncOptions(database=SCHEMA)).applied
+    _, rows = run_query(registered, "hudi4", SCHEMA, "SELECT id, v FROM sample")
+    assert sorted(rows) == hudi_rs_rows(trips)
+    _, through_2 = run_query(registered, "hudi", SCHEMA, "SELECT id, v, p FROM sample WHERE p = 'p1'")
+    _, through_4 = run_query(registered, "hudi4", SCHEMA, "SELECT id, v, p FROM sample WHERE p = 'p1'")
+    assert sorted(through_4) == sorted(through_2) and through_2
+
+
 def test_a_trino_server_that_refuses_is_one_line(registered: str, trips: str) -> None:
     result = CliRunner().invoke(main, ["trino", "query", "--server", registered, "--catalog", "hive", "--schema", SCHEMA,
                                        "--table-path", trips, "SELECT id FROM no_such_table"])

@@ -67,8 +67,9 @@ def _write_properties(path: Path, values: dict[str, str]) -> None:
 
 
 @contextmanager
-def trino_server(folder: Path, metastore_uri: str) -> Iterator[str]:
-    """http://127.0.0.1:port of a Trino coordinator (also its only worker)."""
+def trino_server(folder: Path, metastore_uri: str, hive4_uri: str | None = None) -> Iterator[str]:
+    """http://127.0.0.1:port of a Trino coordinator (also its only worker): catalogs `hive` and `hudi` on the
+    metastore at `metastore_uri`, and `hive4` and `hudi4` on the one at `hive4_uri` when given."""
     port = free_port()
     etc, data = folder / "etc", folder / "data"
     _write_properties(etc / "node.properties", {"node.environment": "hudi_bridge_tests", "node.id": "tests",
@@ -82,9 +83,11 @@ def trino_server(folder: Path, metastore_uri: str) -> Iterator[str]:
         "-server", "-Xmx2G", "-XX:+UseG1GC", "-XX:+ExitOnOutOfMemoryError", "-Djdk.attach.allowAttachSelf=true",
         "-XX:ReservedCodeCacheSize=256M", "-Dfile.encoding=UTF-8", "--enable-native-access=ALL-UNNAMED", ""]))
     (etc / "log.properties").write_text("io.trino=WARN\nio.trino.server.Server=INFO\n")
-    for name, settings in CATALOGS.items():
-        _write_properties(etc / "catalog" / f"{name}.properties",
-                          {**settings, "hive.metastore.uri": metastore_uri, "fs.hadoop.enabled": "true"})
+    for suffix, uri in (("", metastore_uri), ("4", hive4_uri)):
+        for name, settings in CATALOGS.items():
+            if uri is not None:
+                _write_properties(etc / "catalog" / f"{name}{suffix}.properties",
+                                  {**settings, "hive.metastore.uri": uri, "fs.hadoop.enabled": "true"})
     log_path = folder / "trino.log"
     env = {**os.environ, "JAVA_HOME": str(JAVA_25), "PATH": f"{JAVA_25 / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
     with open(log_path, "ab") as log:
@@ -138,8 +141,12 @@ def _wait_until_started(log_path: Path, process: subprocess.Popen[bytes], timeou
 
 
 @pytest.fixture(scope="session")
-def trino(metastore: EmbeddedMetastore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """http://127.0.0.1:port of the session's Trino, on the session's metastore."""
+def trino(metastore: EmbeddedMetastore, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[str]:
+    """http://127.0.0.1:port of the session's Trino, on the session's metastores: Hive 2.3's (catalogs `hive`,
+    `hudi`) and, where it can run, Hive 4's (`hive4`, `hudi4`)."""
+    from tests.hive4_services import missing_hive4
+
     require(missing_trino(), "the live Trino tests")
-    with trino_server(Path(tmp_path_factory.mktemp("trino")), metastore.uri) as url:
+    hive4 = request.getfixturevalue("hive4_metastore").uri if missing_hive4() is None else None
+    with trino_server(Path(tmp_path_factory.mktemp("trino")), metastore.uri, hive4) as url:
         yield url
