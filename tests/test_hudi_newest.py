@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,3 +80,47 @@ def _before(table: HudiTable, instant: Any) -> str:
     """The range key just before `instant` (completion times on version 8 and later)."""
     key = instant.completion_time or instant.requested_time
     return str(int(key) - 1)
+
+
+UPGRADED = ["cow_v8_simple", "mor_v8_complex_added_column"]
+
+
+@pytest.mark.parametrize("name", UPGRADED)
+def test_hudi_1_2_upgrades_a_version_8_table_whose_metadata_table_we_built(name: str, tmp_path: Path) -> None:
+    """A version 8 table Hudi 1.0.2 wrote, its metadata table built by hudi-bridge: Hudi 1.2.0 reads it with data
+    skipping on, writes on top (upgrading it to version 9), and we read it after; then our compaction of the metadata
+    table at version 9 is read back by Hudi 1.2.0 with data skipping on, and it writes on top again."""
+    from dataclasses import replace
+
+    from listers import plan as plan_files
+    from metadata.mdt.validate import validate_metadata
+    from metadata.mdt.write.writer import MetadataTableWriter
+    from tests.hudi_oracle import HUDI_VERSION, SHAPES, go_on, missing_setup, with_our_metadata_table
+    from tests.needs import require
+
+    require(missing_setup("1.2.0"), "Hudi 1.2.0's upgrade of a version 8 table")
+    shape = next(s for s in SHAPES if s.name == name)
+    source, oracle = _written(HUDI_VERSION)[name]
+    path = with_our_metadata_table(source, shape, tmp_path / name)
+    nine = replace(shape, version=9)
+    first = go_on([(path, nine, oracle)], ("upsert:0,5", "insert:20-23", "delete:6"), tmp_path, "1.2.0")[name]
+    assert "error" not in first, first.get("error")
+    table = HudiTable.open(str(path))
+    assert table.config.version == 9
+    right = [p for p in oracle["truth"] if oracle["hudi_data_skipping"][p] == oracle["truth"][p]]
+    assert all(first["hudi_on_ours"][p] == oracle["truth"][p] for p in right)  # Hudi 1.2 through our version 8 metadata table
+    assert all(first["hudi_after_write"][p] == first["truth_after"][p] for p in right)
+    assert validate_metadata(str(path)).ok
+    for predicate, expected in first["truth_after"].items():
+        assert _ids(_rows(table, list(plan_files(str(path), predicate).files)), predicate) == expected, predicate
+
+    MetadataTableWriter(str(path)).compact(force=True)  # ours, at version 9
+    assert validate_metadata(str(path)).ok
+    again = tmp_path / "again"
+    again.mkdir()
+    second = go_on([(path, nine, {"expected": first["expected_after"]})], ("upsert:1,7",), again, "1.2.0")[name]
+    assert "error" not in second, second.get("error")
+    assert all(second["hudi_on_ours"][p] == first["truth_after"][p] for p in right)  # Hudi 1.2 through our version 9 compaction
+    assert all(second["hudi_after_write"][p] == second["truth_after"][p] for p in right)
+    _cell("1.2.0", nine, "upgrade 8 to 9 over our metadata table", f"Hudi 1.2.0 read, wrote (upgrading) and read again, equal on "
+          f"{len(right)} predicate(s); our compaction at version 9 read back by Hudi equal; our plans equal")
