@@ -88,7 +88,7 @@ def test_deep_documents_and_deep_predicates_fail_in_one_line_naming_the_input() 
 # traceback or a MemoryError, never showing a secret; what a trap promises besides is in its `says`; and the
 # canary beside the table is intact after all of them.
 CAP_MIB = 1024
-BOMB_MIB = {"quick": 1100, "slow": 8000}  # what a bomb inflates to: past the cap, so an unbounded read fails
+BOMB_MIB = {"quick": 1100, "slow": 4000}  # what a bomb inflates to: past the cap, so an unbounded read fails
 
 
 @pytest.fixture(scope="session")

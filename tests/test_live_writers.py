@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from listers import scan
+from metadata import HudiTable
 from metadata.stored_table import TableParts
 from tests.hudi_oracle import LiveWriter, missing_setup
 from tests.needs import require
@@ -110,6 +111,21 @@ def test_index_sync_in_a_loop_beside_a_live_writer_fails_no_commit(hudi: None, t
     record = writer.finish()
     check_beside(runs)
     assert any("kept by the writer" in output for command, code, output in runs if command[0] == "index"), runs
+    assert not any("was removed" in output for _, _, output in runs)
+    check_after(path, record, {})
+
+
+@pytest.mark.slow
+def test_the_issues_scenario_beside_hudi_1_2_0(tmp_path: Path) -> None:
+    """The scenario again with the newest Hudi served here (1.2.0, table version 9): 4 commits, no lock provider,
+    `index sync` and a plan in a loop beside the writer."""
+    require(missing_setup("1.2.0"), "the live-writer tests on Hudi 1.2.0")
+    path = tmp_path / "live"
+    writer = LiveWriter(path, "COPY_ON_WRITE", 4, STATS, release="1.2.0")
+    runs = beside(writer, [["index", "sync", str(path)], ["plan", str(path), "--where", "id = 3"]])
+    record = writer.finish()
+    check_beside(runs)
+    assert HudiTable.open(str(path)).config.version == 9
     assert not any("was removed" in output for _, _, output in runs)
     check_after(path, record, {})
 

@@ -264,8 +264,10 @@ class LiveWriter:
     `done()` once Hudi has written them all; `finish()` lets it read every
     committed key back through Hudi's data skipping and returns its record."""
 
-    def __init__(self, path: Path, table_type: str, commits: int, writer_options: dict[str, str] | None = None, first: int = 0) -> None:
-        """`first`: commits an earlier writer made on `path` (their rows are replayed into the record)."""
+    def __init__(self, path: Path, table_type: str, commits: int, writer_options: dict[str, str] | None = None, first: int = 0,
+                 release: str = HUDI_VERSION) -> None:
+        """`first`: commits an earlier writer made on `path` (their rows are replayed into the record); `release`: the
+        Hudi that writes (1.1.1 and 1.2.0 write table version 9)."""
         self.path = path
         work = path.parent
         self.out, self.go, self.started = work / f"{path.name}.live.json", work / f"{path.name}.go", work / f"{path.name}.started"
@@ -276,7 +278,7 @@ class LiveWriter:
         self.log = work / f"{path.name}.live.log"
         with open(self.log, "w") as log:
             self.process = subprocess.Popen(
-                [str(PYTHON), str(LIVE_WRITER), str(spec_path), str(BUNDLE)], stdout=log, stderr=subprocess.STDOUT,
+                [str(PYTHON), str(LIVE_WRITER), str(spec_path), str(bundle(release))], stdout=log, stderr=subprocess.STDOUT,
                 cwd=work, start_new_session=True,  # its own process group: a kill -9 takes Spark's JVM with it
                 env={"PATH": "/usr/bin:/bin", "JAVA_HOME": java17_home(), "PYSPARK_PYTHON": str(PYTHON),
                      "SPARK_LOCAL_IP": "127.0.0.1", "HOME": str(Path.home())})

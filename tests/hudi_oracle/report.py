@@ -120,8 +120,8 @@ The slow tier has Apache Hudi 1.0.2, 1.1.1 and 1.2.0 (`hudi-spark3.5-bundle_2.12
 version 8 shapes at version 9 (their names say `v9`), a few at 8 still (`hoodie.write.table.version=8`) and the
 version 6 shapes at 6. Both also write the shapes only they can: the global and the partitioned record-level index
 (a key lookup keeps exactly the file group that holds the key) and a MERGE_ON_READ table with CDC compacted
-(Hudi 1.2 writes change-data logs at compaction time; they are not changes). 1.1.1's full set runs in the
-`matrix` tier (`scripts/check.sh -m matrix`), a sample of it in the slow tier. Each cell counts the checks of
+(Hudi 1.2 writes change-data logs at compaction time; they are not changes). The slow tier runs 1.2.0's version 9
+shapes and a sample of 1.1.1's; the `matrix` tier (`scripts/check.sh -m matrix`) the rest. Each cell counts the checks of
 the shape on that release (the same checks as above), all equal, refused as Hudi refuses, or a Hudi bug named.
 """
 
