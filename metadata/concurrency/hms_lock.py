@@ -24,6 +24,7 @@ from urllib.parse import urlparse
 
 from metadata.concurrency.options import WriterOptions
 from metadata.errors import HudiLockError
+from metadata.secrets import redact
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,14 @@ HMS_URIS = "hoodie.write.lock.hivemetastore.uris"
 HEARTBEAT_INTERVAL_MS = "hoodie.write.lock.heartbeat_interval_ms"
 DEFAULT_HEARTBEAT_INTERVAL_MS = 60_000
 CONNECT_TIMEOUT_MS = 30_000
+
+
+def _user() -> str:
+    """Who asks, as Hudi's provider names its user (`user.name`)."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "hudi-bridge"
 
 
 def _connect(uri: str) -> Any:
@@ -70,15 +79,14 @@ class HiveMetastoreLock:
         self.lost: str | None = None  # why the metastore took the lock away, if it did
 
     def describe(self) -> str:
-        return f"Hudi's Hive metastore lock on {self.database}.{self.table} at {self.uri}"
+        return f"Hudi's Hive metastore lock on {self.database}.{self.table} at {redact(self.uri)}"
 
     def _request(self) -> Any:
         from hmsclient.genthrift.hive_metastore import ttypes
 
         component = ttypes.LockComponent(type=ttypes.LockType.EXCLUSIVE, level=ttypes.LockLevel.TABLE, dbname=self.database,
                                          tablename=self.table)
-        return ttypes.LockRequest(component=[component], user=getpass.getuser(), hostname=socket.gethostname(),
-                                  agentInfo="hudi-bridge")
+        return ttypes.LockRequest(component=[component], user=_user(), hostname=socket.gethostname(), agentInfo="hudi-bridge")
 
     def __enter__(self) -> HiveMetastoreLock:
         from hmsclient.genthrift.hive_metastore import ttypes
