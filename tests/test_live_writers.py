@@ -131,6 +131,26 @@ def test_the_issues_scenario_beside_hudi_1_2_0(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_an_index_hudi_1_2_deletes_when_it_is_disabled_is_gone_from_our_reads(tmp_path: Path) -> None:
+    """Hudi 1.2.0 writes two commits with column and partition statistics, then one with both disabled: it deletes
+    those metadata-table partitions (hoodie.metadata.auto.delete.partitions). Our listings and plans follow: no stage
+    reads them, every committed row is found, validate agrees, and `index sync` writes nothing of them back."""
+    require(missing_setup("1.2.0"), "the live-writer tests on Hudi 1.2.0")
+    path = tmp_path / "live"
+    LiveWriter(path, "COPY_ON_WRITE", 2, STATS, release="1.2.0").finish()
+    assert {"column_stats", "partition_stats"} <= set(HudiTable.open(str(path)).config.metadata_partitions)
+    off = {"hoodie.metadata.index.column.stats.enable": "false", "hoodie.metadata.index.partition.stats.enable": "false"}
+    record = LiveWriter(path, "COPY_ON_WRITE", 1, off, first=2, release="1.2.0").finish()
+    table = HudiTable.open(str(path))
+    assert not {"column_stats", "partition_stats"} & set(table.config.metadata_partitions)
+    assert not (path / ".hoodie" / "metadata" / "column_stats").exists()
+    explained = cli("plan", str(path), "--where", "id = 3", "--explain")
+    assert explained.returncode == 0 and "column_stats:" not in explained.stdout, explained.stdout + explained.stderr
+    check_after(path, record, {})
+    assert not {"column_stats", "partition_stats"} & set(HudiTable.open(str(path)).config.metadata_partitions)
+
+
+@pytest.mark.slow
 def test_soak_with_hudis_file_system_lock(hudi: None, tmp_path: Path) -> None:
     """MERGE_ON_READ with inline compaction and cleaning, Hudi's writer in
     optimistic concurrency with the file-system lock provider; beside it
