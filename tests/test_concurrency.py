@@ -237,7 +237,7 @@ HMS_PROVIDER = "org.apache.hudi.hive.transaction.lock.HiveMetastoreBasedLockProv
 
 
 @pytest.mark.slow  # with the Hive sync tests, which start the Hive 4 metastore anyway
-def test_hive_metastore_locks_exclude_each_other_as_hudis_provider_takes_them(hive4_metastore: Any, metastore: Any) -> None:
+def test_hive_metastore_locks_exclude_each_other_as_hudis_provider_takes_them(hive4_metastore: Any, metastore: Any, tmp_path: Path) -> None:
     """Hudi's HiveMetastoreBasedLockProvider's lock (EXCLUSIVE, table level, through the metastore's transaction API),
     on Hive 4 with PostgreSQL (the embedded Hive 2.3 on Derby keeps no transaction tables: one line): ours waits while another holder (as Hudi's writer takes it) has it, refuses in one line
     after hoodie.write.lock.wait_time_ms, leaves no queued request behind, and takes it once it is free."""
@@ -248,7 +248,7 @@ def test_hive_metastore_locks_exclude_each_other_as_hudis_provider_takes_them(hi
     options = WriterOptions({"hoodie.write.lock.provider": HMS_PROVIDER, "hoodie.write.lock.hivemetastore.database": "locks",
                              "hoodie.write.lock.hivemetastore.table": "trips", "hoodie.write.lock.hivemetastore.uris": hive4_metastore.uri,
                              "hoodie.write.lock.wait_time_ms": "1500", "hoodie.write.lock.heartbeat_interval_ms": "1000"})
-    lock = hudi_lock(Storage.open("/tmp"), options, "trips")
+    lock = hudi_lock(Storage.open(str(tmp_path)), options, "trips")
     assert isinstance(lock, HiveMetastoreLock)
     no_txn = WriterOptions({**options.values, "hoodie.write.lock.hivemetastore.uris": metastore.uri})
     with pytest.raises(HudiLockError, match=r"Hive metastore lock on locks\.trips at thrift://127\.0\.0\.1:\d+: Internal error processing lock"):
