@@ -139,6 +139,8 @@ def test_an_index_hudi_1_2_deletes_when_it_is_disabled_is_gone_from_our_reads(tm
     path = tmp_path / "live"
     LiveWriter(path, "COPY_ON_WRITE", 2, STATS, release="1.2.0").finish()
     assert {"column_stats", "partition_stats"} <= set(HudiTable.open(str(path)).config.metadata_partitions)
+    built = cli("index", "build", str(path), "--partitions", "bloom_filters")  # one the writer has not enabled: we say so
+    assert built.returncode == 0 and "hoodie.metadata.index.bloom.filter.enable=true" in built.stdout + built.stderr, built.stdout
     off = {"hoodie.metadata.index.column.stats.enable": "false", "hoodie.metadata.index.partition.stats.enable": "false"}
     record = LiveWriter(path, "COPY_ON_WRITE", 1, off, first=2, release="1.2.0").finish()
     table = HudiTable.open(str(path))

@@ -49,6 +49,12 @@ WRITER_KEEPS_NONE = ("the table's writer keeps no metadata table: Apache Hudi wi
                      "its next commit (and empties hoodie.table.metadata.partitions); keep hoodie.metadata.enable=true on the writer, "
                      "or run `hudi-bridge index build` after its writes (docs/concurrency.md)")
 
+# The writer option that keeps each partition we build (Hudi 1.2 deletes a partition its writer has not enabled).
+WRITER_ENABLES = {MdtPartition.COLUMN_STATS: "hoodie.metadata.index.column.stats.enable=true",
+                  MdtPartition.PARTITION_STATS: "hoodie.metadata.index.partition.stats.enable=true",
+                  MdtPartition.BLOOM_FILTERS: "hoodie.metadata.index.bloom.filter.enable=true",
+                  MdtPartition.RECORD_INDEX: "hoodie.metadata.global.record.level.index.enable=true"}
+
 __all__ = ["DEFAULT_COMPACT_AFTER", "IndexReport", "MetadataTableWriter"]
 
 
@@ -123,6 +129,11 @@ class MetadataTableWriter:
                 report.notes.append(f"already built, left alone: {', '.join(skipped)} (use --rebuild to rebuild)")
             if todo or redo:
                 self._build_locked(todo, redo, columns, report)
+            kept = [WRITER_ENABLES[p] for p in todo if p in WRITER_ENABLES]
+            if report.kept_by_writer and kept:
+                report.notes.append(f"Hudi's writer keeps this metadata table, and Hudi 1.2 deletes the partitions its writer has not "
+                                    f"enabled (hoodie.metadata.auto.delete.partitions): to keep what was built, set {', '.join(kept)} "
+                                    "on the writer (docs/concurrency.md)")
         report.seconds = time.monotonic() - started
         return report
 
