@@ -6,7 +6,6 @@ quoted or parsed and `spark.sql.*` properties are accepted.
 
 from __future__ import annotations
 
-import getpass
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -22,6 +21,7 @@ from hive_sync.errors import SyncError
 from hive_sync.model import HivePartition, PartitionValues, RegisteredTable, TableDefinition
 from hive_sync.names import partition_name
 from hive_sync.schema import HiveColumn
+from metadata.process import running_user
 
 T = TypeVar("T")
 DEFAULT_PORT = 9083
@@ -44,14 +44,6 @@ def _fields(columns: Sequence[HiveColumn]) -> list[Any]:
 
 def _columns(fields: Sequence[Any] | None) -> tuple[HiveColumn, ...]:
     return tuple(HiveColumn(f.name, f.type, f.comment or "") for f in fields or ())
-
-
-def _owner() -> str | None:
-    """The running user, as Hudi's HiveSyncTool and Hive's own CREATE TABLE register a table's owner."""
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return None
 
 
 class HmsClient:
@@ -143,7 +135,7 @@ class HmsClient:
         thrift_table = ttypes.Table(
             tableName=table.name,
             dbName=table.database,
-            owner=_owner(),
+            owner=running_user(),  # as Hudi's HiveSyncTool and Hive's own CREATE TABLE register a table's owner
             sd=self._storage(table, table.location),
             partitionKeys=_fields(table.partition_columns),
             parameters=dict(table.table_params),

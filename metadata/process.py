@@ -9,6 +9,16 @@ if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
 
+def running_user() -> str | None:
+    """The name of the user this process runs as; None where the uid has no name (a container)."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
+
+
 def worker_count(processes: int | None) -> int:
     """Workers asked for: None is one per core."""
     return max(1, (os.cpu_count() or 1) if processes is None else processes)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import logging
 import os
 import sys
@@ -11,6 +10,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from metadata.process import running_user
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +66,7 @@ def command_log_path() -> str | None:
     terminal when debug logging is on (--debug)."""
     if logging.getLogger().isEnabledFor(logging.DEBUG):
         return None
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no name for this uid (a container)
-        user = str(os.getuid())
+    user = running_user() or str(os.getuid())
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return os.path.join(tempfile.gettempdir(), f"hudi-bridge-spark-{user}-{stamp}-{os.getpid()}.log")
 

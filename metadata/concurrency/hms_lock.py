@@ -13,7 +13,6 @@ that is not heartbeated (`hive.txn.timeout`, 300 s by default)."""
 
 from __future__ import annotations
 
-import getpass
 import logging
 import socket
 import threading
@@ -24,6 +23,7 @@ from urllib.parse import urlparse
 
 from metadata.concurrency.options import WriterOptions
 from metadata.errors import HudiLockError
+from metadata.process import running_user
 from metadata.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -34,14 +34,6 @@ HMS_URIS = "hoodie.write.lock.hivemetastore.uris"
 HEARTBEAT_INTERVAL_MS = "hoodie.write.lock.heartbeat_interval_ms"
 DEFAULT_HEARTBEAT_INTERVAL_MS = 60_000
 CONNECT_TIMEOUT_MS = 30_000
-
-
-def _user() -> str:
-    """Who asks, as Hudi's provider names its user (`user.name`)."""
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return "hudi-bridge"
 
 
 def _connect(uri: str) -> Any:
@@ -86,7 +78,7 @@ class HiveMetastoreLock:
 
         component = ttypes.LockComponent(type=ttypes.LockType.EXCLUSIVE, level=ttypes.LockLevel.TABLE, dbname=self.database,
                                          tablename=self.table)
-        return ttypes.LockRequest(component=[component], user=_user(), hostname=socket.gethostname(), agentInfo="hudi-bridge")
+        return ttypes.LockRequest(component=[component], user=running_user() or "hudi-bridge", hostname=socket.gethostname(), agentInfo="hudi-bridge")
 
     def __enter__(self) -> HiveMetastoreLock:
         from hmsclient.genthrift.hive_metastore import ttypes
