@@ -208,7 +208,8 @@ class CleanMetadata:
         for partition, meta in _get(source, data, "partitionMetadata", dict, {}).items():
             if not isinstance(meta, dict):
                 raise HudiFormatError(source, f"partitionMetadata[{partition!r}] is not a record")
-            partitions[check_partition_path(partition, source)] = CleanPartition(
+            partition = check_partition_path(partition, source)
+            partitions[partition] = CleanPartition(
                 partition_path=_get(source, meta, "partitionPath", str, partition),
                 success_delete_files=tuple(_get(source, meta, "successDeleteFiles", list, [])),
                 failed_delete_files=tuple(_get(source, meta, "failedDeleteFiles", list, [])),
@@ -234,7 +235,8 @@ class RollbackMetadata:
         for partition, meta in _get(source, data, "partitionMetadata", dict, {}).items():
             if not isinstance(meta, dict):
                 raise HudiFormatError(source, f"partitionMetadata[{partition!r}] is not a record")
-            deleted[check_partition_path(partition, source)] = tuple(_name(f) for f in _get(source, meta, "successDeleteFiles", list, []))
+            partition = check_partition_path(partition, source)
+            deleted[partition] = tuple(_name(f) for f in _get(source, meta, "successDeleteFiles", list, []))
             logs[partition] = tuple(_name(f) for f in _get(source, meta, "rollbackLogFiles", dict, {}))
         return cls(tuple(_get(source, data, "commitsRollback", list, [])), deleted, logs)
 

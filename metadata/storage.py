@@ -378,9 +378,11 @@ class Storage:
             if max_bytes is None:
                 with self.filesystem.open_input_stream(path) as stream:
                     return bytes(stream.read())
-            with self.filesystem.open_input_file(path) as file:  # its size first: a longer file is never read
-                data = None if file.size() > max_bytes else bytes(file.read(max_bytes + 1))
-                return None if data is None or len(data) > max_bytes else data
+            with self.filesystem.open_input_file(path) as file:
+                if file.size() > max_bytes:
+                    return None  # its size first: a longer file is never read
+                data = bytes(file.read(max_bytes + 1))
+                return data if len(data) <= max_bytes else None  # it grew while we read
 
         data = self._call("read", relative, read)
         if data is None:

@@ -61,17 +61,17 @@ def in_slow_tier(release: str, name: str) -> bool:
     return release not in SLOW_TIER or SLOW_TIER[release](name) or name in {s.name for s in NEWEST}
 
 
-def _case(release: str, name: str, *values: Any) -> Any:
-    return pytest.param(*values, id=f"{release}-{name}", marks=() if in_slow_tier(release, name) else (pytest.mark.matrix,))
+def _matrix_unless(slow: bool) -> tuple[Any, ...]:
+    return () if slow else (pytest.mark.matrix,)
 
 
-CASES = [_case(release, shape.name, release, shape) for release in RELEASES for shape in for_release(SHAPES, release)]
+CASES = [pytest.param(release, shape, id=f"{release}-{shape.name}", marks=_matrix_unless(in_slow_tier(release, shape.name)))
+         for release in RELEASES for shape in for_release(SHAPES, release)]
 
 
-def _written(release: str, name: str | None = None) -> dict[str, tuple[Path, dict[str, Any]]]:
+def _written(release: str, full: bool = False) -> dict[str, tuple[Path, dict[str, Any]]]:
     """The shapes Hudi `release` wrote (each release's tables in one Spark session: 1.0.2's round two with them,
-    a newer release's NEWEST shapes with them); those of the slow tier, or all when `name` is beyond it."""
-    full = name is not None and not in_slow_tier(release, name)
+    a newer release's NEWEST shapes with them): those of the slow tier, or with `full` all of them."""
     if (release, full) not in WRITTEN:
         require(missing_setup(release), f"the Hudi {release} conformance tier")
         more = ROUND_TWO if release == HUDI_VERSION else NEWEST if 9 in RELEASES[release] else []
@@ -124,7 +124,7 @@ def _same(ours: dict[int, dict[str, Any]], theirs: list[dict[str, Any]], what: s
 
 @pytest.mark.parametrize("release,shape", CASES)
 def test_a_shape_hudi_wrote_reads_and_plans_as_hudi_reads_it(release: str, shape: Shape) -> None:
-    path, oracle = _written(release, shape.name)[shape.name]
+    path, oracle = _written(release, full=not in_slow_tier(release, shape.name))[shape.name]
     if shape.hudi_write_fails:
         assert shape.hudi_write_fails in oracle.get("write_error", ""), f"{shape.name}: Hudi now writes it: {oracle}"
         _cell(release, shape, "write", f"Hudi {release} fails to write it: {oracle['write_error'][:160]}")
@@ -267,7 +267,7 @@ ON_OURS: dict[str, dict[str, Any]] = {}
 def _hudi_on_ours(release: str, root: Path) -> dict[str, Any]:
     """Per release: hudi-bridge builds the metadata table of each GO_ON shape Hudi wrote; Hudi reads and writes on top."""
     if release not in ON_OURS:
-        written, shapes, todo = _written(release, "*"), {s.name: s for s in for_release(SHAPES, release)}, []
+        written, shapes, todo = _written(release, full=release in SLOW_TIER), {s.name: s for s in for_release(SHAPES, release)}, []
         for name in _go_on_names(release):
             source, oracle = written[name]
             path = with_our_metadata_table(source, shapes[name], root / release / name)
@@ -283,7 +283,8 @@ def _go_on_names(release: str) -> list[str]:
     return [s.name for s in for_release([s for s in SHAPES if s.name in GO_ON], release)]
 
 
-@pytest.mark.parametrize("release,name", [_case(r, "*", r, n) for r in RELEASES for n in _go_on_names(r)])
+@pytest.mark.parametrize("release,name", [pytest.param(r, n, id=f"{r}-{n}", marks=_matrix_unless(r not in SLOW_TIER))
+                                          for r in RELEASES for n in _go_on_names(r)])
 def test_hudi_reads_and_writes_through_the_metadata_table_we_built(release: str, name: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     path, oracle, seen = _hudi_on_ours(release, tmp_path_factory.getbasetemp() / "ours")[name]
     shape = next(s for s in for_release(SHAPES, release) if s.name == name)
@@ -332,7 +333,7 @@ def test_hudis_spark_sql_reads_the_tables_hudi_bridge_synced(written: dict[str, 
         _cell(HUDI_VERSION, next(s for s in SHAPES if s.name == name), "Hive sync read by Hudi's Spark SQL", "equal")
 
 
-@pytest.mark.parametrize("release", [_case(r, "*", r) for r in RELEASES])
+@pytest.mark.parametrize("release", [pytest.param(r, id=r, marks=_matrix_unless(r not in SLOW_TIER)) for r in RELEASES])
 def test_our_rebuild_lists_the_files_hudis_metadata_table_lists_cdc_logs_included(release: str, tmp_path: Path) -> None:
     """On the CDC shapes, the files partition hudi-bridge builds names the same files, with the same sizes, as
     the one Hudi wrote: its change-data logs (`.cdc`) included, as Hudi lists them."""
@@ -340,7 +341,7 @@ def test_our_rebuild_lists_the_files_hudis_metadata_table_lists_cdc_logs_include
     from tests.hudi_oracle import with_our_metadata_table
 
     for shape in [s for s in for_release(SHAPES, release) if s.cdc_mode]:
-        source, _ = _written(release, "*")[shape.name]
+        source, _ = _written(release, full=release in SLOW_TIER)[shape.name]
         ours = with_our_metadata_table(source, shape, tmp_path / shape.name)
         theirs_table, ours_table = HudiTable.open(str(source)), HudiTable.open(str(ours))
         partitions = theirs_table.partitions()
