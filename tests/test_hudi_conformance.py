@@ -15,7 +15,7 @@ The report is written to `.cache/hudi-tables/<version>/conformance.json`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +32,15 @@ from metadata.slice_rows import conform, merged_rows, table_read_schema
 from tests.hudi_oracle import (
     CACHE,
     HUDI_VERSION,
-    NEWEST,
     RELEASES,
-    ROUND_TWO,
     SHAPES,
+    SLOW_SAMPLE,
     Shape,
     for_release,
     go_on,
+    in_slow_tier,
     missing_setup,
+    release_shapes,
     tables,
     with_our_metadata_table,
 )
@@ -48,19 +49,6 @@ from tests.needs import require
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 REPORT: dict[str, dict[str, dict[str, Any]]] = {}  # release -> shape -> check -> outcome
 WRITTEN: dict[tuple[str, bool], dict[str, tuple[Path, dict[str, Any]]]] = {}
-# The slow tier writes every shape with 1.0.2, every version 9 shape with 1.2.0 (its default), and a sample with 1.1.1
-# (its versions 6 and 8 among them), NEWEST with both; the `matrix` tier (`scripts/check.sh -m matrix`) writes and checks
-# the rest, to keep CI within its budget.
-SLOW_TIER: dict[str, Callable[[str], bool]] = {
-    "1.2.0": lambda name: "_v9_" in name,
-    "1.1.1": lambda name: name in {"cow_v9_simple", "mor_v9_history", "mor_v9_cdc_data_before", "cow_v8_simple", "cow_v6_timestamp"},
-}
-
-
-def in_slow_tier(release: str, name: str) -> bool:
-    return release not in SLOW_TIER or SLOW_TIER[release](name) or name in {s.name for s in NEWEST}
-
-
 def _matrix_unless(slow: bool) -> tuple[Any, ...]:
     return () if slow else (pytest.mark.matrix,)
 
@@ -70,13 +58,10 @@ CASES = [pytest.param(release, shape, id=f"{release}-{shape.name}", marks=_matri
 
 
 def _written(release: str, full: bool = False) -> dict[str, tuple[Path, dict[str, Any]]]:
-    """The shapes Hudi `release` wrote (each release's tables in one Spark session: 1.0.2's round two with them,
-    a newer release's NEWEST shapes with them): those of the slow tier, or with `full` all of them."""
+    """The shapes Hudi `release` wrote (`release_shapes`): those of the slow tier, or with `full` all of them."""
     if (release, full) not in WRITTEN:
         require(missing_setup(release), f"the Hudi {release} conformance tier")
-        more = ROUND_TWO if release == HUDI_VERSION else NEWEST if 9 in RELEASES[release] else []
-        shapes = [s for s in for_release(SHAPES, release) if full or in_slow_tier(release, s.name)]
-        WRITTEN[release, full] = tables([*shapes, *more], release)
+        WRITTEN[release, full] = tables(release_shapes(release, full), release)
     return WRITTEN[release, full]
 
 
@@ -267,7 +252,7 @@ ON_OURS: dict[str, dict[str, Any]] = {}
 def _hudi_on_ours(release: str, root: Path) -> dict[str, Any]:
     """Per release: hudi-bridge builds the metadata table of each GO_ON shape Hudi wrote; Hudi reads and writes on top."""
     if release not in ON_OURS:
-        written, shapes, todo = _written(release, full=release in SLOW_TIER), {s.name: s for s in for_release(SHAPES, release)}, []
+        written, shapes, todo = _written(release, full=release in SLOW_SAMPLE), {s.name: s for s in for_release(SHAPES, release)}, []
         for name in _go_on_names(release):
             source, oracle = written[name]
             path = with_our_metadata_table(source, shapes[name], root / release / name)
@@ -283,7 +268,7 @@ def _go_on_names(release: str) -> list[str]:
     return [s.name for s in for_release([s for s in SHAPES if s.name in GO_ON], release)]
 
 
-@pytest.mark.parametrize("release,name", [pytest.param(r, n, id=f"{r}-{n}", marks=_matrix_unless(r not in SLOW_TIER))
+@pytest.mark.parametrize("release,name", [pytest.param(r, n, id=f"{r}-{n}", marks=_matrix_unless(r not in SLOW_SAMPLE))
                                           for r in RELEASES for n in _go_on_names(r)])
 def test_hudi_reads_and_writes_through_the_metadata_table_we_built(release: str, name: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     path, oracle, seen = _hudi_on_ours(release, tmp_path_factory.getbasetemp() / "ours")[name]
@@ -333,7 +318,7 @@ def test_hudis_spark_sql_reads_the_tables_hudi_bridge_synced(written: dict[str, 
         _cell(HUDI_VERSION, next(s for s in SHAPES if s.name == name), "Hive sync read by Hudi's Spark SQL", "equal")
 
 
-@pytest.mark.parametrize("release", [pytest.param(r, id=r, marks=_matrix_unless(r not in SLOW_TIER)) for r in RELEASES])
+@pytest.mark.parametrize("release", [pytest.param(r, id=r, marks=_matrix_unless(r not in SLOW_SAMPLE)) for r in RELEASES])
 def test_our_rebuild_lists_the_files_hudis_metadata_table_lists_cdc_logs_included(release: str, tmp_path: Path) -> None:
     """On the CDC shapes, the files partition hudi-bridge builds names the same files, with the same sizes, as
     the one Hudi wrote: its change-data logs (`.cdc`) included, as Hudi lists them."""
@@ -341,7 +326,7 @@ def test_our_rebuild_lists_the_files_hudis_metadata_table_lists_cdc_logs_include
     from tests.hudi_oracle import with_our_metadata_table
 
     for shape in [s for s in for_release(SHAPES, release) if s.cdc_mode]:
-        source, _ = _written(release, full=release in SLOW_TIER)[shape.name]
+        source, _ = _written(release, full=release in SLOW_SAMPLE)[shape.name]
         ours = with_our_metadata_table(source, shape, tmp_path / shape.name)
         theirs_table, ours_table = HudiTable.open(str(source)), HudiTable.open(str(ours))
         partitions = theirs_table.partitions()
