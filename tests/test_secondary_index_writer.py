@@ -16,8 +16,8 @@ import pytest
 from listers import plan
 from metadata import HudiTable
 from metadata.errors import IndexWriteError
-from metadata.mdt.file_groups import MdtPartition, SecondaryIndexPartition, secondary_key_separator
-from metadata.mdt.indexes import _record_key_of, _unescape
+from metadata.mdt.file_groups import MdtPartition, SecondaryIndexPartition
+from metadata.mdt.indexes import split_secondary_key
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.validate import validate_metadata
 from metadata.mdt.write.writer import MetadataTableWriter
@@ -47,12 +47,8 @@ def _keys_of_slice(reader: Any, piece: Any) -> set[str]:
 
 def _live_pairs(table_path: str, partition: str) -> set[tuple[str | None, str]]:
     reader = HudiTable.open(table_path).metadata_table.reader  # type: ignore[union-attr]
-    pairs = set()
-    for key, record in reader.read(partition, KeyQuery()).items():
-        if not record.raw["SecondaryIndexMetadata"]["isDeleted"]:
-            value = key[: secondary_key_separator(key)]
-            pairs.add((None if value == "\0" else _unescape(value), _record_key_of(key)))
-    return pairs
+    return {split_secondary_key(key) for key, record in reader.read(partition, KeyQuery()).items()
+            if not record.raw["SecondaryIndexMetadata"]["isDeleted"]}
 
 
 @requires_fixtures

@@ -135,6 +135,8 @@ def table_validate(path: str, no_stats: bool) -> Output:
         f"column_stats of {report.stats_files_checked} base file(s) checked against their footers"
     if report.bloom_files_checked:
         checked += f"; bloom_filters of {report.bloom_files_checked} base file(s) equal their footers' filters"
+    if report.index_entries_checked:
+        checked += f"; {report.index_entries_checked} record and secondary index entries checked against the latest rows"
     lines = []
     if report.behind:  # said first: a sync fixes what it explains, unlike damage
         lines.append(f"metadata table is behind the timeline: {len(report.behind)} completed instant(s) not in it "

@@ -63,7 +63,14 @@ def _unescape(text: str) -> str:
 
 
 def _record_key_of(secondary_index_key: str) -> str:
-    return _unescape(secondary_index_key[secondary_key_separator(secondary_index_key) + 1 :])
+    return split_secondary_key(secondary_index_key)[1]
+
+
+def split_secondary_key(secondary_index_key: str) -> tuple[str | None, str]:
+    """(value text, record key) of a secondary index key; None: a null value (a bare NUL)."""
+    at = secondary_key_separator(secondary_index_key)
+    value = secondary_index_key[:at]
+    return None if value == "\0" else _unescape(value), _unescape(secondary_index_key[at + 1 :])
 
 
 def file_group_of(info: dict[str, Any], where: str) -> tuple[str, str]:

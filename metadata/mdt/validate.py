@@ -26,6 +26,7 @@ from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.records import ColumnStats
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine, engine_ranges
+from metadata.mdt.validate_keys import check_key_indexes
 from metadata.storage import StoredFile
 from metadata.stored_table import StoredTable
 from metadata.table import HudiTable
@@ -41,9 +42,11 @@ class ValidationReport:
     slice_differences: list[str] = field(default_factory=list)
     stats_differences: list[str] = field(default_factory=list)
     bloom_differences: list[str] = field(default_factory=list)
+    index_differences: list[str] = field(default_factory=list)  # the record and secondary indexes (validate_keys)
     damaged_records: list[str] = field(default_factory=list)  # files records that cannot be read (their partitions left out)
     stats_files_checked: int = field(default=0, compare=False)
     bloom_files_checked: int = field(default=0, compare=False)
+    index_entries_checked: int = field(default=0, compare=False)
     notes: list[str] = field(default_factory=list, compare=False)  # what was found right, and said
     # Completed data instants the metadata table does not hold yet, and the differences they explain (a sync fixes them).
     behind: list[str] = field(default_factory=list)
@@ -51,7 +54,7 @@ class ValidationReport:
 
     @property
     def ok(self) -> bool:
-        return not any(v for k, v in vars(self).items() if not k.endswith("_files_checked") and k != "notes")
+        return not any(v for k, v in vars(self).items() if not k.endswith("_checked") and k != "notes")
 
 
     def differences(self) -> list[str]:
@@ -60,12 +63,13 @@ class ValidationReport:
         lines += [f"{p}/{n}: only in the metadata table" for p, names in self.files_only_in_metadata.items() for n in names]
         lines += [f"{p}/{n}: only in storage" for p, names in self.files_only_in_storage.items() for n in names]
         lines += [f"{p}/{d}" for p, items in self.size_mismatches.items() for d in items]
-        return self.damaged_records + lines + self.slice_differences + self.stats_differences + self.bloom_differences
+        return self.damaged_records + lines + self.slice_differences + self.stats_differences + self.bloom_differences + self.index_differences
 
     def to_dict(self) -> dict[str, object]:
         return {"ok": self.ok, "behind": list(self.behind), "behind_differences": list(self.behind_differences),
                 "differences": self.differences(), "stats_files_checked": self.stats_files_checked,
-                "bloom_files_checked": self.bloom_files_checked, "notes": list(self.notes)}
+                "bloom_files_checked": self.bloom_files_checked, "index_entries_checked": self.index_entries_checked,
+                "notes": list(self.notes)}
 
     def set_aside_behind(self, instants: list[str], stats: list[WriteStat], deletes_files: bool) -> None:
         """Move the differences the unsynced instants explain (partitions and
@@ -146,7 +150,8 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
         return report
     with_mdt = HudiTable(table.storage, table.config, table.timeline, listing=MetadataListing(mdt, strict=True))
     with_storage = HudiTable(table.storage, table.config, table.timeline, listing=storage)
-    via_mdt = {(s.partition, s.file_id): s.files for s in with_mdt.file_slices()}
+    latest_slices = with_mdt.file_slices()
+    via_mdt = {(s.partition, s.file_id): s.files for s in latest_slices}
     try:
         via_storage = {(s.partition, s.file_id): s.files for s in with_storage.file_slices()}
     except MissingFileError as exc:
@@ -165,6 +170,11 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
     stats = [stat for i in behind if i.action.writes_data for stat in table.timeline.commit_metadata(i).write_stats()]
     removes = any(i.action in (Action.CLEAN, Action.ROLLBACK, Action.RESTORE, Action.REPLACE_COMMIT) for i in behind)
     report.set_aside_behind([i.requested_time for i in behind], stats, removes)
+    if check_stats:
+        keyed = check_key_indexes(table, mdt, latest_slices, {s.file_id for s in stats})
+        report.index_differences, report.index_entries_checked = keyed.differences, keyed.keys_checked
+        report.behind_differences += keyed.behind
+        report.notes += keyed.notes
     return report
 
 
