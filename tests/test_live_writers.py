@@ -13,6 +13,7 @@ agrees, and nothing of ours is left behind.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -163,13 +164,31 @@ def test_soak_with_hudis_file_system_lock(hudi: None, tmp_path: Path) -> None:
                       "hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "2"}
     writer = LiveWriter(path, "MERGE_ON_READ", 5, writer_options)
     lock = options_args(FS_LOCK)
+    pulled = tmp_path / "pulled"
+    pull = ["pull", str(path), "--to", str(pulled), "--checkpoint", str(tmp_path / "pull-checkpoint.json")]
     runs = beside(writer, [["index", "sync", str(path), *lock], ["index", "compact", str(path), "--force", *lock],
                            ["index", "build", str(path), "--partitions", "bloom_filters", *lock],
-                           ["plan", str(path), "--where", "id = 5"]])
+                           ["plan", str(path), "--where", "id = 5"], pull])
     record = writer.finish()
     check_beside(runs)
     assert any(code == 0 for command, code, _ in runs if command[:2] == ["index", "compact"]), runs
     check_after(path, record, FS_LOCK)
+    last = cli(*pull, timeout=600)
+    assert last.returncode == 0, last.stdout + last.stderr
+    assert latest_pulled(pulled) == {row["id"]: row["v"] for row in record["live"]}  # no commit missed by the pulls beside it
+
+
+def latest_pulled(out: Path) -> dict[int, int]:
+    """id -> v of each id's latest version among every range pulled under `out`."""
+    import pyarrow.parquet as pq
+
+    latest: dict[int, tuple[str, int]] = {}
+    for file in out.rglob("*.parquet"):
+        rows = pq.read_table(file, columns=["_hoodie_commit_time", "id", "v"]).to_pylist()
+        for row in rows:
+            if row["id"] not in latest or latest[row["id"]][0] < row["_hoodie_commit_time"]:
+                latest[row["id"]] = (row["_hoodie_commit_time"], row["v"])
+    return {key: v for key, (_, v) in latest.items()}
 
 
 def zk_lock_options(zookeeper: str) -> dict[str, str]:
@@ -185,26 +204,39 @@ def test_soak_with_hudis_zookeeper_lock(hudi: None, zookeeper: str, tmp_path: Pa
     soak_under_a_shared_lock(tmp_path / "live", zk_lock_options(zookeeper))
 
 
-def soak_under_a_shared_lock(path: Path, lock_options: dict[str, str]) -> None:
+def soak_under_a_shared_lock(path: Path, lock_options: dict[str, str], readers: tuple[list[str], ...] = ()) -> dict[str, Any]:
     """A COPY_ON_WRITE writer of 4 commits under `lock_options`, `index sync` and `index compact --force` beside it
-    under the same lock: no commit fails, a compaction of ours got in between, and everything agrees after."""
+    under the same lock, and `readers` too: no commit fails, a compaction of ours got in between, and everything
+    agrees after. Hudi's writer's record."""
     writer = LiveWriter(path, "COPY_ON_WRITE", 4, {**STATS, **lock_options})
     lock = options_args(lock_options)
-    runs = beside(writer, [["index", "sync", str(path), *lock], ["index", "compact", str(path), "--force", *lock]])
+    runs = beside(writer, [["index", "sync", str(path), *lock], ["index", "compact", str(path), "--force", *lock], *readers])
     record = writer.finish()
     check_beside(runs)
     assert any(code == 0 for command, code, _ in runs if command[:2] == ["index", "compact"]), runs
     check_after(path, record, lock_options)
+    return record
 
 
 @pytest.mark.slow
 def test_soak_with_hudis_hive_metastore_lock(hudi: None, hive4_metastore: Any, tmp_path: Path) -> None:
     """Hudi's writer and hudi-bridge both take Hudi's Hive metastore lock, on a Hive 4 metastore (PostgreSQL):
-    Hudi through its Hive 2.3 client, we through the same transaction API."""
+    Hudi through its Hive 2.3 client, we through the same transaction API. Hive sync into that metastore and
+    verified plans (which read the slices they rule out) run in the loop too; a last sync then marks the table
+    synced up to Hudi's last commit, and one more has nothing to do."""
     hms_lock = {**FS_LOCK, "hoodie.write.lock.provider": "org.apache.hudi.hive.transaction.lock.HiveMetastoreBasedLockProvider",
                 "hoodie.write.lock.hivemetastore.database": "locks", "hoodie.write.lock.hivemetastore.table": "live",
                 "hoodie.write.lock.hivemetastore.uris": hive4_metastore.uri}
-    soak_under_a_shared_lock(tmp_path / "live", hms_lock)
+    path = tmp_path / "live"
+    hive_sync = ["sync", str(path), "--database", "soak", "--metastore-uri", hive4_metastore.uri]
+    soak_under_a_shared_lock(path, hms_lock, (hive_sync, ["plan", str(path), "--where", "v < 30", "--verify"]))
+    last = cli(*hive_sync, "--json")
+    assert last.returncode == 0, last.stdout + last.stderr
+    marked = [t["marker"] for t in json.loads(last.stdout)["tables"] if t["marker"]] or [None]
+    latest = HudiTable.open(str(path)).timeline.latest_completed()
+    assert latest is not None and marked[0] is not None and marked[0]["last_commit_time_sync"] == latest.requested_time, last.stdout
+    again = cli(*hive_sync, "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["noop"], again.stdout + again.stderr
 
 
 @pytest.mark.slow
@@ -250,3 +282,56 @@ def test_a_killed_hudi_writer_is_left_to_hudi_until_its_heartbeat_expires(hudi: 
     record = after.finish()
     assert not [n for n in os.listdir(timeline) if n.startswith(ts)], "Hudi's next writer rolled the failed instant back"
     check_after(path, record, zk_lock)
+
+
+def kill_when_pending(path: Path, command: list[str], timeout: float = 120) -> str:
+    """Run a command of ours and kill -9 it the moment it has a metadata-table instant pending (its journal names
+    one): the instant it left. "" when it finished first."""
+    journal = path / ".hoodie" / ".hudi-bridge-index.lock"
+    process = subprocess.Popen([sys.executable, "-m", "engine_bridge", *command], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            pending = [line.split()[1] for line in journal.read_text().splitlines() if line.startswith("pending ")]
+        except (FileNotFoundError, IndexError):
+            pending = []
+        if pending:
+            os.killpg(process.pid, 9)
+            process.wait(timeout=60)
+            return pending[-1]
+        time.sleep(0.002)
+    process.wait(timeout=60)
+    return ""
+
+
+@pytest.mark.slow
+def test_our_writer_killed_mid_write_beside_hudi_leaves_hudi_committing_and_our_next_run_completes(
+        hudi: None, zookeeper: str, tmp_path: Path) -> None:
+    """kill -9 of `index build` and of `index compact` while each has its metadata-table instant pending, with
+    Hudi's writer committing beside them under the same ZooKeeper lock (whose node goes with our dead session):
+    Hudi's next commits succeed, and our next runs take over the dead lock, roll back the instant they left
+    and complete; then everything agrees."""
+    path = tmp_path / "live"
+    zk_lock = {**zk_lock_options(zookeeper), "hoodie.write.lock.zookeeper.session_timeout_ms": "6000"}
+    lock = options_args(zk_lock)
+    writer = LiveWriter(path, "COPY_ON_WRITE", 6, {**STATS, **zk_lock})
+    while not (path / ".hoodie" / "hoodie.properties").is_file() or not HudiTable.open(str(path)).timeline.completed():
+        assert not writer.done(), writer.log.read_text()[-2000:]
+        time.sleep(0.2)
+    killed = [kill_when_pending(path, ["index", "build", str(path), "--partitions", "bloom_filters", *lock]),
+              kill_when_pending(path, ["index", "compact", str(path), "--force", *lock])]
+    assert all(killed), f"a command finished before it could be killed mid-write: {killed}"
+    runs = beside(writer, [["index", "build", str(path), "--partitions", "bloom_filters", *lock],
+                           ["index", "compact", str(path), "--force", *lock]])
+    record = writer.finish()
+    check_beside(runs)
+    assert any(code == 0 and "bloom_filters" in output for command, code, output in runs if command[1] == "build"), runs
+    said = "\n".join(output for _, _, output in runs)
+    for instant in killed:  # our next run took the dead lock over, and rolled back the instant its journal named
+        assert f"metadata instant {instant} of an earlier hudi-bridge run had not completed" in said, (instant, said)
+    assert "took over the index lock of process" in said, said  # (the killed compact took the build's over too)
+    check_after(path, record, zk_lock)
+    pending = {str(i.requested_time) for i in TableParts.load(str(path / ".hoodie" / "metadata")).timeline.pending()}
+    assert not pending & set(killed), pending
+    assert "bloom_filters" in HudiTable.open(str(path)).config.metadata_partitions

@@ -505,3 +505,44 @@ def test_a_throttled_stream_splits_commits_by_file_group_and_delivers_each_row_o
     run()
     written = sorted(r.id for r in spark.read.parquet(str(out)).collect())
     assert written == sorted(r * 10 + i for r in range(20) for i in range(1 + 4 * (r % 3)))  # each row once
+
+
+def test_a_file_a_cleaner_removes_while_the_pull_reads_is_planned_again(tmp_path: Path, spark: Any, source: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pull planned its files; then, before Spark read them, a writer beside it rewrote every row and its cleaner
+    removed the planned file (Spark: FAILED_READ_FILE.FILE_NOT_EXIST). The pull plans again as of the newer commit,
+    writes each row once in its latest version, and says so; the first attempt's staging folder is gone."""
+    import engine_bridge.spark.pull as pull_module
+
+    path = str(tmp_path / "cleaned")
+    builder = TableBuilder(path, pa.schema([("id", pa.int64()), ("v", pa.string())]), version=8)
+    builder.write([{"id": i, "v": "a"} for i in range(6)])
+    real_read, said, cleaned = pull_module.read, [], []
+
+    def read_after_a_clean(*args: Any, **kwargs: Any) -> Any:
+        if not cleaned:
+            cleaned.append(builder.write([{"id": i, "v": "b"} for i in range(6)]))  # a new slice of the file group...
+            builder.clean()  # ...and the planned one removed
+        return real_read(*args, **kwargs)
+
+    monkeypatch.setattr(pull_module, "read", read_after_a_clean)
+    out = tmp_path / "out"
+    result = pull_module.pull(spark, path, str(out), checkpoint=str(tmp_path / "checkpoint.json"), progress=said.append)
+    assert any(line.endswith("was removed while it was read (a cleaner ran beside): planning again") for line in said), said
+    assert result.rows == 6 and len(result.instants) == 2
+    assert sorted((r.id, r.v) for r in spark.read.parquet(result.output).collect()) == [(i, "b") for i in range(6)]
+    assert [p.name for p in out.iterdir()] == [Path(result.output).name]  # no staging folder left
+
+
+def test_a_file_removed_under_every_read_refuses_in_one_line(tmp_path: Path) -> None:
+    """Spark's error texts for a file removed under a read name the file; the pull's refusal is one line."""
+    from engine_bridge.spark.pull import FileRemovedWhileRead, removed_file
+
+    spark_text = ("An error occurred while calling o69.save.\n: org.apache.spark.SparkException: [FAILED_READ_FILE.FILE_NOT_EXIST] "
+                  "Encountered error while reading file file:///t/region=in/0b1b-0_0-60-103_20261129104157895.parquet. File does not "
+                  "exist. It is possible the underlying files have been updated.\n\tat org.apache.spark.rdd.RDD.iterator(RDD.scala:338)")
+    assert removed_file(RuntimeError(spark_text)) == "file:///t/region=in/0b1b-0_0-60-103_20261129104157895.parquet"
+    assert removed_file(RuntimeError("java.io.FileNotFoundException: File file:/t/a.parquet does not exist\n\tat x")) == "file:/t/a.parquet"
+    assert removed_file(RuntimeError("[PATH_NOT_FOUND] Path does not exist: file:/t/a.parquet. SQLSTATE: 42K03")) == "file:/t/a.parquet"
+    assert removed_file(RuntimeError("java.lang.OutOfMemoryError: Java heap space")) is None
+    assert len(str(FileRemovedWhileRead("file:/t/a.parquet")).splitlines()) == 1

@@ -143,7 +143,10 @@ def command_output(func: Callable[..., Output]) -> Callable[..., None]:
             raise  # usage errors: click prints them
         except Exception as exc:  # a bug: still one line, the traceback with --debug
             hint = "" if debug_requested() else " (run with --debug for the traceback)"
-            fail(exc, f"unexpected {type(exc).__name__}: {exc}{hint}")
+            # One line: a Java error's text goes on with its stack, after py4j's "An error occurred while calling o69.save."
+            lines = [line.strip().lstrip(": ") for line in str(exc).splitlines() if line.strip()]
+            first = next((line for line in lines if not line.startswith("An error occurred while calling")), lines[0] if lines else "")
+            fail(exc, f"unexpected {type(exc).__name__}: {first}{hint}")
             return
         finally:
             root.removeHandler(handler)

@@ -22,7 +22,7 @@ from engine_bridge.cli.output import Output, command_output, console, progress
 def pull(path: str, out: str, output_format: str, begin: str | None, checkpoint: str | None, end: str | None,
          max_commits: int | None, where: str | None) -> Output:
     """Write the rows changed in a range of commits, then advance the checkpoint."""
-    from engine_bridge.spark.pull import plan_pull, run_pull
+    from engine_bridge.spark.pull import plan_pull, run_pull_replanning
 
     planned = plan_pull(path, out, begin, checkpoint, end, max_commits, progress)  # Spark starts only if there is something to read
     if planned.nothing_to_pull:
@@ -34,7 +34,7 @@ def pull(path: str, out: str, output_format: str, begin: str | None, checkpoint:
         progress("starting Spark")
         with command_spark_session("hudi-bridge-pull") as spark:
             register(spark)
-            result = run_pull(spark, planned, where, output_format, progress)
+            result = run_pull_replanning(spark, planned, where, output_format, progress)
 
     def render() -> None:
         if not result.instants:

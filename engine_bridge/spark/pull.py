@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from typing import Any
 from engine_bridge.spark.fast_read import read
 from listers.incremental import IncrementalPlan, incremental, range_key
 from metadata import HudiTable
-from metadata.errors import HudiBridgeError
+from metadata.errors import CleanedFilesError, HudiBridgeError
 from metadata.instant import BEFORE_ALL_INSTANTS, check_begin_instant, check_instant_time, check_range
 
 log = logging.getLogger(__name__)
@@ -101,6 +102,12 @@ class PullPlan:
     end: str | None
     checkpoint: str | None
     planned: IncrementalPlan
+    max_commits: int | None = None
+
+    def again(self, progress: Callable[[str], None] = log.info) -> PullPlan:
+        """The same pull planned afresh (the table as it is now)."""
+        return plan_pull(self.table.base_uri, self.out, None if self.checkpoint else self.start, self.checkpoint, self.end,
+                         self.max_commits, progress)
 
     @property
     def nothing_to_pull(self) -> bool:
@@ -117,7 +124,7 @@ def plan_pull(path: str, out: str, begin: str | None = None, checkpoint: str | N
     start, end = check_range(start, end)  # before any progress is said
     table = HudiTable.open(path)
     progress(f"planning ({start}, {end or 'latest'}] on {table.base_uri}")
-    return PullPlan(table, start, out, end, checkpoint, incremental(table, start, end, max_commits))
+    return PullPlan(table, start, out, end, checkpoint, incremental(table, start, end, max_commits), max_commits)
 
 
 def pull(
@@ -136,7 +143,49 @@ def pull(
     """Pull (begin, end] (begin from the checkpoint when it exists) into a new
     range folder under `out`, then move the checkpoint to the range's end."""
     planned = plan_pull(path, out, begin, checkpoint, end, max_commits, progress)
-    return run_pull(spark, planned, where, output_format, progress, fault)
+    return run_pull_replanning(spark, planned, where, output_format, progress, fault)
+
+
+REPLANS = 2
+
+
+class FileRemovedWhileRead(CleanedFilesError):
+    """A file the pull planned was removed (by a cleaner beside it) while Spark read it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: removed while the pull read it (a cleaner ran beside); planned again {REPLANS} times and "
+                         "files kept going: run the pull again")
+
+
+def removed_file(exc: BaseException) -> str | None:
+    """The path Spark says was removed under its read (FAILED_READ_FILE.FILE_NOT_EXIST, FileNotFoundException), or None."""
+    text = str(exc)
+    found = (re.search(r"FILE_NOT_EXIST\] Encountered error while reading file (\S+?)\. File does not exist", text)
+             or re.search(r"PATH_NOT_FOUND\] Path does not exist: (\S+?)\.?(?:\s|$)", text)
+             or re.search(r"java\.io\.FileNotFoundException: (?:File )?(\S+?)(?: does not exist)?(?:\s|$)", text))
+    return found.group(1) if found else None
+
+
+def _raise_if_removed(exc: Exception) -> None:
+    removed = removed_file(exc)
+    if removed is not None:
+        raise FileRemovedWhileRead(removed) from None
+
+
+def run_pull_replanning(spark: Any, plan: PullPlan, where: str | None = None, output_format: str = "parquet",
+                        progress: Callable[[str], None] = log.info, fault: Callable[[str], None] = lambda step: None) -> PullResult:
+    """`run_pull`, planned again when a cleaner beside removed a planned file while Spark read it (a plan as of
+    a newer instant reads the files that replaced it), at most REPLANS times."""
+    for attempt in range(REPLANS + 1):
+        try:
+            return run_pull(spark, plan, where, output_format, progress, fault)
+        except FileRemovedWhileRead as exc:
+            if attempt == REPLANS:
+                raise
+            progress(f"{exc.path} was removed while it was read (a cleaner ran beside): planning again")
+            plan = plan.again(progress)
+    raise AssertionError("unreachable")
 
 
 def run_pull(spark: Any, plan: PullPlan, where: str | None = None, output_format: str = "parquet",
@@ -150,15 +199,23 @@ def run_pull(spark: Any, plan: PullPlan, where: str | None = None, output_format
     instants = [i.requested_time for i in planned.instants]
     progress(f"{len(instants)} instant(s), {len(planned.files)} file slice(s) in {len(planned.partitions)} partition(s)")
     change_feed = output_format == CHANGE_FEED
-    frame = read(spark, path, where=where, query_type="incremental", begin=start, end=last, table=table,
-                 incremental_format="cdc" if change_feed else None)
+    try:  # Spark checks the planned files exist here, and reads them at the save below
+        frame = read(spark, path, where=where, query_type="incremental", begin=start, end=last, table=table,
+                     incremental_format="cdc" if change_feed else None)
+    except Exception as exc:
+        _raise_if_removed(exc)
+        raise
     output_format = "parquet" if change_feed else output_format
     final = Path(out) / f"range_{start}_{last}"
     _remove_staging(Path(out))
     staging = Path(out) / f"{STAGING_PREFIX}{start}_{last}_{uuid.uuid4().hex}"
     progress(f"writing {output_format} to {final}")
     try:
-        frame.write.format(output_format).save(str(staging))
+        try:
+            frame.write.format(output_format).save(str(staging))
+        except Exception as exc:
+            _raise_if_removed(exc)
+            raise
         rows = spark.read.format(output_format).load(str(staging)).count()
         fault("after staging")
         for earlier in sorted(Path(out).glob(f"range_{start}_*")):  # a run that stopped before its checkpoint moved
