@@ -238,6 +238,8 @@ class Timeline:
         """The table's Avro schema (latest commit's, else the create schema)."""
         text = self.latest_schema()
         if not text:
+            if self.latest_completed() is None:  # a writer may be at its first commit now
+                raise NoSchemaError(f"{self.storage.uri}: the table has no completed commit yet, so no schema")
             raise NoSchemaError(f"{self.storage.uri}: no commit records a schema and hoodie.properties has no create schema")
         try:
             schema = json.loads(text)
