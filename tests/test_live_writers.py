@@ -288,8 +288,9 @@ def kill_when_pending(path: Path, command: list[str], timeout: float = 120) -> s
     """Run a command of ours and kill -9 it the moment it has a metadata-table instant pending (its journal names
     one): the instant it left. "" when it finished first."""
     journal = path / ".hoodie" / ".hudi-bridge-index.lock"
-    process = subprocess.Popen([sys.executable, "-m", "engine_bridge", *command], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+    with open(path.parent / "killed.log", "a") as log:  # what the killed runs said before they died
+        process = subprocess.Popen([sys.executable, "-m", "engine_bridge", *command], stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})  # said, not buffered
     deadline = time.monotonic() + timeout
     while process.poll() is None and time.monotonic() < deadline:
         try:
@@ -302,6 +303,18 @@ def kill_when_pending(path: Path, command: list[str], timeout: float = 120) -> s
             return pending[-1]
         time.sleep(0.002)
     process.wait(timeout=60)
+    return ""
+
+
+def kill_mid_write(path: Path, command: list[str], undo: list[str] | None = None, attempts: int = 3) -> str:
+    """`kill_when_pending`, tried again (after `undo`, so that the command has something to write) when the
+    command finished before it could be killed."""
+    for _ in range(attempts):
+        instant = kill_when_pending(path, command)
+        if instant:
+            return instant
+        if undo:
+            cli(*undo)
     return ""
 
 
@@ -319,18 +332,19 @@ def test_our_writer_killed_mid_write_beside_hudi_leaves_hudi_committing_and_our_
     while not (path / ".hoodie" / "hoodie.properties").is_file() or not HudiTable.open(str(path)).timeline.completed():
         assert not writer.done(), writer.log.read_text()[-2000:]
         time.sleep(0.2)
-    killed = [kill_when_pending(path, ["index", "build", str(path), "--partitions", "bloom_filters", *lock]),
-              kill_when_pending(path, ["index", "compact", str(path), "--force", *lock])]
-    assert all(killed), f"a command finished before it could be killed mid-write: {killed}"
+    build = ["index", "build", str(path), "--partitions", "bloom_filters", *lock]
+    killed = [kill_mid_write(path, build, undo=["index", "drop", str(path), "--partitions", "bloom_filters", *lock]),
+              kill_mid_write(path, ["index", "compact", str(path), "--force", *lock])]
+    assert all(killed), f"a command finished each time before it could be killed mid-write: {killed}"
     runs = beside(writer, [["index", "build", str(path), "--partitions", "bloom_filters", *lock],
                            ["index", "compact", str(path), "--force", *lock]])
     record = writer.finish()
     check_beside(runs)
     assert any(code == 0 and "bloom_filters" in output for command, code, output in runs if command[1] == "build"), runs
-    said = "\n".join(output for _, _, output in runs)
-    for instant in killed:  # our next run took the dead lock over, and rolled back the instant its journal named
+    said = "\n".join([(path.parent / "killed.log").read_text(), *(output for _, _, output in runs)])
+    for instant in killed:  # a later run of ours took the dead lock over, and rolled back the instant its journal named
         assert f"metadata instant {instant} of an earlier hudi-bridge run had not completed" in said, (instant, said)
-    assert "took over the index lock of process" in said, said  # (the killed compact took the build's over too)
+    assert "took over the index lock of process" in said, said
     check_after(path, record, zk_lock)
     pending = {str(i.requested_time) for i in TableParts.load(str(path / ".hoodie" / "metadata")).timeline.pending()}
     assert not pending & set(killed), pending
