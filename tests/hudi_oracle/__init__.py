@@ -247,6 +247,15 @@ def read_synced(metastore_uri: str, names: list[str], work: Path) -> dict[str, l
     return dict(json.loads(out.read_text()))
 
 
+def hive_sync_tool(release: str, metastore_uri: str, database: str, tables: list[dict[str, str]], work: Path) -> dict[str, str | None]:
+    """Hudi `release`'s own HiveSyncTool (hms mode) registers each table ({"name", "path", "partition_fields",
+    "extractor"}) in `database`: table name -> None, or Hudi's error."""
+    out = work / "hive_sync_tool.json"
+    spec = {"hive_sync_tool": {"uri": metastore_uri, "database": database, "tables": tables}, "out": str(out)}
+    run_writer([spec], work / "hive_sync_tool_spec.json", release)
+    return dict(json.loads(out.read_text()))
+
+
 def with_our_metadata_table(source: Path, shape: Shape, path: Path) -> Path:
     """A copy of a table Hudi wrote at `path`, Hudi's metadata table replaced by
     one hudi-bridge builds (files, column_stats, bloom_filters, partition_stats

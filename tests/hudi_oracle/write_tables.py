@@ -315,6 +315,31 @@ def read_synced(spark, spec):
     return found
 
 
+def hive_sync_tool(spark, spec):
+    """Hudi's own HiveSyncTool (hms mode) registering each table of `spec` in a metastore: None, or why it failed."""
+    jvm, found = spark._jvm, {}
+    for table in spec["tables"]:
+        props = jvm.java.util.Properties()
+        for key, value in {"hoodie.datasource.hive_sync.mode": "hms", "hoodie.datasource.hive_sync.metastore.uris": spec["uri"],
+                           "hoodie.datasource.hive_sync.database": spec["database"], "hoodie.datasource.hive_sync.table": table["name"],
+                           "hoodie.datasource.meta.sync.base.path": table["path"],
+                           "hoodie.datasource.hive_sync.partition_fields": table["partition_fields"],
+                           "hoodie.datasource.hive_sync.partition_extractor_class": table["extractor"]}.items():
+            props.setProperty(key, value)
+        hadoop = spark._jsc.hadoopConfiguration()
+        hadoop.set("hive.metastore.uris", spec["uri"])
+        try:
+            tool = jvm.org.apache.hudi.hive.HiveSyncTool(props, hadoop)
+            try:
+                tool.syncHoodieTable()
+            finally:
+                tool.close()
+            found[table["name"]] = None
+        except Exception as exc:
+            found[table["name"]] = _reason(exc)
+    return found
+
+
 def hudi_spark(bundle, app, metastore=None, on_driver_class_path=False):
     """A local Spark session with Hudi's bundle (`on_driver_class_path`: on the
     driver's class path too, where Hudi's own threads look for its classes)."""
@@ -338,6 +363,11 @@ def main():
     specs = json.load(open(sys.argv[1]))
     metastore = specs[0].get("metastore") if specs and isinstance(specs[0], dict) else None
     spark = hudi_spark(sys.argv[2], "hudi-oracle", metastore)
+    if specs and "hive_sync_tool" in specs[0]:
+        with open(specs[0]["out"], "w") as out:
+            json.dump(hive_sync_tool(spark, specs[0]["hive_sync_tool"]), out, indent=1)
+        spark.stop()
+        return
     if metastore:
         with open(specs[0]["out"], "w") as out:
             json.dump(read_synced(spark, specs[0]), out, indent=1)
