@@ -26,7 +26,7 @@ import pytest
 from listers import scan
 from metadata import HudiTable
 from metadata.stored_table import TableParts
-from tests.hudi_oracle import LiveWriter, missing_setup
+from tests.hudi_oracle import HUDI_VERSION, LiveWriter, missing_setup
 from tests.needs import require
 
 pytestmark = [pytest.mark.services]
@@ -204,11 +204,12 @@ def test_soak_with_hudis_zookeeper_lock(hudi: None, zookeeper: str, tmp_path: Pa
     soak_under_a_shared_lock(tmp_path / "live", zk_lock_options(zookeeper))
 
 
-def soak_under_a_shared_lock(path: Path, lock_options: dict[str, str], readers: tuple[list[str], ...] = ()) -> dict[str, Any]:
-    """A COPY_ON_WRITE writer of 4 commits under `lock_options`, `index sync` and `index compact --force` beside it
-    under the same lock, and `readers` too: no commit fails, a compaction of ours got in between, and everything
-    agrees after. Hudi's writer's record."""
-    writer = LiveWriter(path, "COPY_ON_WRITE", 4, {**STATS, **lock_options})
+def soak_under_a_shared_lock(path: Path, lock_options: dict[str, str], readers: tuple[list[str], ...] = (),
+                             release: str = HUDI_VERSION) -> dict[str, Any]:
+    """A COPY_ON_WRITE writer (Hudi `release`) of 4 commits under `lock_options`, `index sync` and `index compact
+    --force` beside it under the same lock, and `readers` too: no commit fails, a compaction of ours got in between,
+    and everything agrees after. Hudi's writer's record."""
+    writer = LiveWriter(path, "COPY_ON_WRITE", 4, {**STATS, **lock_options}, release=release)
     lock = options_args(lock_options)
     runs = beside(writer, [["index", "sync", str(path), *lock], ["index", "compact", str(path), "--force", *lock], *readers])
     record = writer.finish()
@@ -216,6 +217,14 @@ def soak_under_a_shared_lock(path: Path, lock_options: dict[str, str], readers: 
     assert any(code == 0 for command, code, _ in runs if command[:2] == ["index", "compact"]), runs
     check_after(path, record, lock_options)
     return record
+
+
+@pytest.mark.slow
+def test_soak_with_hudi_1_2s_zookeeper_lock(zookeeper: str, tmp_path: Path) -> None:
+    """The ZooKeeper soak beside the newest Hudi served here (1.2.0, table version 9)."""
+    require(missing_setup("1.2.0"), "the live-writer tests on Hudi 1.2.0")
+    soak_under_a_shared_lock(tmp_path / "live", zk_lock_options(zookeeper), release="1.2.0")
+    assert HudiTable.open(str(tmp_path / "live")).config.version == 9
 
 
 @pytest.mark.slow
