@@ -154,6 +154,12 @@ NEWEST = [
           recipe_args={"scope": "partitioned"}),
     Shape("mor_v9_cdc_across_compaction", "MERGE_ON_READ", 9, "simple", True, (), ("id = 1", "v < 5"), cdc_mode="DATA_BEFORE_AFTER",
           recipe="cdc_across_compaction"),
+    Shape("cow_v9_expression_indexes", "COPY_ON_WRITE", 9, "simple", True, (),
+          ("name = 'n3'", "upper(name) = 'M1'", "upper(name) = 'N3' AND region = 'eu'",
+           "from_unixtime(ts, 'yyyy-MM-dd') = '2024-01-04' OR upper(name) = 'M1'", "date_format(t, 'yyyy-MM-dd') = '2024-01-03'",
+           "date_format(t, 'yyyy-MM-dd') >= '2024-01-05'", "to_date(s, 'yyyy-MM-dd') = DATE'2024-01-02'",
+           "to_date(s, 'yyyy-MM-dd') < DATE'2024-01-03'", "s = '2024-01-06'"),
+          recipe="expression_indexes"),
 ]
 
 

@@ -332,5 +332,45 @@ def record_level_index(spark, shape):
     return [live[i] for i in sorted(live)], schema, {}
 
 
+# Expression indexes as Hudi 1.1+/1.2 builds them (CREATE INDEX ... USING column_stats(col) OPTIONS(expr=...)), each over a column
+# whose values spread across files. Hudi's own reads have dropped rows through such indexes (apache/hudi#19445, #19481,
+# #14352, #17499): the truth is the writer's rows, and the report says where Hudi's read differs.
+EXPRESSIONS = (("upper", "name", ""), ("date_format", "t", "yyyy-MM-dd"), ("to_date", "s", "yyyy-MM-dd"),
+               ("from_unixtime", "ts", "yyyy-MM-dd"))
+
+
+def expression_indexes(spark, shape):
+    """Partitioned by region; four batches of inserts and upserts, the expression indexes created after the first
+    (so later commits maintain them, as a pipeline's do)."""
+    schema = StructType([StructField("id", IntegerType(), False), StructField("region", StringType()), StructField("name", StringType()),
+                         StructField("t", TimestampType()), StructField("s", StringType()), StructField("ts", LongType()),
+                         StructField("seq", LongType())])
+    more = {"hoodie.datasource.write.partitionpath.field": "region", "hoodie.datasource.write.hive_style_partitioning": "true",
+            "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
+            "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",  # Hudi 1.1+ builds an index only under a lock
+            "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.InProcessLockProvider"}
+
+    def row(i, seq):
+        day = 1 + (i + seq) % 6
+        return {"id": i, "region": ("us", "eu")[i % 2], "name": ("n", "m", "N", "M")[i % 4] + str(i % 5),
+                "t": datetime(2024, 1, day, i % 24, tzinfo=timezone.utc), "s": f"2024-01-{day:02d}",
+                "ts": int(datetime(2024, 1, day, 12, tzinfo=timezone.utc).timestamp()), "seq": seq}
+
+    live = {}
+    for seq, ids in enumerate((range(0, 12), range(12, 20), [1, 5, 14], [3, 20, 21]), start=1):
+        rows = [row(i, seq) for i in ids]
+        _save(spark, shape, rows, schema, "upsert", **more)
+        live.update({r["id"]: r for r in rows})
+        if seq == 1:
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {shape['name']} USING hudi LOCATION '{shape['path']}'")
+            spark.sql("SET hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL")
+            spark.sql("SET hoodie.write.lock.provider=org.apache.hudi.client.transaction.lock.InProcessLockProvider")
+            for function, column, pattern in EXPRESSIONS:
+                options = f"expr='{function}'" + (f", format='{pattern}'" if pattern else "")
+                spark.sql(f"CREATE INDEX idx_{function} ON {shape['name']} USING column_stats({column}) OPTIONS({options})")
+    return [live[i] for i in sorted(live)], schema, {}
+
+
 RECIPES = {f.__name__: f for f in (default_partitions, wide_typed, bucket_pending_compaction, archived, rolled_back, timestamp_days,
-                                   record_index_strings, evolved_past_int, z_ordered, cdc_across_compaction, record_level_index)}
+                                   record_index_strings, evolved_past_int, z_ordered, cdc_across_compaction, record_level_index,
+                                   expression_indexes)}
