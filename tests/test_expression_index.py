@@ -462,3 +462,34 @@ def test_trim_and_length_indexes_keep_each_dialects_trim_apart(tmp_path: Path) -
         assert any(s.name == "expression_index" for s in planned.stages) == used, (dialect, where, planned.explain())
         assert verify_plan(table, planned, parse_sql(where, dialect)).ok, (dialect, where, planned.explain())
     assert len(plan(str(path), "trim(name) = 'xyz'").files) < len(table.file_slices())
+
+
+def test_validate_names_an_expression_range_that_does_not_hold_its_files_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Expression indexes are checked against f over each live base file's rows: equal after a build; a sync whose
+    ranges stop short of the file's maximum (a writer's bug) is named with the file, and a plan through the index
+    drops that file's rows; without an evaluator the index is not compared, and a note says so."""
+    from dataclasses import replace
+
+    import metadata.mdt.write.partitions.expression_index as writer_module
+
+    path, builder = _table(tmp_path)
+    _writer(path).build([MdtPartition.FILES, DAY])
+    report = validate_metadata(str(path), index_expressions=SparkIndexExpressions())
+    assert report.ok and report.expression_files_checked == 8, report.differences()
+    real = writer_module.expression_ranges
+
+    def short(*args: Any, **kwargs: Any) -> list[Any]:
+        return [replace(r, max_value="2024-01-01") for r in real(*args, **kwargs)]
+
+    monkeypatch.setattr(writer_module, "expression_ranges", short)
+    builder.write(_rows(range(40, 44), "la", shift=40))  # all on 2024-01-19
+    _writer(path).sync()
+    assert not plan(str(path), "date_format(ts, 'yyyy-MM-dd') = '2024-01-19'").files  # the drop
+    report = validate_metadata(str(path), index_expressions=SparkIndexExpressions())
+    assert not report.ok
+    [line] = report.index_differences
+    assert line.startswith("expr_index_ts_day of city=la/") and line.endswith(
+        "['2024-01-19', '2024-01-01'] does not hold the maximum '2024-01-19' of date_format(`ts`, 'yyyy-MM-dd') over the file's "
+        "rows: a plan "
+        "through the index would drop them"), line
+    assert any(n.startswith("expr_index_ts_day not compared: no expression evaluator") for n in validate_metadata(str(path)).notes)

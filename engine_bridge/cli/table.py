@@ -124,17 +124,20 @@ def table_files(path: str, partition: str | None, as_of: str | None, no_metadata
 def table_validate(path: str, no_stats: bool) -> Output:
     """Compare the metadata table's file listing with storage (RFC-15 validate) and its
     column_stats with Parquet footers; exit 1 on differences."""
+    from expressions.index_expressions import SparkIndexExpressions
     from metadata.mdt.validate import validate_metadata
 
     table = open_table(path, no_metadata=True)
     try:
-        report = validate_metadata(table, check_stats=not no_stats)
+        report = validate_metadata(table, check_stats=not no_stats, index_expressions=SparkIndexExpressions())
     except MetadataTableUnavailable as exc:
         raise MetadataTableUnavailable(table.base_uri, f"{exc.reason}; nothing to validate: build one with `hudi-bridge index build {table.base_uri}`") from None
     checked = "column_stats not compared (--no-stats)" if no_stats else \
         f"column_stats of {report.stats_files_checked} base file(s) checked against their footers"
     if report.bloom_files_checked:
         checked += f"; bloom_filters of {report.bloom_files_checked} base file(s) equal their footers' filters"
+    if report.expression_files_checked:
+        checked += f"; expression indexes of {report.expression_files_checked} base file(s) checked against their rows"
     if report.index_entries_checked:
         checked += f"; {report.index_entries_checked} record and secondary index entries checked against the latest rows"
     lines = []

@@ -19,6 +19,7 @@ from metadata.instant import Action
 from metadata.listing import StorageListing
 from metadata.mdt import keys
 from metadata.mdt.bloom_filters import footer_filters, stored_bloom_filters
+from metadata.mdt.expression_index import IndexExpressions
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.listing import MetadataListing
@@ -26,6 +27,7 @@ from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.records import ColumnStats
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine, engine_ranges
+from metadata.mdt.validate_expressions import check_expression_indexes
 from metadata.mdt.validate_keys import check_key_indexes
 from metadata.storage import StoredFile
 from metadata.stored_table import StoredTable
@@ -47,6 +49,7 @@ class ValidationReport:
     stats_files_checked: int = field(default=0, compare=False)
     bloom_files_checked: int = field(default=0, compare=False)
     index_entries_checked: int = field(default=0, compare=False)
+    expression_files_checked: int = field(default=0, compare=False)
     notes: list[str] = field(default_factory=list, compare=False)  # what was found right, and said
     # Completed data instants the metadata table does not hold yet, and the differences they explain (a sync fixes them).
     behind: list[str] = field(default_factory=list)
@@ -69,6 +72,7 @@ class ValidationReport:
         return {"ok": self.ok, "behind": list(self.behind), "behind_differences": list(self.behind_differences),
                 "differences": self.differences(), "stats_files_checked": self.stats_files_checked,
                 "bloom_files_checked": self.bloom_files_checked, "index_entries_checked": self.index_entries_checked,
+                "expression_files_checked": self.expression_files_checked,
                 "notes": list(self.notes)}
 
     def set_aside_behind(self, instants: list[str], stats: list[WriteStat], deletes_files: bool) -> None:
@@ -101,8 +105,8 @@ class ValidationReport:
             self.files_only_in_metadata, self.partitions_only_in_metadata = {}, []
 
 
-def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
-                      engine: StatsEngine | None = None) -> ValidationReport:
+def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True, engine: StatsEngine | None = None,
+                      index_expressions: IndexExpressions | None = None) -> ValidationReport:
     """Compare the MDT's files partition with a storage listing and, when
     `check_stats`, its column_stats with the base files' Parquet footers.
 
@@ -144,6 +148,13 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
         on_both = {p: {n: size for n, size in mdt_files[p].items() if n in present[p]} for p in common}
         _check_column_stats(table, file_stats, on_both, {p: set(mdt_files[p]) for p in common}, extension,
                             engine or LocalStatsEngine(), report)
+    if check_stats:
+        on_both_bases = {p: {n for n in mdt_files[p] if n in {f.name for f in stored[p]} and n.endswith(extension) and not n.startswith(".")}
+                         for p in common}
+        expressions = check_expression_indexes(table, mdt, on_both_bases, index_expressions)
+        report.index_differences += expressions.differences
+        report.notes += expressions.notes
+        report.expression_files_checked = expressions.files_checked
     if check_stats and MdtPartition.BLOOM_FILTERS in table.config.metadata_partitions:
         _check_bloom_filters(table, mdt, {p: {n for n in mdt_files[p] if n in {f.name for f in stored[p]}} for p in common}, extension, report)
     if report.damaged_records:  # the slices the metadata table gives cannot be known; the rest was compared above
@@ -172,7 +183,8 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True,
     report.set_aside_behind([i.requested_time for i in behind], stats, removes)
     if check_stats:
         keyed = check_key_indexes(table, mdt, latest_slices, {s.file_id for s in stats})
-        report.index_differences, report.index_entries_checked = keyed.differences, keyed.keys_checked
+        report.index_differences += keyed.differences
+        report.index_entries_checked = keyed.keys_checked
         report.behind_differences += keyed.behind
         report.notes += keyed.notes
     return report
