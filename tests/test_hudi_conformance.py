@@ -30,7 +30,6 @@ from metadata.errors import HudiError
 from metadata.mdt.validate import validate_metadata
 from metadata.slice_rows import conform, merged_rows, table_read_schema
 from tests.hudi_oracle import (
-    CACHE,
     HUDI_VERSION,
     RELEASES,
     SHAPES,
@@ -40,6 +39,7 @@ from tests.hudi_oracle import (
     go_on,
     in_slow_tier,
     missing_setup,
+    record_cells,
     release_shapes,
     tables,
     with_our_metadata_table,
@@ -67,13 +67,9 @@ def _written(release: str, full: bool = False) -> dict[str, tuple[Path, dict[str
 
 @pytest.fixture(scope="module", autouse=True)
 def _report() -> Iterator[None]:
-    """Each release's cells, shape by shape over those an earlier run recorded: a run of part of the tiers (the slow
-    tier without the matrix, one test) leaves the other shapes' cells as they were."""
     yield
     for release, cells in REPORT.items():
-        out = CACHE / "hudi-tables" / release / "conformance.json"
-        held = json.loads(out.read_text()) if out.is_file() else {}
-        out.write_text(json.dumps({**held, **cells}, indent=1, sort_keys=True))
+        record_cells(release, cells)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from expressions import parse_sql
 from listers import changes, plan
 from listers.verify import verify_plan
 from metadata import HudiTable
-from tests.hudi_oracle import CACHE, NEWEST, RELEASES, Shape
+from tests.hudi_oracle import NEWEST, RELEASES, Shape, record_cells
 from tests.test_hudi_conformance import REPORT, _cell, _ids, _rows, _written
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -28,9 +28,7 @@ def _report() -> Iterator[None]:
     """These cells join each release's conformance.json (the conformance module wrote its own already)."""
     yield
     for release in NEWER:
-        out = CACHE / "hudi-tables" / release / "conformance.json"
-        held = json.loads(out.read_text()) if out.is_file() else {}
-        out.write_text(json.dumps({**held, **REPORT.get(release, {})}, indent=1, sort_keys=True))
+        record_cells(release, REPORT.get(release, {}))
 
 
 def _holding(table: HudiTable, ids: list[int]) -> set[str]:

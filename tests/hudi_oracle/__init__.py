@@ -206,6 +206,16 @@ def release_shapes(release: str, full: bool = False) -> list[Shape]:
     return [*(s for s in for_release(SHAPES, release) if full or in_slow_tier(release, s.name)), *more]
 
 
+def record_cells(release: str, cells: dict[str, dict[str, str]]) -> None:
+    """Conformance cells (shape -> check -> outcome) into `release`'s conformance.json, cell by cell over those an
+    earlier run recorded: a run of part of the tiers (the slow tier without the matrix, one test) leaves the rest."""
+    out = CACHE / "hudi-tables" / release / "conformance.json"
+    held: dict[str, dict[str, str]] = json.loads(out.read_text()) if out.is_file() else {}
+    for shape, checks in cells.items():
+        held[shape] = {**held.get(shape, {}), **checks}
+    out.write_text(json.dumps(held, indent=1, sort_keys=True))
+
+
 def missing_setup(release: str = HUDI_VERSION) -> str | None:
     """Why Hudi cannot run here, or None."""
     if not bundle(release).is_file():
