@@ -243,7 +243,7 @@ def _same_incremental_and_cdc(release: str, table: HudiTable, shape: Shape, orac
 
 # Writes both ways: hudi-bridge builds the metadata table of a table Hudi wrote, Hudi reads through it and writes on top.
 GO_ON = ["cow_v8_simple", "mor_v8_complex_added_column", "cow_v8_simple_virtual_keys", "cow_v6_timestamp", "mor_v6_nonpartitioned"]
-MORE_STEPS = ("upsert:0,5", "insert:20-23", "delete:6")
+MORE_STEPS = ("upsert:0,5", "compact", "upsert:1,7", "clean", "insert:20-23", "delete:6")  # compaction (MOR) and clean both on top
 
 
 ON_OURS: dict[str, dict[str, Any]] = {}

@@ -362,7 +362,9 @@ def hudi_spark(bundle, app, metastore=None, on_driver_class_path=False):
 def main():
     specs = json.load(open(sys.argv[1]))
     metastore = specs[0].get("metastore") if specs and isinstance(specs[0], dict) else None
-    spark = hudi_spark(sys.argv[2], "hudi-oracle", metastore)
+    # Writing on top with table services: Hudi's own threads load its classes, from the driver's class path (apache/hudi#13410).
+    services_on_top = any(isinstance(s, dict) and s.get("more_steps") for s in specs)
+    spark = hudi_spark(sys.argv[2], "hudi-oracle", metastore, on_driver_class_path=services_on_top)
     if specs and "hive_sync_tool" in specs[0]:
         with open(specs[0]["out"], "w") as out:
             json.dump(hive_sync_tool(spark, specs[0]["hive_sync_tool"]), out, indent=1)
