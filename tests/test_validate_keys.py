@@ -24,6 +24,7 @@ from metadata.mdt.write.partitions.record_index import RecordIndexWriter
 from metadata.mdt.write.partitions.secondary_index import SecondaryIndexWriter
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
+from metadata.slice_rows import merged_rows
 
 SCHEMA = pa.schema([("id", pa.string()), ("city", pa.string()), ("merchant", pa.string()), ("amount", pa.int64())])
 INDEX = SecondaryIndexPartition("secondary_index_merchant_idx", "merchant")
@@ -42,8 +43,6 @@ def indexed(path: Path, table_type: str = "COPY_ON_WRITE") -> TableBuilder:
 
 def _holder(path: Path, key: str) -> str:
     table = HudiTable.open(str(path))
-    from metadata.slice_rows import merged_rows
-
     return next(f"{s.partition}/{s.file_id}" for s in table.file_slices() if key in merged_rows(table, s).column("_hoodie_record_key").to_pylist())
 
 

@@ -19,7 +19,8 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -167,9 +168,15 @@ def removed_file(exc: BaseException) -> str | None:
     return found.group(1) if found else None
 
 
-def _raise_if_removed(exc: Exception) -> None:
-    removed = removed_file(exc)
-    if removed is not None:
+@contextmanager
+def _naming_a_removed_file() -> Iterator[None]:
+    """Spark's error for a planned file removed under its read, as FileRemovedWhileRead; any other error as it is."""
+    try:
+        yield
+    except Exception as exc:
+        removed = removed_file(exc)
+        if removed is None:
+            raise
         raise FileRemovedWhileRead(removed) from None
 
 
@@ -177,15 +184,13 @@ def run_pull_replanning(spark: Any, plan: PullPlan, where: str | None = None, ou
                         progress: Callable[[str], None] = log.info, fault: Callable[[str], None] = lambda step: None) -> PullResult:
     """`run_pull`, planned again when a cleaner beside removed a planned file while Spark read it (a plan as of
     a newer instant reads the files that replaced it), at most REPLANS times."""
-    for attempt in range(REPLANS + 1):
+    for _ in range(REPLANS):
         try:
             return run_pull(spark, plan, where, output_format, progress, fault)
         except FileRemovedWhileRead as exc:
-            if attempt == REPLANS:
-                raise
             progress(f"{exc.path} was removed while it was read (a cleaner ran beside): planning again")
             plan = plan.again(progress)
-    raise AssertionError("unreachable")
+    return run_pull(spark, plan, where, output_format, progress, fault)
 
 
 def run_pull(spark: Any, plan: PullPlan, where: str | None = None, output_format: str = "parquet",
@@ -199,23 +204,17 @@ def run_pull(spark: Any, plan: PullPlan, where: str | None = None, output_format
     instants = [i.requested_time for i in planned.instants]
     progress(f"{len(instants)} instant(s), {len(planned.files)} file slice(s) in {len(planned.partitions)} partition(s)")
     change_feed = output_format == CHANGE_FEED
-    try:  # Spark checks the planned files exist here, and reads them at the save below
+    with _naming_a_removed_file():  # Spark checks the planned files exist here, and reads them at the save below
         frame = read(spark, path, where=where, query_type="incremental", begin=start, end=last, table=table,
                      incremental_format="cdc" if change_feed else None)
-    except Exception as exc:
-        _raise_if_removed(exc)
-        raise
     output_format = "parquet" if change_feed else output_format
     final = Path(out) / f"range_{start}_{last}"
     _remove_staging(Path(out))
     staging = Path(out) / f"{STAGING_PREFIX}{start}_{last}_{uuid.uuid4().hex}"
     progress(f"writing {output_format} to {final}")
     try:
-        try:
+        with _naming_a_removed_file():
             frame.write.format(output_format).save(str(staging))
-        except Exception as exc:
-            _raise_if_removed(exc)
-            raise
         rows = spark.read.format(output_format).load(str(staging)).count()
         fault("after staging")
         for earlier in sorted(Path(out).glob(f"range_{start}_*")):  # a run that stopped before its checkpoint moved

@@ -44,7 +44,7 @@ class ValidationReport:
     slice_differences: list[str] = field(default_factory=list)
     stats_differences: list[str] = field(default_factory=list)
     bloom_differences: list[str] = field(default_factory=list)
-    index_differences: list[str] = field(default_factory=list)  # the record and secondary indexes (validate_keys)
+    index_differences: list[str] = field(default_factory=list)  # record, secondary and expression indexes
     damaged_records: list[str] = field(default_factory=list)  # files records that cannot be read (their partitions left out)
     stats_files_checked: int = field(default=0, compare=False)
     bloom_files_checked: int = field(default=0, compare=False)
@@ -143,20 +143,19 @@ def validate_metadata(path_or_table: HudiTable | str, check_stats: bool = True, 
         if sizes:
             report.size_mismatches[partition] = sizes
     file_stats = _live_stats(mdt, MdtPartition.COLUMN_STATS) if check_stats and MdtPartition.COLUMN_STATS in table.config.metadata_partitions else {}
+    present = {p: {f.name for f in stored[p]} for p in common}
+    on_both = {p: {n: size for n, size in mdt_files[p].items() if n in present[p]} for p in common}  # files both listings hold
     if file_stats:
-        present = {p: {f.name for f in stored[p]} for p in common}
-        on_both = {p: {n: size for n, size in mdt_files[p].items() if n in present[p]} for p in common}
         _check_column_stats(table, file_stats, on_both, {p: set(mdt_files[p]) for p in common}, extension,
                             engine or LocalStatsEngine(), report)
     if check_stats:
-        on_both_bases = {p: {n for n in mdt_files[p] if n in {f.name for f in stored[p]} and n.endswith(extension) and not n.startswith(".")}
-                         for p in common}
-        expressions = check_expression_indexes(table, mdt, on_both_bases, index_expressions)
+        bases = {p: {n for n in names if n.endswith(extension) and not n.startswith(".")} for p, names in on_both.items()}
+        expressions = check_expression_indexes(table, mdt, bases, index_expressions)
         report.index_differences += expressions.differences
         report.notes += expressions.notes
         report.expression_files_checked = expressions.files_checked
     if check_stats and MdtPartition.BLOOM_FILTERS in table.config.metadata_partitions:
-        _check_bloom_filters(table, mdt, {p: {n for n in mdt_files[p] if n in {f.name for f in stored[p]}} for p in common}, extension, report)
+        _check_bloom_filters(table, mdt, {p: set(names) for p, names in on_both.items()}, extension, report)
     if report.damaged_records:  # the slices the metadata table gives cannot be known; the rest was compared above
         return report
     with_mdt = HudiTable(table.storage, table.config, table.timeline, listing=MetadataListing(mdt, strict=True))

@@ -47,7 +47,8 @@ def check_expression_indexes(table: HudiTable, mdt: MetadataTable, base_files: d
         return check
     schema = table_read_schema(table)
     counts = blocks_counting(None, frozenset(i.requested_time for i in table.timeline.completed()))
-    paths = sorted(join(partition, name) for partition, names in base_files.items() for name in names)
+    partition_of = {name: partition for partition, names in base_files.items() for name in names}  # file names are unique
+    paths = sorted(join(partition, name) for name, partition in partition_of.items())
     for index in indexes:
         source = leaf_type(schema, index.column)
         dtype = expressions.result_type(index, source) if source is not None else None
@@ -60,7 +61,7 @@ def check_expression_indexes(table: HudiTable, mdt: MetadataTable, base_files: d
             stats.column(min_field(index.column)).to_pylist(), stats.column(max_field(index.column)).to_pylist())}
         missing = []
         for computed in expression_ranges(table.storage, paths, index, expressions, counts, schema):
-            partition = next(p for p, names in base_files.items() if computed.file_name in names)
+            partition = partition_of[computed.file_name]
             where = join(partition, computed.file_name)
             check.files_checked += 1
             held = stored.get((partition, computed.file_name))
