@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from collections.abc import Callable
 from functools import cached_property
 from typing import Any, TypeVar
@@ -27,6 +28,12 @@ from metadata.storage import Storage, join
 from metadata.table_config import TableConfig
 
 T = TypeVar("T")
+# A completed instant file that is empty or does not decode, and was written
+# less than this long ago, may be one a Hudi writer is writing right now: on
+# file systems without atomic create (local disk), Hudi creates the file, then
+# writes it. It is read again while it changes before it counts as empty or damaged.
+WRITER_GRACE_SECONDS = 30.0
+WRITER_PAUSES = (0.3, 0.6, 1.2)  # seconds; a writer that stops changing the file for one of them is done
 
 
 
@@ -48,12 +55,24 @@ class Timeline:
 
     @classmethod
     def load(cls, storage: Storage, config: TableConfig) -> Timeline:
-        files, _ = storage.list_dir(config.timeline_path)
-        parsed = [p for p in (parse_instant_file_name(f.name) for f in files) if p is not None]
-        try:
-            return cls(storage, config, fold_instant_files(parsed), {f.name: f.size for f in files})
-        except DuplicateInstantError as exc:
-            raise HudiFormatError(storage.full_path(config.timeline_path), f"inconsistent timeline: {exc}") from None
+        seen: set[str] | None = None
+        for pause in (*WRITER_PAUSES, None):
+            files, _ = storage.list_dir(config.timeline_path)
+            parsed = [p for p in (parse_instant_file_name(f.name) for f in files) if p is not None]
+            try:
+                timeline = cls(storage, config, fold_instant_files(parsed), {f.name: f.size for f in files})
+            except DuplicateInstantError as exc:
+                raise HudiFormatError(storage.full_path(config.timeline_path), f"inconsistent timeline: {exc}") from None
+            being_written = {i.file_name for i in timeline.commits() if timeline.is_empty(i) and timeline._written_just_now(i)}
+            if pause is None or not being_written or being_written == seen:
+                return timeline  # none, or the same still empty a moment later: no writer is at them
+            seen = being_written
+            time.sleep(pause)  # a writer is writing a commit's file: list again once it has
+        raise AssertionError("unreachable")
+
+    def _written_just_now(self, instant: Instant) -> bool:
+        modified = self.storage.modified_time(self.instant_path(instant))
+        return modified is not None and time.time() - modified < WRITER_GRACE_SECONDS
 
     # Queries -------------------------------------------------------------
     @property
@@ -137,11 +156,21 @@ class Timeline:
 
     def read_content(self, instant: Instant, file_name: str | None = None) -> dict[str, Any]:
         path = self.instant_path(instant, file_name)
-        try:
-            data = self.storage.read_bytes(path, max_bytes=MAX_INSTANT_BYTES)
-        except FileNotFoundError:
-            raise HudiFormatError(self.storage.full_path(path), "instant file disappeared while reading the timeline") from None
-        return decode_instant_content(self.storage.full_path(path), data)
+        seen: bytes | None = None
+        for pause in (*WRITER_PAUSES, None):
+            try:
+                data = self.storage.read_bytes(path, max_bytes=MAX_INSTANT_BYTES)
+            except FileNotFoundError:
+                raise HudiFormatError(self.storage.full_path(path), "instant file disappeared while reading the timeline") from None
+            try:
+                return decode_instant_content(self.storage.full_path(path), data)
+            except HudiFormatError:
+                modified = self.storage.modified_time(path)
+                if pause is None or data == seen or modified is None or time.time() - modified >= WRITER_GRACE_SECONDS:
+                    raise  # old, or unchanged a moment later: damaged, not being written
+                seen = data
+                time.sleep(pause)  # cut short and just written: a writer may still be writing it
+        raise AssertionError("unreachable")
 
     def _cached(self, kind: str, instant: Instant, build: Callable[[], T]) -> T:
         key = (kind, instant.requested_time)

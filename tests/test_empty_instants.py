@@ -5,6 +5,9 @@ and incremental pulls and syncs do not skip what it wrote."""
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -139,3 +142,56 @@ def test_with_a_metadata_table_validate_says_which_file_storage_lacks(tmp_path: 
     report = validate_metadata(str(path))
     assert report.files_only_in_metadata == {"p=p0": [newest.name]}
     assert any("cannot serve the latest slices" in line and newest.name in line for line in report.differences())
+
+
+def finish_later(file: Path, content: bytes, seconds: float = 0.1) -> threading.Thread:
+    """Write `content` into `file` after a moment, as a Hudi writer does on
+    local disk: it creates the completed instant's file, then writes it."""
+    def write() -> None:
+        time.sleep(seconds)
+        file.write_bytes(content)
+    thread = threading.Thread(target=write)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("version", [6, 8])
+@pytest.mark.parametrize("cut", ["empty", "half"])
+def test_a_commit_file_a_writer_is_writing_is_read_once_written(tmp_path: Path, version: int, cut: str) -> None:
+    """The live-writer soak's failure: a pull listed the newest commit while
+    Hudi had created its file but not written it yet, and refused the range.
+    A completed instant written just now is read again until it stops changing."""
+    path = tmp_path / "t"
+    builder = TableBuilder(str(path), SCHEMA, version=version, partition_fields=["p"])
+    first = builder.write(rows([0, 1]))
+    second = builder.write(rows([2]))
+    begin = first if version < 8 else HudiTable.open(str(path)).timeline.get(first).completion_time  # type: ignore[union-attr]
+    whole = incremental(str(path), begin)
+    file = completed_file(path, version, second, "commit")
+    content = file.read_bytes()
+    file.write_bytes(b"" if cut == "empty" else content[: len(content) // 2])
+    writer = finish_later(file, content)
+    try:
+        pulled = incremental(str(path), begin)
+    finally:
+        writer.join()
+    assert [s.file_id for s in pulled.files] == [s.file_id for s in whole.files]
+    assert [(s.partition, s.file_id) for s in pulled.files] == [("p=p0", whole.files[0].file_id)]
+
+
+@pytest.mark.parametrize("cut", ["empty", "half"])
+def test_an_old_commit_file_that_is_empty_or_cut_short_is_not_waited_for(tmp_path: Path, cut: str) -> None:
+    """Written long ago, it is damaged, not being written: refused naming it, as before."""
+    path = tmp_path / "t"
+    builder = TableBuilder(str(path), SCHEMA, version=8, partition_fields=["p"])
+    first = builder.write(rows([0, 1]))
+    second = builder.write(rows([2]))
+    begin = HudiTable.open(str(path)).timeline.get(first).completion_time  # type: ignore[union-attr]
+    file = completed_file(path, 8, second, "commit")
+    content = file.read_bytes()
+    file.write_bytes(b"" if cut == "empty" else content[: len(content) // 2])
+    long_ago = time.time() - 3600
+    os.utime(file, (long_ago, long_ago))
+    with pytest.raises((IncrementalRangeError, HudiFormatError)) as caught:
+        incremental(str(path), begin)
+    assert file.name in str(caught.value)
