@@ -16,6 +16,7 @@ from listers import changes, plan
 from listers.verify import verify_plan
 from metadata import HudiTable
 from tests.hudi_oracle import NEWEST, RELEASES, Shape, record_cells
+from tests.hudi_oracle.pruning import against_hudi
 from tests.test_hudi_conformance import REPORT, _cell, _ids, _rows, _written
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -51,7 +52,8 @@ def test_plans_keep_every_matching_row_and_a_key_lookup_keeps_only_its_file(rele
         if predicate.startswith("key = ") or predicate.startswith("key IN"):  # the record index answers exactly
             assert kept == _holding(table, truth), f"{release} {shape.name}: {predicate} keeps {len(kept)} file group(s)"
         hudi = oracle.get("hudi", {}).get(predicate), oracle.get("hudi_data_skipping", {}).get(predicate)
-        _cell(release, shape, f"plan {predicate}", f"equal, {len(kept)} file group(s) kept" if all(h == truth for h in hudi)
+        pruning = against_hudi(table, predicate, list(planned.files), truth, oracle, lambda slices: _rows(table, slices))
+        _cell(release, shape, f"plan {predicate}", f"equal{pruning or f', {len(kept)} file group(s) kept'}" if all(h == truth for h in hudi)
               else f"equal; Hudi's own read differs: {hudi[0]} (skipping off), {hudi[1]} (on), truth {truth}")
 
 

@@ -208,17 +208,37 @@ def oracle(spark, shape, expected, final):
         columns = [c for c in snapshot.columns if not c.startswith("_hoodie_")]
         result["rows"] = sorted((json.loads(r) for r in snapshot.select(*columns).toJSON().collect()), key=lambda r: r["id"])
         result["types"] = {f.name: f.dataType.simpleString() for f in snapshot.schema.fields if f.name in columns}
-        hudi, skipping = {}, {}
+        hudi, skipping, files = {}, {}, {}
         for predicate in shape["predicates"]:
             hudi[predicate] = sorted(r.id for r in snapshot.where(predicate).select("id").collect())
             skipped = (spark.read.format("hudi").option("hoodie.metadata.enable", "true").option("hoodie.enable.data.skipping", "true")
-                       .load(path))
-            skipping[predicate] = sorted(r.id for r in skipped.where(predicate).select("id").collect())
-        result.update(hudi=hudi, hudi_data_skipping=skipping)
+                       .load(path).where(predicate).select("id"))
+            skipping[predicate] = sorted(r.id for r in skipped.collect())
+            files[predicate] = files_read(skipped)
+        result.update(hudi=hudi, hudi_data_skipping=skipping, hudi_files_read=files)
     except Exception as exc:  # Hudi cannot read what it wrote: reported per shape
         result["read_error"] = _reason(exc)
     result.update(queries(spark, shape))
     return result
+
+
+def files_read(frame):
+    """How many files Hudi's scan of an executed query read after its partition pruning and data skipping: the
+    scan's own `numFiles` metric (one per file slice), summed over the plan's scans; None where no scan says."""
+    def walk(node):
+        kind = node.getClass().getSimpleName()
+        if kind == "AdaptiveSparkPlanExec":
+            return walk(node.executedPlan())
+        if kind.endswith("QueryStageExec"):
+            return walk(node.plan())
+        metric = node.metrics().get("numFiles")
+        counts = [int(metric.get().value())] if kind.endswith("ScanExec") and metric.isDefined() else []
+        children = node.children()
+        for i in range(children.size()):
+            counts.extend(walk(children.apply(i)))
+        return counts
+    counts = walk(frame._jdf.queryExecution().executedPlan())
+    return sum(counts) if counts else None
 
 
 def queries(spark, shape):
