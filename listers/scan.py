@@ -33,6 +33,7 @@ from metadata import FileSlice, HudiTable
 from metadata.arrow_memory import empty_table
 from metadata.errors import HudiBridgeError
 from metadata.read_ahead import read_ahead
+from metadata.secrets import redact
 from metadata.slice_rows import conform, merged_rows, table_read_schema
 from metadata.text_enum import TextEnum
 
@@ -124,10 +125,19 @@ def scan(
     storage_options: Mapping[str, str] | None = None,
     dialect: Dialect | str = Dialect.SPARK,
     threads: int | None = None,
+    service: str | None = None,
+    service_token: str | None = None,
 ) -> Scan:
     """The rows of a table matching `where` (SQL in `dialect`, or a HudiExpression), `columns` of them,
-    as of an instant or (incremental) written after `begin`; read only from the slices a plan keeps."""
+    as of an instant or (incremental) written after `begin`; read only from the slices a plan keeps.
+    With `service` (a `hudi-bridge serve` URL), `path_or_table` is the table's name there: the service plans,
+    and the slices it names are read here (`storage_options` reach the files)."""
     query_type = QueryType(query_type)
+    if service is not None:
+        if not isinstance(path_or_table, str):
+            raise ScanError("with service=, name the table as the service serves it")
+        return _scan_through_service(path_or_table, service, service_token, where, columns, as_of, query_type, begin, end,
+                                     storage_options, Dialect.of(dialect), threads)
     table = path_or_table if isinstance(path_or_table, HudiTable) else HudiTable.open(path_or_table, storage_options=storage_options)
     full = table_read_schema(table)
     expr = parse_sql(where, dialect) if isinstance(where, str) else where
@@ -153,6 +163,36 @@ def scan(
     return Scan(table, tuple(slices), pa.schema([full.field(c) for c in output]), row_filter,
                 pa.schema([full.field(c) for c in read_columns]), explanation,
                 threads or min(4, os.cpu_count() or 2))
+
+
+def _scan_through_service(name: str, service: str, token: str | None, where: str | Expr | None, columns: Sequence[str] | None,
+                          as_of: str | None, query_type: QueryType, begin: str | None, end: str | None,
+                          storage_options: Mapping[str, str] | None, dialect: Dialect, threads: int | None) -> Scan:
+    from listers.service_client import ServiceClient
+
+    if isinstance(where, Expr):
+        raise ScanError("with service=, give where as SQL text")
+    if query_type is QueryType.INCREMENTAL and begin is None:
+        raise ScanError("an incremental scan needs begin (the instant after which commits are read)")
+    if query_type is not QueryType.INCREMENTAL and (begin is not None or end is not None):
+        raise ScanError("begin and end belong to query_type='incremental'")
+    asked = ServiceClient(service, token).plan(name, where if where is not None else True, dialect.value, as_of,
+                                                       begin if query_type is QueryType.INCREMENTAL else None, end, columns)
+    table = HudiTable.open(asked.base_uri, storage_options=storage_options)
+    full = table_read_schema(table)
+    expr = parse_sql(where, dialect) if where is not None else None
+    row_filter = expr
+    if query_type is QueryType.INCREMENTAL:  # the service's residual is the commit filter (and the predicate)
+        row_filter = parse_sql(asked.plan.residual, Dialect.SPARK)
+    output = _columns(full, columns, "columns")
+    needed = _columns(full, _top_columns(row_filter), "where") if row_filter is not None else []
+    read_columns = tuple(dict.fromkeys([*output, *needed]))
+    slices = asked.plan.files
+    if query_type is QueryType.READ_OPTIMIZED:
+        slices = tuple(dataclasses.replace(s, log_files=()) for s in slices if s.base_file)
+    explanation = f"planned by {redact(service)} (plan {asked.answer['plan_id']}, instant {asked.instant}):\n{asked.plan.explain()}"
+    return Scan(table, tuple(slices), pa.schema([full.field(c) for c in output]), row_filter,
+                pa.schema([full.field(c) for c in read_columns]), explanation, threads or min(4, os.cpu_count() or 2))
 
 
 def _top_columns(expr: Expr) -> list[str]:

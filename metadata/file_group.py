@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from metadata.file_naming import BaseFileName, LogFileName
 from metadata.storage import join
@@ -48,6 +49,16 @@ class FileSlice:
             "log_files": list(self.log_files),
             "size": self.total_size,
         }
+
+    def to_wire(self) -> dict[str, object]:
+        """`to_dict` with each file's size: what a plan sent over the wire carries, so `from_wire` gives the slice back whole."""
+        return {**self.to_dict(), "base_file_size": self.base_file_size, "log_file_sizes": list(self.log_file_sizes)}
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> FileSlice:
+        return cls(str(data["partition"]), str(data["file_id"]), str(data["base_instant"]),
+                   None if data.get("base_file") is None else str(data["base_file"]), tuple(str(p) for p in data.get("log_files", ())),
+                   data.get("base_file_size"), tuple(int(n) for n in data.get("log_file_sizes", ())))
 
 
 @dataclass

@@ -47,6 +47,11 @@ if [ -n "$extras" ]; then
         { apt-get update -qq && apt-get install -y -qq --no-install-recommends zookeeper; } >/dev/null 2>&1 \
             || echo "setup: apt-get could not install zookeeper; the ZooKeeper lock tests cannot run" >&2
     fi
+    # Headless Chromium (Debian's package) for the test of the service's table-health page in a real browser.
+    if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
+        { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; } >/dev/null 2>&1 \
+            || echo "setup: apt-get could not install chromium; the service page test cannot run" >&2
+    fi
     # A Hive 4 standalone metastore (Maven Central: its runtime by tests/hive4/pom.xml, its schema scripts from the release's
     # bin tarball) on PostgreSQL (Debian's package), for the Hive sync tests against Hive 4 (tests/hive4_services.py).
     if command -v mvn >/dev/null && [ ! -d .cache/hive4/lib ]; then

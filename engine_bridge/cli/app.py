@@ -16,7 +16,7 @@ from metadata.storage_options import set_default_storage_options
 # Command -> the module of engine_bridge.cli that defines it, imported only when the command is named
 # (a cold `table show` does not load Spark's, Hive's or Trino's clients).
 COMMANDS = {"changes": "changes", "demo": "demo", "hive": "hive", "incremental": "plan", "index": "index", "plan": "plan",
-            "pull": "pull", "sync": "sync", "table": "table", "trino": "trino"}
+            "pull": "pull", "serve": "serve", "sync": "sync", "table": "table", "trino": "trino"}
 
 
 class _OneLineErrors(click.Group):

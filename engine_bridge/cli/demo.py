@@ -13,12 +13,13 @@ import click
 from engine_bridge.cli.app import main
 from engine_bridge.cli.output import Output, command_output, console, json_requested, print_lines, print_table, progress
 from engine_bridge.cli.sync import render_sync, run_sync
-from engine_bridge.cli.table import print_summary, table_summary, timeline_rows
+from engine_bridge.cli.table import print_summary
 from hive_sync import SyncMode, SyncOptions
 from listers import plan
 from metadata import FileSlice, HudiTable
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.sample import build_sample_table
+from metadata.table_summary import table_summary, timeline_rows
 
 DEMO_QUERY = "city IN ('chennai', 'amsterdam') AND trip_date >= DATE '2024-01-07'"
 

@@ -32,10 +32,13 @@ from expressions import Dialect
 @click.option("--processes", type=click.IntRange(min=0), default=1, show_default=True,
               help="With --engine local: worker processes that evaluate column_stats when they are streamed "
                    "(when too large to keep in memory); 0 is one per core.")
+@click.option("--service", default=None, metavar="URL",
+              help="Ask a `hudi-bridge serve` at URL for the plan (PATH is then the table's name there; "
+                   "a token comes from HUDI_BRIDGE_SERVICE_TOKEN).")
 @command_output
 def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_metadata: bool, explain: bool,
                  cache_dir: str | None, assume_unique_keys: bool, footers: bool, verify: bool, sample: int | None, engine: str,
-                 processes: int) -> Output:
+                 processes: int, service: str | None) -> Output:
     """Candidate file slices for a predicate (partition pruning + data skipping)."""
     from expressions import parse_sql
     from listers import plan
@@ -44,6 +47,13 @@ def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_meta
 
     if sample is not None and not verify:
         raise click.UsageError("--sample goes with --verify")
+    if service is not None:
+        local_only = [name for name, given in (("--no-metadata", no_metadata), ("--cache-dir", cache_dir), ("--verify", verify),
+                                               ("--assume-unique-keys", assume_unique_keys), ("--footers", footers),
+                                               ("--engine spark", engine == "spark")) if given]
+        if local_only:
+            raise click.UsageError(f"{', '.join(local_only)} plan here; the service plans as it is configured (drop --service or them)")
+        return _service_plan(service, path, where, dialect, as_of, explain)
     options: dict[str, Any] = {"as_of": as_of, "use_metadata": not no_metadata, "strict": strict_requested(), "cache_dir": cache_dir,
                                "assume_unique_keys": assume_unique_keys, "footers": footers}
     if engine == "spark":
@@ -71,6 +81,21 @@ def plan_command(path: str, where: str, dialect: str, as_of: str | None, no_meta
             console.print(checked.describe(), style=None if checked.ok else "red", markup=False)
 
     return Output(payload, render, exit_code=0 if checked is None or checked.ok else 1)
+
+
+def _service_plan(url: str, name: str, where: str, dialect: str, as_of: str | None, explain: bool) -> Output:
+    from listers.service_client import ServiceClient
+
+    asked = ServiceClient(url).plan(name, where, dialect, as_of)
+    result = asked.plan
+
+    def render() -> None:
+        if explain:
+            console.print(result.explain())
+        print_table("Candidate file slices", slice_rows(result.files))
+
+    return Output({**result.to_dict(), "service": {"plan_id": asked.answer["plan_id"], "instant": asked.instant, "base_uri": asked.base_uri}},
+                  render)
 
 
 @main.command("incremental")

@@ -13,6 +13,7 @@ from engine_bridge.cli.output import Output, command_output, console, print_line
 from metadata import HudiTable
 from metadata.errors import HudiError, MetadataTableUnavailable
 from metadata.storage import describe_requests
+from metadata.table_summary import table_summary, timeline_rows
 
 AS_OF_HELP = "Instant time (requested time) of the view."
 NO_METADATA_HELP = "List storage even when a metadata table exists."
@@ -28,29 +29,6 @@ def table() -> None:
 
 def open_table(path: str, no_metadata: bool = False) -> HudiTable:
     return HudiTable.open(path, use_metadata=False if no_metadata else None, strict=strict_requested())
-
-
-def table_summary(t: HudiTable) -> dict[str, Any]:
-    latest = t.timeline.latest_completed()
-    return {
-        "name": t.name,
-        "base_uri": t.base_uri,
-        "table_type": t.config.table_type.value,
-        "table_version": t.config.version,
-        "timeline_layout": t.config.timeline_layout_version,
-        "partition_fields": list(t.config.partition_fields),
-        "record_key_fields": list(t.config.record_key_fields),
-        "metadata_partitions": list(t.config.metadata_partitions),
-        "instants": len(t.timeline.instants),
-        "latest_completed": latest.requested_time if latest else None,
-    }
-
-
-def timeline_rows(t: HudiTable) -> list[dict[str, Any]]:
-    return [
-        {"requested_time": i.requested_time, "action": i.action.value, "state": i.state.name, "completion_time": i.completion_time}
-        for i in t.timeline.instants
-    ]
 
 
 def print_summary(summary: dict[str, Any]) -> None:

@@ -27,6 +27,8 @@ INCREMENTAL_FALLBACK = "hoodie.datasource.read.incr.fallback.fulltablescan.enabl
 # many bytes of file slices one Spark partition reads (Spark's maxPartitionBytes).
 PRUNE_PUSHED = "hoodie.bridge.prune.pushed.filters"
 SPLIT_BYTES = "hoodie.bridge.split.bytes"
+# A `hudi-bridge serve` URL: the driver asks it for the plan (the path is then the table's name there); executors read the files.
+SERVICE = "hoodie.bridge.service"
 # How to reach an object store: `hoodie.bridge.storage.<storage option>` (any
 # name metadata.storage_options knows, e.g. AWS_ENDPOINT_URL), and Hadoop's
 # `fs.s3a.*` as a Spark conf hands them over. The planner and every executor
@@ -115,14 +117,20 @@ class ReadOptions:
     split_bytes: int = DEFAULT_SPLIT_BYTES
     storage_options: tuple[tuple[str, str], ...] = ()
     in_memory_threshold: int = DEFAULT_IN_MEMORY_THRESHOLD
+    service: str | None = None
 
     @property
     def is_change_feed(self) -> bool:
         return self.incremental_format is IncrementalFormat.CDC
 
     def open_table(self) -> HudiTable:
-        """The table, read through its metadata table unless hoodie.metadata.enable=false."""
-        return HudiTable.open(self.path, use_metadata=None if self.use_metadata else False,
+        """The table, read through its metadata table unless hoodie.metadata.enable=false (with a service: where it says the table is)."""
+        location = self.path
+        if self.service is not None:
+            from listers.service_client import ServiceClient
+
+            location = ServiceClient(self.service).table(self.path)["base_uri"]
+        return HudiTable.open(location, use_metadata=None if self.use_metadata else False,
                               storage_options=dict(self.storage_options))
 
     @classmethod
@@ -176,6 +184,7 @@ class ReadOptions:
             split_bytes=max(1, split_bytes),
             storage_options=storage_options_in(options),
             in_memory_threshold=threshold,
+            service=options.get(SERVICE) or None,
         )
 
 

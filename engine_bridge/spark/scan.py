@@ -121,7 +121,9 @@ def plan_scan(options: ReadOptions, predicate: Expr | None = None, table: HudiTa
     config = table.config
     notes: list[str] = []
     row_filter = None
-    if options.query_type is QueryType.INCREMENTAL:
+    if options.service is not None:
+        chosen, row_filter = _service_slices(options, predicate, notes)
+    elif options.query_type is QueryType.INCREMENTAL:
         assert options.begin is not None
         inc = incremental(table, options.begin, options.end, fallback_to_full_scan=options.incremental_fallback)
         chosen = list(inc.files)
@@ -157,6 +159,19 @@ def plan_scan(options: ReadOptions, predicate: Expr | None = None, table: HudiTa
     )
     ordered = sorted((SliceToRead.of(s) for s in chosen), key=lambda s: (s.partition, s.base_file or "", s.log_files))
     return ScanPlan(spec, group_slices(ordered, options.split_bytes), tuple(notes))
+
+
+def _service_slices(options: ReadOptions, predicate: Expr | None, notes: list[str]) -> tuple[list[FileSlice], str | None]:
+    """The slices a `hudi-bridge serve` plans for the read (the driver asks; executors read), and an incremental row filter."""
+    from listers.service_client import ServiceClient
+
+    assert options.service is not None
+    incremental_read = options.query_type is QueryType.INCREMENTAL
+    where = to_sql(predicate, "spark") if predicate is not None and options.data_skipping and not incremental_read else True
+    asked = ServiceClient(options.service).plan(options.path, where, "spark", options.as_of,
+                                                options.begin if incremental_read else None, options.end if incremental_read else None)
+    notes.append(f"planned by the service (plan {asked.answer['plan_id']}, instant {asked.instant}):\n{asked.plan.explain()}")
+    return list(asked.plan.files), asked.plan.residual if incremental_read else None
 
 
 # Reading ----------------------------------------------------------------------------------------

@@ -1,0 +1,112 @@
+"""What `hudi-bridge serve` serves and within which limits: tables by name
+(from a TOML or JSON file, `--table NAME=URI`, or a Hive metastore database)
+and the limits that keep it safe on a network."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from metadata.errors import HudiBridgeError
+from metadata.secrets import remember_secrets, user_info_refusal
+
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")  # a table's name in URLs: no slash, nothing to escape
+
+
+class ServiceConfigError(HudiBridgeError, ValueError):
+    """A service configuration that cannot be served; the message names the entry."""
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    name: str
+    uri: str
+    storage_options: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_body_bytes: int = 1 << 20  # a request body
+    max_filter_chars: int = 64 * 1024  # a filter's SQL text (or its JSON, encoded)
+    plan_deadline_seconds: float = 60.0  # a synchronous plan answers 504 after this
+    max_concurrent_plans: int = 4  # plans running at once; beyond them: 429 with Retry-After
+    max_queued_plans: int = 16  # submitted (async) plans waiting or running
+    page_size: int = 1000  # file slices per page of plan tasks, unless asked for fewer
+    max_page_size: int = 10_000
+    plans_kept: int = 64  # finished plans kept for paging, oldest dropped first
+    plan_ttl_seconds: float = 900.0  # and none kept longer than this
+    refresh_seconds: float = 1.0  # a table's timeline is looked at no more often than this
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    tables: tuple[TableEntry, ...]
+    limits: Limits = Limits()
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for entry in self.tables:
+            if not NAME.match(entry.name):
+                raise ServiceConfigError(f"table name {entry.name!r}: letters, digits, '_', '.', '-' only (it is part of URLs)")
+            if entry.name in seen:
+                raise ServiceConfigError(f"table name {entry.name!r} is given twice")
+            refusal = user_info_refusal(entry.uri)
+            if refusal:
+                raise ServiceConfigError(f"table {entry.name!r}: {refusal}")
+            seen.add(entry.name)
+            remember_secrets(entry.storage_options)
+
+    @classmethod
+    def load(cls, path: str) -> ServiceConfig:
+        """A TOML (`.toml`) or JSON file:
+        [tables.trips] uri = "s3://bucket/trips", storage_options = {...}; [limits] max_concurrent_plans = 8."""
+        source = Path(path)
+        try:
+            text = source.read_text()
+        except OSError as exc:
+            raise ServiceConfigError(f"{source.absolute()}: cannot read the service configuration ({exc.strerror})") from None
+        try:
+            if source.suffix != ".toml":
+                document: Any = json.loads(text)
+            elif sys.version_info < (3, 11):
+                raise ServiceConfigError(f"{source.absolute()}: reading TOML needs Python 3.11 or later; give the configuration as JSON")
+            else:
+                import tomllib
+
+                document = tomllib.loads(text)
+        except ValueError as exc:
+            raise ServiceConfigError(f"{source.absolute()}: {exc}") from None
+        return cls.from_document(document, str(source.absolute()), source.parent.absolute())
+
+    @classmethod
+    def from_document(cls, document: Any, where: str, relative_to: Path) -> ServiceConfig:
+        if not isinstance(document, dict) or not isinstance(document.get("tables", {}), dict):
+            raise ServiceConfigError(f"{where}: expected a [tables] table of name = {{uri = ...}}")
+        entries = []
+        for name, spec in document.get("tables", {}).items():
+            if isinstance(spec, str):
+                spec = {"uri": spec}
+            if not isinstance(spec, dict) or not isinstance(spec.get("uri"), str):
+                raise ServiceConfigError(f"{where}: table {name!r} needs a uri")
+            options = spec.get("storage_options", {})
+            if not isinstance(options, dict):
+                raise ServiceConfigError(f"{where}: table {name!r}: storage_options is a table of strings")
+            entries.append(TableEntry(name, absolute_uri(spec["uri"], relative_to), {str(k): str(v) for k, v in options.items()}))
+        limits = document.get("limits", {})
+        known = set(Limits.__dataclass_fields__)
+        if not isinstance(limits, dict) or set(limits) - known:
+            raise ServiceConfigError(f"{where}: unknown limits {sorted(set(limits) - known) if isinstance(limits, dict) else limits!r}; "
+                                     f"known: {', '.join(sorted(known))}")
+        return cls(tuple(entries), Limits(**limits))
+
+
+def absolute_uri(uri: str, relative_to: Path) -> str:
+    """A URI as given, or a local path made absolute (relative to the configuration file's folder)."""
+    if "://" in uri or uri.startswith("file:"):
+        return uri
+    return str((relative_to / uri).absolute())

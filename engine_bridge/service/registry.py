@@ -1,0 +1,107 @@
+"""The served tables, each kept warm: one lister (its timeline, file-system
+view and metadata-table reads) per table, replaced when the table changes.
+
+A table is looked at again at most once per `refresh_seconds`, and only
+when a request needs it: three listings (`.hoodie`, the timeline folder and
+the metadata table's timeline), compared by file names and sizes. A new
+commit, a metadata-table sync or a changed `hoodie.properties` gives a new
+lister; plans still running on the old one finish on it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from engine_bridge.service.config import Limits, ServiceConfig, TableEntry
+from engine_bridge.service.errors import ServiceError
+from listers import DirectoryLister
+from metadata import HudiTable
+from metadata.errors import HudiError
+from metadata.storage import Storage
+
+Signature = tuple[tuple[str, int], ...]
+
+
+def _listing(storage: Storage, relative: str) -> Signature:
+    try:
+        files, _ = storage.list_dir(relative)
+    except (FileNotFoundError, HudiError):
+        return ()
+    return tuple(sorted((f.name, f.size) for f in files))
+
+
+class ServedTable:
+    """One registered table and its warm lister."""
+
+    def __init__(self, entry: TableEntry, limits: Limits) -> None:
+        self.entry = entry
+        self.limits = limits
+        self._lock = threading.Lock()
+        self._lister: DirectoryLister | None = None
+        self._signature: Signature | None = None
+        self._checked = 0.0
+        self.opened = 0  # how many times a lister was opened (the first, then one per change seen)
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    def _signature_of(self, table: HudiTable) -> Signature:
+        storage, timeline_path = table.storage, table.config.timeline_path
+        mdt_timeline = f".hoodie/metadata/{timeline_path}"
+        return _listing(storage, ".hoodie") + (("|", 0),) + _listing(storage, timeline_path) + (("|", 0),) + _listing(storage, mdt_timeline)
+
+    def lister(self) -> DirectoryLister:
+        """The warm lister of the table as it is now (seen within `refresh_seconds`)."""
+        with self._lock:
+            now = time.monotonic()
+            current = self._lister
+            if current is not None and now - self._checked < self.limits.refresh_seconds:
+                return current
+            try:
+                if current is not None and self._signature_of(current.table) == self._signature:
+                    self._checked = now
+                    return current
+                fresh = DirectoryLister.open(self.entry.uri, storage_options=self.entry.storage_options)
+                self._signature = self._signature_of(fresh.table)
+            except HudiError as exc:
+                raise ServiceError.refused(exc) from None
+            self._lister, self._checked = fresh, now
+            self.opened += 1
+            return fresh
+
+    def table(self) -> HudiTable:
+        return self.lister().table
+
+    @contextmanager
+    def lister_as_of(self, as_of: str | None) -> Iterator[DirectoryLister]:
+        """The warm lister, or for a past instant a lister of its own, closed after (views of the past are not kept)."""
+        if as_of is None:
+            yield self.lister()
+            return
+        try:
+            table = HudiTable.open(self.entry.uri, storage_options=self.entry.storage_options)
+            lister = DirectoryLister(table, as_of)
+        except HudiError as exc:
+            raise ServiceError.refused(exc) from None
+        with lister:
+            yield lister
+
+
+class TableRegistry:
+    """Tables by name; a name not registered is a 404, and no request ever names a path."""
+
+    def __init__(self, config: ServiceConfig) -> None:
+        self.config = config
+        self._tables = {entry.name: ServedTable(entry, config.limits) for entry in config.tables}
+
+    def names(self) -> list[str]:
+        return sorted(self._tables)
+
+    def get(self, name: str) -> ServedTable:
+        served = self._tables.get(name)
+        if served is None:
+            raise ServiceError("table_not_found", 404, f"no table named {name!r} is served (GET /v1/tables lists them)")
+        return served
