@@ -546,3 +546,26 @@ def test_a_file_removed_under_every_read_refuses_in_one_line(tmp_path: Path) -> 
     assert removed_file(RuntimeError("[PATH_NOT_FOUND] Path does not exist: file:/t/a.parquet. SQLSTATE: 42K03")) == "file:/t/a.parquet"
     assert removed_file(RuntimeError("java.lang.OutOfMemoryError: Java heap space")) is None
     assert len(str(FileRemovedWhileRead("file:/t/a.parquet")).splitlines()) == 1
+
+
+@requires_fixtures
+def test_a_read_planned_by_the_service_equals_a_read_planned_here(fixture_root: Path, spark: Any, source: str) -> None:
+    """`hoodie.bridge.service`: the driver asks a `hudi-bridge serve` for the slices (the path is the table's name
+    there), executors read them; rows and partitions equal the read planned on the driver itself."""
+    from engine_bridge.service import ServiceConfig, TableEntry
+    from engine_bridge.spark.options import SERVICE
+    from tests.conftest import table_path
+    from tests.test_service import serving
+
+    names = [stem for stem in READ_FIXTURES if stem != "no-fixtures"]
+    paths = {stem: table_path(fixture_root, stem) for stem in names}
+    with serving(ServiceConfig(tuple(TableEntry(stem, path) for stem, path in paths.items()))) as (url, app):
+        for stem, path in paths.items():
+            target = _target(path)
+            for predicate in _predicates(path):
+                here = spark.read.format(source).option(PRUNE_PUSHED, "true").option(SPLIT_BYTES, "1").load(path).where(predicate)
+                served = (spark.read.format(source).option(PRUNE_PUSHED, "true").option(SPLIT_BYTES, "1").option(SERVICE, url)
+                          .load(stem).where(predicate))
+                assert spark_rows(served, target) == spark_rows(here, target), (stem, predicate)
+                assert served.rdd.getNumPartitions() == here.rdd.getNumPartitions(), (stem, predicate)
+        assert app.state.service.metrics.plan_count >= len(paths)

@@ -34,13 +34,15 @@ class Limits:
     max_body_bytes: int = 1 << 20  # a request body
     max_filter_chars: int = 64 * 1024  # a filter's SQL text (or its JSON, encoded)
     plan_deadline_seconds: float = 60.0  # a synchronous plan answers 504 after this
-    max_concurrent_plans: int = 4  # plans running at once; beyond them: 429 with Retry-After
-    max_queued_plans: int = 16  # submitted (async) plans waiting or running
+    max_concurrent_plans: int = 4  # plans running at once (threads; planning holds the GIL for most of its time)
+    max_queued_plans: int = 64  # plans waiting or running; beyond them: 429 with Retry-After
     page_size: int = 1000  # file slices per page of plan tasks, unless asked for fewer
     max_page_size: int = 10_000
     plans_kept: int = 64  # finished plans kept for paging, oldest dropped first
     plan_ttl_seconds: float = 900.0  # and none kept longer than this
     refresh_seconds: float = 1.0  # a table's timeline is looked at no more often than this
+    answer_cache_entries: int = 256  # plans answered again from memory while their table is unchanged, per table
+    answer_cache_slices: int = 10_000  # and only those naming at most this many file slices
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,14 @@ def _filter(value: Any, dialect: Dialect, limits: Limits) -> tuple[Expr, str]:
 
 
 def plan_answer(served: ServedTable, request: PlanRequest) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The plan (without its file slices) and its file slices, as the local planner makes them."""
+    """The plan (without its file slices) and its file slices, as the local planner makes them (or made them for the
+    same request while the table has not changed)."""
+    key = (request.text if request.from_sql else repr(request.expr), request.from_sql, request.dialect, request.columns, request.as_of,
+           request.begin, request.end)
+    return served.answer(key, lambda: _plan_answer(served, request))
+
+
+def _plan_answer(served: ServedTable, request: PlanRequest) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     try:
         table = served.table()
         columns = list(request.columns) if request.columns is not None else None

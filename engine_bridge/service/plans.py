@@ -3,8 +3,9 @@ for those asked synchronously, submitted ones polled by id and cancellable,
 and every finished plan's file slices paged as plan tasks.
 
 Planning is a blocking library call, so it runs on a pool of
-`max_concurrent_plans` threads. A request beyond the bound is answered 429
-with Retry-After at once, rather than queued without end. A synchronous plan
+`max_concurrent_plans` threads, with at most `max_queued_plans` queued or
+running. A request beyond that is answered 429 with Retry-After at once,
+rather than queued without end. A synchronous plan
 past its deadline answers 504; its thread finishes on its own and its
 result is dropped."""
 
@@ -129,14 +130,15 @@ class PlanStore:
                 del self._records[plan_id]
 
     async def run(self, table: str, work: Work) -> PlanRecord:
-        """Plan now, answering within the deadline (429 when too many run, 504 past the deadline)."""
-        self._admit(self.limits.max_concurrent_plans, "at once")
+        """Plan now, answering within the deadline (429 when too many are queued or running, 504 past the deadline)."""
+        self._admit(self.limits.max_queued_plans, "queued or running")
         record = self._start(table, work)
         assert record.future is not None
         try:
             await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(record.future)), self.limits.plan_deadline_seconds)
         except asyncio.TimeoutError:
             record.status = PlanStatus.CANCELLED
+            record.future.cancel()  # still queued: it never runs (running: its result is dropped)
             raise ServiceError("deadline_exceeded", 504, f"the plan took longer than {self.limits.plan_deadline_seconds:g} s; "
                                "submit it with \"mode\": \"async\" and poll it") from None
         except Exception:  # noqa: BLE001 - the done callback (which ran first) keeps it on the record, raised below

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from engine_bridge.service.config import Limits, ServiceConfig, TableEntry
 from engine_bridge.service.errors import ServiceError
@@ -43,6 +45,9 @@ class ServedTable:
         self._signature: Signature | None = None
         self._checked = 0.0
         self.opened = 0  # how many times a lister was opened (the first, then one per change seen)
+        # Answers to plans asked before, while the table has not changed (small ones only), most recent last.
+        self._answers: OrderedDict[Hashable, tuple[dict[str, Any], list[dict[str, Any]]]] = OrderedDict()
+        self.answers_reused = 0
 
     @property
     def name(self) -> str:
@@ -69,8 +74,29 @@ class ServedTable:
             except HudiError as exc:
                 raise ServiceError.refused(exc) from None
             self._lister, self._checked = fresh, now
+            self._answers.clear()  # they answered for the table as it was
             self.opened += 1
             return fresh
+
+    def answer(self, key: Hashable, compute: Callable[[], tuple[dict[str, Any], list[dict[str, Any]]]]
+               ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """A plan's answer for the table as it is now: one asked before while the table has not changed, or
+        `compute()`'s (kept when it names at most `limits.answer_cache_slices` file slices)."""
+        lister = self.lister()  # sees a change first, which clears what was kept
+        with self._lock:
+            held = self._answers.get(key) if self._lister is lister else None
+            if held is not None:
+                self._answers.move_to_end(key)
+                self.answers_reused += 1
+                return held
+        computed = compute()
+        if len(computed[1]) <= self.limits.answer_cache_slices:
+            with self._lock:
+                if self._lister is lister:
+                    self._answers[key] = computed
+                    while len(self._answers) > self.limits.answer_cache_entries:
+                        self._answers.popitem(last=False)
+        return computed
 
     def table(self) -> HudiTable:
         return self.lister().table
