@@ -98,6 +98,10 @@ class HmsClient:
             if not isinstance(exc.__cause__, ttypes.AlreadyExistsException):
                 raise
 
+    def list_tables(self, database: str) -> list[str]:
+        """The names of a database's tables (get_all_tables, which Hive 2.3, 3 and 4 all keep)."""
+        return sorted(self._call("get_all_tables", self._client.get_all_tables, database) or [])
+
     def _get_thrift_table(self, database: str, name: str) -> Any | None:
         # get_table_req: Hive 4 dropped get_table (Hive 2.3 and 3 have both)
         result = self._call("get_table", self._client.get_table_req, ttypes.GetTableRequest(dbName=database, tblName=name), missing_ok=True)

@@ -26,12 +26,15 @@ def is_loopback(host: str) -> bool:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="The tables to serve, by name (TOML or JSON: [tables.NAME] uri = ..., storage_options = {...}; [limits] ...).")
 @click.option("--table", "tables", multiple=True, metavar="NAME=PATH_OR_URI", help="Serve this table under NAME (repeatable).")
+@click.option("--metastore", default=None, metavar="URI", help="A Hive metastore (thrift://host:port) to serve --database's tables from.")
+@click.option("--database", "databases", multiple=True, help="Serve every Hudi table of this metastore database, as DATABASE.TABLE (repeatable).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but a loopback address needs a token.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
 @click.option("--token-file", type=click.Path(dir_okay=False, exists=True), default=None,
               help=f"A file holding the bearer token every request but /health must carry (or set {TOKEN_VARIABLE}).")
-def serve_command(config_path: str | None, tables: tuple[str, ...], host: str, port: int, token_file: str | None) -> None:
+def serve_command(config_path: str | None, tables: tuple[str, ...], metastore: str | None, databases: tuple[str, ...], host: str, port: int,
+                  token_file: str | None) -> None:
     """Serve Hudi scan planning over HTTP: one warm planner for every client, and a table-health page at /."""
     from pathlib import Path
 
@@ -47,6 +50,13 @@ def serve_command(config_path: str | None, tables: tuple[str, ...], host: str, p
         if not sep or not name or not uri:
             raise click.UsageError(f"--table {given!r}: give NAME=PATH_OR_URI")
         extra.append(TableEntry(name, absolute_uri(uri, Path.cwd())))
+    if databases and not metastore:
+        raise click.UsageError("--database needs --metastore")
+    for database in databases:
+        from engine_bridge.service.metastore import tables_of_database
+
+        assert metastore is not None
+        extra += tables_of_database(metastore, database)
     config = ServiceConfig(config.tables + tuple(extra), config.limits)
     if not config.tables:
         raise click.UsageError("nothing to serve: give --config FILE or --table NAME=PATH_OR_URI")

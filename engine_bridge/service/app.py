@@ -170,6 +170,16 @@ class Service:
         served = self.tables.get(request.path_params["name"])
         return JSON(await asyncio.to_thread(self.health.health, served))
 
+    async def hive_sync(self, request: Request) -> Response:
+        from engine_bridge.service.metastore import sync_status
+
+        served = self.tables.get(request.path_params["name"])
+        target = served.entry.hive
+        if target is None:
+            raise ServiceError("no_hive_target", 404, f"table {served.name!r} names no metastore to compare with "
+                               "(give it hive = {metastore = ..., database = ...} in the configuration)")
+        return JSON(await asyncio.to_thread(lambda: sync_status(served.table(), target)))
+
     async def validate(self, request: Request) -> Response:
         served = self.tables.get(request.path_params["name"])
         return JSON(await asyncio.to_thread(self.health.validate, served))
@@ -237,6 +247,7 @@ def create_app(config: ServiceConfig, token: str | None = None) -> Starlette:
         route("/v1/tables/{name}/changes", service.changes, ["GET"]),
         route("/v1/tables/{name}/health", service.table_health, ["GET"]),
         route("/v1/tables/{name}/validate", service.validate, ["POST"]),
+        route("/v1/tables/{name}/hive-sync", service.hive_sync, ["GET"]),
         route("/v1/plans/{plan_id}", service.get_plan, ["GET"]),
         route("/v1/plans/{plan_id}/tasks", service.plan_tasks, ["GET"]),
         route("/v1/plans/{plan_id}", service.cancel_plan, ["DELETE"]),

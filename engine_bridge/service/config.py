@@ -23,10 +23,27 @@ class ServiceConfigError(HudiBridgeError, ValueError):
 
 
 @dataclass(frozen=True)
+class HiveTarget:
+    """Where a served table is synced: the metastore, the database, and the Hive table's name (default: Hudi's)."""
+
+    metastore: str
+    database: str
+    table: str | None = None
+    skip_ro_suffix: bool = False
+
+    @classmethod
+    def parse(cls, spec: Any, where: str) -> HiveTarget:
+        if not isinstance(spec, dict) or not isinstance(spec.get("metastore"), str) or not isinstance(spec.get("database"), str):
+            raise ServiceConfigError(f'{where}: hive is {{metastore = "thrift://...", database = "...", table = "..." (optional)}}')
+        return cls(spec["metastore"], spec["database"], spec.get("table"), bool(spec.get("skip_ro_suffix", False)))
+
+
+@dataclass(frozen=True)
 class TableEntry:
     name: str
     uri: str
     storage_options: Mapping[str, str] = field(default_factory=dict)
+    hive: HiveTarget | None = None  # where it is synced: its Hive sync status is served
 
 
 @dataclass(frozen=True)
@@ -98,7 +115,16 @@ class ServiceConfig:
             options = spec.get("storage_options", {})
             if not isinstance(options, dict):
                 raise ServiceConfigError(f"{where}: table {name!r}: storage_options is a table of strings")
-            entries.append(TableEntry(name, absolute_uri(spec["uri"], relative_to), {str(k): str(v) for k, v in options.items()}))
+            hive = HiveTarget.parse(spec["hive"], f"{where}: table {name!r}") if "hive" in spec else None
+            entries.append(TableEntry(name, absolute_uri(spec["uri"], relative_to), {str(k): str(v) for k, v in options.items()}, hive))
+        metastore = document.get("metastore")
+        if metastore is not None:  # [metastore] uri = "thrift://...", databases = ["db"]: every Hudi table of those databases
+            from engine_bridge.service.metastore import tables_of_database
+
+            if not isinstance(metastore, dict) or not isinstance(metastore.get("uri"), str) or not isinstance(metastore.get("databases"), list):
+                raise ServiceConfigError(f'{where}: metastore is {{uri = "thrift://...", databases = ["db", ...]}}')
+            for database in metastore["databases"]:
+                entries += tables_of_database(metastore["uri"], str(database))
         limits = document.get("limits", {})
         known = set(Limits.__dataclass_fields__)
         if not isinstance(limits, dict) or set(limits) - known:

@@ -80,6 +80,8 @@ def openapi_document(version: str) -> dict[str, Any]:
             "/v1/tables/{name}/changes": {"get": _op("The change feed of (begin, end], paged", parameters=[
                 name, _query("begin", "exclusive start instant"), _query("end", "inclusive end instant"), *paging])},
             "/v1/tables/{name}/health": {"get": _op("Timeline, partitions, file sizes and metadata-table health", parameters=[name])},
+            "/v1/tables/{name}/hive-sync": {"get": _op("What the Hive metastore holds against the table: the drift a sync would mend",
+                                                       parameters=[name])},
             "/v1/tables/{name}/validate": {"post": _op("Run `table validate` now; the page shows the last answer", parameters=[name])},
             "/health": {"get": {"summary": "Liveness (no token needed)", "security": [], "responses": {"200": {"description": "up"}}}},
             "/metrics": {"get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "text exposition format"}}}},
