@@ -1,0 +1,116 @@
+"""The service under a steady load while a writer commits (issue 65's soak).
+
+A sample trips table (hudi-bridge's own writer, its metadata table kept)
+gets a commit every --commit-every seconds while --clients clients ask the
+service plans at --rate plans per second in all, for --seconds. Afterwards
+every answer is compared with the local planner's on the table as of the
+instant the answer names. Reports errors, answers checked and unequal, the
+commits the service saw, and the service's RSS each minute (the last
+minute's within 5% of the second's is the target: memory flat).
+
+    python -m bench.service_soak [--seconds 600] [--rate 20] [--clients 4] [--commit-every 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import finish, progress
+from bench.service import ask, service
+from listers import plan
+from metadata.sample_tables.sample import CITIES, build_sample_table, trip_rows
+
+PREDICATES = [f"city = '{c}' AND fare > {f}" for c in CITIES for f in (10, 40, 80)] + ["fare < 30", "TRUE"]
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=600)
+    parser.add_argument("--rate", type=float, default=20, help="plans per second, all clients together")
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--commit-every", type=float, default=5)
+    args = parser.parse_args()
+    import http.client
+
+    with tempfile.TemporaryDirectory(prefix="hudi-bridge-soak-") as root:
+        path = str(Path(root) / "trips")
+        writer = build_sample_table(path, "MERGE_ON_READ", 8)
+        from metadata.mdt.write.writer import MetadataTableWriter
+
+        MetadataTableWriter(path).build()
+        answers: list[tuple[str, str | None, list[dict[str, Any]]]] = []
+        errors: list[str] = []
+        rss: list[float] = []
+        stop = threading.Event()
+        lock = threading.Lock()
+        with service(path) as (port, pid):
+            def client(number: int) -> None:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                interval, n = args.clients / args.rate, number
+                next_at = time.monotonic()
+                while not stop.is_set():
+                    predicate = PREDICATES[n % len(PREDICATES)]
+                    n += args.clients
+                    try:
+                        answer = ask(connection, {"filter": predicate, "page_size": 10_000})
+                        with lock:
+                            answers.append((predicate, answer["instant"], answer["file_slices"]))
+                    except BaseException as exc:  # noqa: BLE001 - counted: the target is none
+                        with lock:
+                            errors.append(f"{type(exc).__name__}: {exc}")
+                        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                    next_at += interval
+                    time.sleep(max(0.0, next_at - time.monotonic()))
+
+            threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
+            for thread in threads:
+                thread.start()
+            started = time.monotonic()
+            commits, next_commit, next_sample, written = 0, started + args.commit_every, started, 1000
+            while time.monotonic() - started < args.seconds:
+                now = time.monotonic()
+                if now >= next_sample:
+                    rss.append(rss_mib(pid))
+                    next_sample += 1.0
+                if now >= next_commit:
+                    writer.write(trip_rows(written, 8), operation="upsert")
+                    MetadataTableWriter(path).sync()
+                    written += 8
+                    commits += 1
+                    next_commit += args.commit_every
+                    progress(f"{now - started:.0f} s: {commits} commits, {len(answers)} answers, {len(errors)} errors, {rss[-1]:.0f} MiB")
+                time.sleep(0.05)
+            stop.set()
+            for thread in threads:
+                thread.join()
+        progress(f"comparing {len(answers)} answers with the local planner")
+        expected: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+        unequal = 0
+        for predicate, instant, slices in answers:
+            key = (predicate, instant)
+            if key not in expected:
+                expected[key] = [s.to_wire() for s in plan(path, predicate, as_of=instant).files]
+            unequal += slices != expected[key]
+        minutes = [rss[i:i + 60] for i in range(0, len(rss), 60)]
+        per_minute = [round(max(m), 1) for m in minutes if m]
+        report = {"benchmark": "service_soak", "seconds": args.seconds, "rate": args.rate, "clients": args.clients, "commits": commits,
+                  "answers": len(answers), "errors": len(errors), "first_errors": errors[:3], "unequal_answers": unequal,
+                  "instants_seen": len({instant for _, instant, _ in answers}), "rss_mib_per_minute": per_minute,
+                  "last_over_second_minute": round(per_minute[-1] / per_minute[1], 3) if len(per_minute) > 2 else None}
+        finish(report)
+        print(json.dumps(report["rss_mib_per_minute"]), file=__import__("sys").stderr)
+
+
+if __name__ == "__main__":
+    main()
