@@ -326,3 +326,17 @@ def test_the_openapi_document_names_every_route(service: str) -> None:
     assert served - pages == set(document["paths"])
     status, health, _ = call(f"{service}/v1/tables/trips/health")
     assert status == 200 and health["file_groups"] == len(HudiTable.open(health["table"]["base_uri"]).file_slices())
+
+
+def test_secrets_in_storage_options_never_reach_an_answer_or_the_log(tables: dict[str, str], caplog: pytest.LogCaptureFixture) -> None:
+    secret = "verysecretvalue-4711"
+    entry = TableEntry("trips", tables["trips"], {"aws_secret_access_key": secret, "aws_access_key_id": "AKIAEXAMPLE"})
+    with caplog.at_level("INFO", logger="hudi_bridge.service"), serving(ServiceConfig((entry,))) as (url, _):
+        seen = [call(f"{url}{route}")[1] for route in ("/v1/tables/trips", "/v1/tables/trips/health", "/metrics", "/", "/tables/trips")]
+        seen.append(call(f"{url}/v1/tables/trips/plan", "POST", {"filter": f"rider = '{secret}'"})[1])  # named in a filter: still masked
+        seen.append(call(f"{url}/v1/tables/trips/plan", "POST", {"filter": f"nope = '{secret}'"})[1])
+    for answer in seen:
+        assert secret not in (answer if isinstance(answer, str) else json.dumps(answer))
+    assert seen[-1]["error"]["code"] == "refused"
+    assert any('"route": "/v1/tables/{name}/plan"' in r.getMessage() for r in caplog.records)
+    assert all(secret not in r.getMessage() for r in caplog.records)

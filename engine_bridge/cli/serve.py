@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import socket
 
@@ -31,10 +32,12 @@ def is_loopback(host: str) -> bool:
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but a loopback address needs a token.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option("--log-requests/--no-log-requests", default=True, show_default=True,
+              help="A JSON line on stderr per request: method, route, status, milliseconds (never a filter or a secret).")
 @click.option("--token-file", type=click.Path(dir_okay=False, exists=True), default=None,
               help=f"A file holding the bearer token every request but /health must carry (or set {TOKEN_VARIABLE}).")
 def serve_command(config_path: str | None, tables: tuple[str, ...], metastore: str | None, databases: tuple[str, ...], host: str, port: int,
-                  token_file: str | None) -> None:
+                  log_requests: bool, token_file: str | None) -> None:
     """Serve Hudi scan planning over HTTP: one warm planner for every client, and a table-health page at /."""
     from pathlib import Path
 
@@ -67,5 +70,11 @@ def serve_command(config_path: str | None, tables: tuple[str, ...], metastore: s
         with socket.socket() as probe:
             probe.bind((host, 0))
             port = probe.getsockname()[1]
+    requests_log = logging.getLogger("hudi_bridge.service")
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    requests_log.addHandler(handler)
+    requests_log.setLevel(logging.INFO if log_requests else logging.WARNING)
+    requests_log.propagate = False
     click.echo(f"serving {len(config.tables)} table(s) on http://{host}:{port}/ (API: /v1/tables, /openapi.json)", err=True)
     uvicorn.run(create_app(config, token), host=host, port=port, log_level="warning", access_log=False)

@@ -96,7 +96,13 @@ def plan_answer(served: ServedTable, request: PlanRequest) -> tuple[dict[str, An
     same request while the table has not changed)."""
     key = (request.text if request.from_sql else repr(request.expr), request.from_sql, request.dialect, request.columns, request.as_of,
            request.begin, request.end)
-    return served.answer(key, lambda: _plan_answer(served, request))
+    return served.answer(key, lambda: _redacted(*_plan_answer(served, request)))
+
+
+def _redacted(summary: dict[str, Any], slices: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The plan's words (predicate, residual, notes, warnings) through the one redaction rule: a secret in force is
+    never echoed, not even one a filter named. File slices are names the table holds."""
+    return json.loads(redact(json.dumps(summary))), slices
 
 
 def _plan_answer(served: ServedTable, request: PlanRequest) -> tuple[dict[str, Any], list[dict[str, Any]]]:
