@@ -57,6 +57,9 @@ def table_definitions(table: HudiTable, options: SyncOptions) -> list[TableDefin
         raise SyncError(f"{table.base_uri}: hoodie.table.name is empty; name the Hive table")
     check_hive_name(options.database, "database")
     check_hive_name(base_name, "table")
+    if not table.config.base_file_format.has_parquet_footers:
+        raise SyncError(f"{table.base_uri}: its base files are {table.config.base_file_format.value}, which Hive's Hudi input formats "
+                        "(HoodieParquetInputFormat) do not read; nothing is registered")
     try:
         avro = table.avro_schema()
     except HudiError as exc:

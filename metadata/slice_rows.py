@@ -54,7 +54,7 @@ def merged_rows(table: HudiTable, piece: FileSlice, columns: Sequence[str] | Non
     """The merged rows of one file slice; with `columns`, a base file alone is
     read for those columns only (names as the table spells them; a column the
     file lacks is left out, for `conform` to add)."""
-    if piece.log_files:
+    if piece.log_files or (piece.base_file and not piece.base_file.endswith(".parquet")):  # logs to merge, or a Lance base file
         latest = table.timeline.latest_completed()
         for name in (piece.base_file, *piece.log_files):  # hudi-rs reads them itself: our link check first
             if name:
@@ -65,7 +65,10 @@ def merged_rows(table: HudiTable, piece: FileSlice, columns: Sequence[str] | Non
         except Exception as exc:  # hudi-rs raises its own error types; one line naming the slice, not a traceback
             where = table.storage.display_path(piece.base_file or piece.log_files[0])
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise HudiFormatError(where, f"hudi-rs cannot merge this file slice with its {len(piece.log_files)} log file(s): {reason}") from None
+            raise HudiFormatError(where, f"hudi-rs cannot read this file slice (with its {len(piece.log_files)} log file(s)): {reason}") from None
+        if columns is not None and not piece.log_files:  # a Lance base file alone: the projection asked for, as a Parquet one gives
+            present = {name.lower(): name for name in rows.column_names}
+            rows = rows.select([present[c.lower()] for c in columns if c.lower() in present])
     elif piece.base_file:
         with table.storage.open_random_access(piece.base_file) as handle:
             file = pq.ParquetFile(handle)  # not pq.read_table: it imports pyarrow.dataset, and that pandas

@@ -36,10 +36,15 @@ class TableType(TextEnum):
 class BaseFileFormat(TextEnum):
     PARQUET = "PARQUET"
     HFILE = "HFILE"
+    LANCE = "LANCE"  # Hudi 1.2: read through hudi-rs; no Parquet footers, and Hudi keeps no statistics for them
 
     @property
     def extension(self) -> str:
         return "." + self.value.lower()
+
+    @property
+    def has_parquet_footers(self) -> bool:
+        return self is BaseFileFormat.PARQUET
 
 
 _PROPERTY = re.compile(r"((?:\\.|[^=:\s\\])*)\s*[=:\s]\s*(.*)$")  # key, separator, value
@@ -249,12 +254,9 @@ class TableConfig:
         except ValueError:
             raise HudiFormatError(source, f"hoodie.table.type is {type_text!r}; expected COPY_ON_WRITE or MERGE_ON_READ") from None
         format_text = props.get("hoodie.table.base.file.format", "PARQUET").upper()
-        if format_text == "LANCE":
-            raise UnsupportedTableError(
-                f"{source}: base file format LANCE is not supported by hudi-bridge (only PARQUET data tables; HFILE inside metadata tables)"
-            )
-        if format_text not in ("PARQUET", "HFILE"):
-            raise UnsupportedTableError(f"{source}: base file format {format_text!r} is not supported (PARQUET, or HFILE in a metadata table)")
+        if format_text not in ("PARQUET", "LANCE", "HFILE"):
+            raise UnsupportedTableError(f"{source}: base file format {format_text!r} is not supported (PARQUET, LANCE, or HFILE in a "
+                                        "metadata table)")
         base_format = BaseFileFormat(format_text)
         default_layout = "2" if version >= 8 else "1"
         layout_text = props.get("hoodie.timeline.layout.version", default_layout) or default_layout

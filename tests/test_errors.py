@@ -65,11 +65,10 @@ def test_missing_table_name(tmp_path: Path) -> None:
         HudiTable.open(str(path))
 
 
-def test_lance_base_format(tmp_path: Path) -> None:
+def test_an_unknown_base_format(tmp_path: Path) -> None:
     path = built(tmp_path, version=8)
-    set_property(path, "hoodie.table.version", "9")
-    set_property(path, "hoodie.table.base.file.format", "LANCE")
-    with pytest.raises(UnsupportedTableError, match="LANCE is not supported"):
+    set_property(path, "hoodie.table.base.file.format", "ORC")
+    with pytest.raises(UnsupportedTableError, match="base file format 'ORC' is not supported"):
         HudiTable.open(str(path))
 
 

@@ -569,3 +569,14 @@ def test_a_read_planned_by_the_service_equals_a_read_planned_here(fixture_root: 
                 assert spark_rows(served, target) == spark_rows(here, target), (stem, predicate)
                 assert served.rdd.getNumPartitions() == here.rdd.getNumPartitions(), (stem, predicate)
         assert app.state.service.metrics.plan_count >= len(paths)
+
+
+@pytest.mark.parametrize("name", ["cow_v9_lance_txns_simple", "mor_v9_lance_nonhivestyle", "mor_v9_trips_lance"])
+def test_lance_base_files_read_through_the_source_as_hudi_rs_reads_them(name: str, tmp_path: Path, spark: Any, source: str) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(Path(__file__).parent / "data" / "hudi_rs_lance" / f"{name}.zip") as zf:
+        zf.extractall(tmp_path)
+    [path] = [str(p) for p in tmp_path.iterdir() if p.is_dir()]
+    target = _target(path)
+    assert spark_rows(spark.read.format(source).load(path), target) == hudi_rs_rows(path, target)

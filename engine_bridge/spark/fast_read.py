@@ -81,6 +81,8 @@ def _needs_source(spark: Any, table: HudiTable, scan: ScanPlan) -> str | None:
             return "storage options were given: the executors reach the store with them through pyarrow"
         if not _spark_has_filesystem(spark, table.base_uri):
             return f"Spark has no Hadoop FileSystem for {table.base_uri.split('://', 1)[0]}://; the executors read through pyarrow"
+    if not table.config.base_file_format.has_parquet_footers:
+        return f"its base files are {table.config.base_file_format.value}: the source reads them through hudi-rs"
     if scan.spec.merge_logs and any(s.log_files for s in scan.slices):
         return "file slices with log files need merging"
     in_files = {n.lower() for n in avro_to_arrow_schema(table.avro_schema()).names}

@@ -262,9 +262,9 @@ def row_groups_to_read(parquet: pq.ParquetFile, condition: Expr | None) -> list[
 
 
 def _slice_batches(spec: ReadSpec, storage: Storage, s: SliceToRead, predicate: Expr | None) -> Iterator[pa.RecordBatch]:
-    if spec.merge_logs and s.log_files:
+    if (spec.merge_logs and s.log_files) or (s.base_file and not s.base_file.endswith(".parquet")):  # logs to merge, or Lance
         reader = file_group_reader(spec.base_uri, dict(spec.storage_options), spec.latest_instant)
-        stream = reader.read_file_slice_from_paths_stream(s.base_file or "", list(s.log_files))
+        stream = reader.read_file_slice_from_paths_stream(s.base_file or "", list(s.log_files) if spec.merge_logs else [])
         yield from stream
     elif s.base_file:
         with storage.open_random_access(s.base_file) as handle:

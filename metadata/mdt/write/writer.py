@@ -71,6 +71,10 @@ class MetadataTableWriter:
         writer options (lock provider, heartbeat) over the table's; `wait_seconds`: how long to wait
         for a Hudi writer at work when no lock is shared (docs/concurrency.md)."""
         data = TableParts.load(path, storage_options=storage_options)
+        if not data.config.base_file_format.has_parquet_footers:
+            raise IndexWriteError(f"{data.storage.uri}: its base files are {data.config.base_file_format.value}; hudi-bridge builds the "
+                                  "metadata table from Parquet footers, which they lack (Hudi keeps no statistics for them either); "
+                                  "Hudi's own writer keeps this table's metadata table")
         self.version = data.config.version
         self.tx = MetadataTransaction(data, record_schema_json(self.version), fault, writer_options, wait_seconds)
         self.storage = self.tx.storage
