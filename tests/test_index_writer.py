@@ -753,3 +753,25 @@ def test_a_build_over_a_type_change_leaves_that_column_unbounded_in_partition_st
     [row] = MetadataTable.open(path).partition_stats(["id", "v"]).to_pylist()
     assert (row["partition"], row["valueCount"], row["id_minValue"], row["id_maxValue"]) == ("p=a", 3, 1, 3)
     assert (row["v_minValue"], row["v_maxValue"], row["v_nullCount"]) == (None, None, 0)
+
+
+def test_all_columns_indexes_every_column_past_the_first_32(tmp_path: Path) -> None:
+    """`index build --all-columns`: statistics of all 40 columns (the default stops at 32, as Hudi's does); a plan on
+    the 40th prunes by them; --columns with it is refused in one line."""
+    from click.testing import CliRunner
+
+    from engine_bridge.cli import main
+    from metadata.sample_tables.builder import TableBuilder
+
+    schema = pa.schema([("id", pa.int64()), *[(f"c{i:02d}", pa.int64()) for i in range(1, 40)]])
+    path = str(tmp_path / "wide")
+    builder = TableBuilder(path, schema, version=8, record_key="id")
+    for batch in range(3):
+        builder.write([{"id": batch * 10 + r, **{f"c{i:02d}": batch * 100 + i for i in range(1, 40)}} for r in range(10)], operation="insert")
+    refused = CliRunner().invoke(main, ["index", "build", path, "--all-columns", "--columns", "c01"])
+    assert refused.exit_code == 2 and "--all-columns and --columns: give one" in refused.output
+    built = CliRunner().invoke(main, ["index", "build", path, "--partitions", "files,column_stats", "--all-columns"])
+    assert built.exit_code == 0, built.output
+    planned = plan(path, "c39 = 239")
+    assert len(planned.files) == 1 < len(HudiTable.open(path).file_slices()), planned.explain()
+    assert "columns with stats: c39" in planned.explain()

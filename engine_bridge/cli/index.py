@@ -140,18 +140,14 @@ def index_build(path: str, partitions: str, columns: str | None, all_columns: bo
                 hoodie_option: tuple[str, ...], hoodie_config: str | None) -> Output:
     """Bootstrap metadata partitions from the completed timeline (RFC-15, RFC-27)."""
     chosen: list[str] | None = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
-    if all_columns:
-        from metadata.mdt.file_stats import is_indexable
-        from metadata.mdt.write.table_inputs import table_schema
-        from metadata.stored_table import TableParts
-
-        schema = table_schema(TableParts.load(path))
-        chosen = [f.name for f in schema if is_indexable(f.type)]
+    if all_columns and chosen:
+        raise click.UsageError("--all-columns and --columns: give one")
     wanted: list[MetadataPartition] = [*_partitions(partitions), *(_secondary_index(text) for text in secondary),
                                        *(_expression_index(text) for text in expression),
                                        *(_expression_index(text, ExpressionIndexType.BLOOM_FILTERS) for text in bloom_expression)]  # bad names fail before Spark starts
     with _engine(engine, parallelism) as stats_engine:
-        return _render(_writer(path, hoodie_option, hoodie_config, engine=stats_engine).build(wanted, chosen, rebuild=rebuild))
+        return _render(_writer(path, hoodie_option, hoodie_config, engine=stats_engine).build(wanted, chosen, rebuild=rebuild,
+                                                                                             all_columns=all_columns))
 
 
 @index.command("sync")

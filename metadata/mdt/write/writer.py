@@ -22,6 +22,7 @@ from metadata.errors import IndexWriteError
 from metadata.instant import Action, Instant
 from metadata.mdt.expression_index import ExpressionIndexPartition, IndexExpressions
 from metadata.mdt.file_groups import BUILD_ORDER, PARTITION_ORDER, MdtPartition, MetadataPartition, SecondaryIndexPartition
+from metadata.mdt.file_stats import is_indexable
 from metadata.mdt.indexes import index_definitions, is_partitioned_record_index
 from metadata.mdt.reader import BUILT_THROUGH, METADATA_FOLDER, PENDING_AT_BUILD
 from metadata.mdt.record_schema import record_schema_json
@@ -96,14 +97,17 @@ class MetadataTableWriter:
 
     # Public operations ---------------------------------------------------------------
     def build(self, partitions: Sequence[MetadataPartition] = BUILD_ORDER, columns: Sequence[str] | None = None,
-              rebuild: bool = False) -> IndexReport:
+              rebuild: bool = False, all_columns: bool = False) -> IndexReport:
         """Initialise the partitions not built yet; with `rebuild`, also rebuild
         the named partitions that exist. A rebuild writes new base files beside
         the old ones and swaps them in with one commit (an MDT compaction), so
         it touches only the partitions it names, leaves every other index (Hudi's
-        secondary indexes included) alone, and a failure leaves the old ones."""
+        secondary indexes included) alone, and a failure leaves the old ones.
+        `all_columns`: statistics of every indexable top-level column (not only the first 32)."""
         started = time.monotonic()
         report = IndexReport("build")
+        if all_columns:
+            columns = [f.name for f in table_schema(self.data) if is_indexable(f.type)]
         check_columns(self.data, columns)  # before anything is touched
         own = [p for p in PARTITION_ORDER if p in partitions]
         defined = [p for p in partitions if isinstance(p, (SecondaryIndexPartition, ExpressionIndexPartition))]
