@@ -63,7 +63,7 @@ def lets_gil_go() -> bool:
     """Whether a long compiled call lets the GIL go here: off the main
     thread only. A plan's reading thread decodes while the main thread
     evaluates; letting it go on the main thread too made a 1M plan 0.97x
-    but raised its peak past 500 MiB at times (docs/benchmarks.md, stop 60)."""
+    but raised its peak past 500 MiB at times (docs/benchmarks-history.md, stop 60)."""
     return threading.current_thread() is not threading.main_thread()
 
 
