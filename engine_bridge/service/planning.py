@@ -10,11 +10,13 @@ HTTP is the local planner's answer.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from engine_bridge.service.config import Limits
 from engine_bridge.service.errors import ServiceError
+from engine_bridge.service.plans import Answer
 from engine_bridge.service.registry import ServedTable
 from expressions import Dialect, Expr, parse_iceberg_json, parse_sql, to_sql
 from listers import incremental, plan
@@ -91,7 +93,7 @@ def _filter(value: Any, dialect: Dialect, limits: Limits) -> tuple[Expr, str]:
         raise ServiceError("bad_filter", 400, str(exc)) from None
 
 
-def plan_answer(served: ServedTable, request: PlanRequest) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def plan_answer(served: ServedTable, request: PlanRequest) -> Answer:
     """The plan (without its file slices) and its file slices, as the local planner makes them (or made them for the
     same request while the table has not changed)."""
     key = (request.text if request.from_sql else repr(request.expr), request.from_sql, request.dialect, request.columns, request.as_of,
@@ -99,13 +101,13 @@ def plan_answer(served: ServedTable, request: PlanRequest) -> tuple[dict[str, An
     return served.answer(key, lambda: _redacted(*_plan_answer(served, request)))
 
 
-def _redacted(summary: dict[str, Any], slices: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _redacted(summary: dict[str, Any], slices: Sequence[Any]) -> Answer:
     """The plan's words (predicate, residual, notes, warnings) through the one redaction rule: a secret in force is
     never echoed, not even one a filter named. File slices are names the table holds."""
     return json.loads(redact(json.dumps(summary))), slices
 
 
-def _plan_answer(served: ServedTable, request: PlanRequest) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _plan_answer(served: ServedTable, request: PlanRequest) -> Answer:
     try:
         table = served.table()
         columns = list(request.columns) if request.columns is not None else None
@@ -123,11 +125,11 @@ def _plan_answer(served: ServedTable, request: PlanRequest) -> tuple[dict[str, A
             summary = {**head, "kind": "incremental", "predicate": request.text, "residual": residual, "stages": [], "not_used": [],
                        "warnings": [], "begin": pulled.begin, "end": pulled.end, "instants": [i.requested_time for i in pulled.instants],
                        "full_scan": pulled.full_scan, "fallback_reason": pulled.fallback_reason}
-            return summary, [s.to_wire() for s in pulled.files]
+            return summary, pulled.files
         with served.lister_as_of(request.as_of) as lister:
             planned = plan(lister, request.text if request.from_sql else request.expr, dialect=request.dialect)
         summary = {**head, "kind": "snapshot", **{k: v for k, v in planned.to_dict().items() if k != "files"}, "predicate": request.text}
-        return summary, [s.to_wire() for s in planned.files]
+        return summary, planned.files
     except ServiceError:
         raise
     except HudiBridgeError as exc:

@@ -16,14 +16,19 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine_bridge.service.config import Limits
 from engine_bridge.service.errors import ServiceError
+from metadata import FileSlice
 from metadata.text_enum import TextEnum
+
+# A plan's summary (everything but its file slices) and its file slices: FileSlices held as the planner made them
+# (a 1M-file plan's wire dicts would take a gigabyte; a page is made when asked), or plain rows.
+Answer = tuple[dict[str, Any], Sequence[Any]]
 
 
 class PlanStatus(TextEnum):
@@ -40,16 +45,17 @@ class PlanRecord:
     status: PlanStatus = PlanStatus.SUBMITTED
     created: float = field(default_factory=time.monotonic)
     summary: dict[str, Any] = field(default_factory=dict)  # the plan without its file slices
-    slices: list[dict[str, Any]] = field(default_factory=list)
+    slices: Sequence[Any] = ()  # FileSlices as the planner made them (sent a page at a time), or rows as sent
     error: ServiceError | None = None
-    future: Future[tuple[dict[str, Any], list[dict[str, Any]]]] | None = None
+    future: Future[Answer] | None = None
 
     def page(self, offset: int, size: int) -> dict[str, Any]:
         """One page of plan tasks (file slices) from `offset`."""
         if offset < 0 or offset > len(self.slices):
             raise ServiceError.bad_request(f"page_token {offset} is outside plan {self.plan_id}'s {len(self.slices)} file slices")
         end = offset + size
-        return {"plan_id": self.plan_id, "file_slices": self.slices[offset:end],
+        page = [item.to_wire() if isinstance(item, FileSlice) else item for item in self.slices[offset:end]]
+        return {"plan_id": self.plan_id, "file_slices": page,
                 "next_page_token": str(end) if end < len(self.slices) else None}
 
     def answer(self, size: int) -> dict[str, Any]:
@@ -62,7 +68,7 @@ class PlanRecord:
         return head
 
 
-Work = Callable[[], tuple[dict[str, Any], list[dict[str, Any]]]]
+Work = Callable[[], Answer]
 
 
 class PlanStore:
@@ -91,7 +97,7 @@ class PlanStore:
     def _start(self, table: str, work: Work) -> PlanRecord:
         record = PlanRecord(uuid.uuid4().hex, table)
 
-        def run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        def run() -> Answer:
             try:
                 return work()
             finally:
@@ -105,7 +111,7 @@ class PlanStore:
             self._evict()
         return record
 
-    def _finish(self, record: PlanRecord, done: Future[tuple[dict[str, Any], list[dict[str, Any]]]]) -> None:
+    def _finish(self, record: PlanRecord, done: Future[Answer]) -> None:
         """The future's done callback: it runs before any waiter on the future resumes."""
         if record.status is PlanStatus.CANCELLED or done.cancelled():
             if done.cancelled():  # never started: its slot is given back here

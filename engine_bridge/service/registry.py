@@ -14,10 +14,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from engine_bridge.service.config import Limits, ServiceConfig, TableEntry
 from engine_bridge.service.errors import ServiceError
+from engine_bridge.service.plans import Answer
 from listers import DirectoryLister
 from metadata import HudiTable
 from metadata.errors import HudiError
@@ -46,7 +46,7 @@ class ServedTable:
         self._checked = 0.0
         self.opened = 0  # how many times a lister was opened (the first, then one per change seen)
         # Answers to plans asked before, while the table has not changed (small ones only), most recent last.
-        self._answers: OrderedDict[Hashable, tuple[dict[str, Any], list[dict[str, Any]]]] = OrderedDict()
+        self._answers: OrderedDict[Hashable, Answer] = OrderedDict()
         self.answers_reused = 0
 
     @property
@@ -78,8 +78,8 @@ class ServedTable:
             self.opened += 1
             return fresh
 
-    def answer(self, key: Hashable, compute: Callable[[], tuple[dict[str, Any], list[dict[str, Any]]]]
-               ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def answer(self, key: Hashable, compute: Callable[[], Answer]
+               ) -> Answer:
         """A plan's answer for the table as it is now: one asked before while the table has not changed, or
         `compute()`'s (kept when it names at most `limits.answer_cache_slices` file slices)."""
         lister = self.lister()  # sees a change first, which clears what was kept
