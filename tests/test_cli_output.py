@@ -125,7 +125,7 @@ def test_the_readme_lists_every_option_and_the_version() -> None:
     synopsis = readme[readme.index("## Command line"):readme.index("## Library")]
     commands = [["demo"], ["plan"], ["incremental"], ["changes"], ["pull"], ["sync"], ["table", "show"], ["table", "files"], ["table", "partitions"],
                 ["table", "validate"], ["index", "build"], ["index", "sync"], ["index", "compact"], ["index", "drop"],
-                ["hive", "list-status"], ["hive", "pull"], ["trino", "rewrite"], ["trino", "query"]]
+                ["hive", "list-status"], ["hive", "pull"], ["serve"], ["trino", "rewrite"], ["trino", "query"]]
     for command in commands:
         options = set(re.findall(r"(--[a-z][a-z-]+)", CliRunner().invoke(main, [*command, "--help"]).stdout)) - {"--help"}
         line = synopsis[synopsis.index(f"hudi-bridge {' '.join(command)} "):]
