@@ -19,7 +19,7 @@ from engine_bridge.service.errors import ServiceError
 from engine_bridge.service.plans import Answer
 from engine_bridge.service.registry import ServedTable
 from expressions import Dialect, Expr, parse_iceberg_json, parse_sql, to_sql
-from listers import incremental, plan
+from listers import DirectoryLister, incremental, plan
 from metadata.errors import HudiBridgeError
 from metadata.secrets import redact
 from metadata.slice_rows import table_read_schema
@@ -98,7 +98,7 @@ def plan_answer(served: ServedTable, request: PlanRequest) -> Answer:
     same request while the table has not changed)."""
     key = (request.text if request.from_sql else repr(request.expr), request.from_sql, request.dialect, request.columns, request.as_of,
            request.begin, request.end)
-    return served.answer(key, lambda: _redacted(*_plan_answer(served, request)))
+    return served.answer(key, lambda lister: _redacted(*_plan_answer(served, lister, request)))
 
 
 def _redacted(summary: dict[str, Any], slices: Sequence[Any]) -> Answer:
@@ -107,9 +107,10 @@ def _redacted(summary: dict[str, Any], slices: Sequence[Any]) -> Answer:
     return json.loads(redact(json.dumps(summary))), slices
 
 
-def _plan_answer(served: ServedTable, request: PlanRequest) -> Answer:
+def _plan_answer(served: ServedTable, current: DirectoryLister, request: PlanRequest) -> Answer:
+    """The answer on `current`, the lister of one state of the table: a lister read twice might see two states."""
     try:
-        table = served.table()
+        table = current.table
         columns = list(request.columns) if request.columns is not None else None
         if columns is not None:
             known = set(table_read_schema(table).names)
@@ -126,7 +127,7 @@ def _plan_answer(served: ServedTable, request: PlanRequest) -> Answer:
                        "warnings": [], "begin": pulled.begin, "end": pulled.end, "instants": [i.requested_time for i in pulled.instants],
                        "full_scan": pulled.full_scan, "fallback_reason": pulled.fallback_reason}
             return summary, pulled.files
-        with served.lister_as_of(request.as_of) as lister:
+        with served.lister_as_of(request.as_of, current) as lister:
             planned = plan(lister, request.text if request.from_sql else request.expr, dialect=request.dialect)
         summary = {**head, "kind": "snapshot", **{k: v for k, v in planned.to_dict().items() if k != "files"}, "predicate": request.text}
         return summary, planned.files

@@ -78,10 +78,10 @@ class ServedTable:
             self.opened += 1
             return fresh
 
-    def answer(self, key: Hashable, compute: Callable[[], Answer]
-               ) -> Answer:
+    def answer(self, key: Hashable, compute: Callable[[DirectoryLister], Answer]) -> Answer:
         """A plan's answer for the table as it is now: one asked before while the table has not changed, or
-        `compute()`'s (kept when it names at most `limits.answer_cache_slices` file slices)."""
+        `compute(lister)`'s on the one lister this answer is for (kept when it names at most `limits.answer_cache_slices`
+        file slices): its instant, its view and its plan come from the same state of the table."""
         lister = self.lister()  # sees a change first, which clears what was kept
         with self._lock:
             held = self._answers.get(key) if self._lister is lister else None
@@ -89,7 +89,7 @@ class ServedTable:
                 self._answers.move_to_end(key)
                 self.answers_reused += 1
                 return held
-        computed = compute()
+        computed = compute(lister)
         if len(computed[1]) <= self.limits.answer_cache_slices:
             with self._lock:
                 if self._lister is lister:
@@ -102,10 +102,11 @@ class ServedTable:
         return self.lister().table
 
     @contextmanager
-    def lister_as_of(self, as_of: str | None) -> Iterator[DirectoryLister]:
-        """The warm lister, or for a past instant a lister of its own, closed after (views of the past are not kept)."""
+    def lister_as_of(self, as_of: str | None, current: DirectoryLister | None = None) -> Iterator[DirectoryLister]:
+        """The warm lister (`current`, when the caller holds it already), or for a past instant a lister of its own,
+        closed after (views of the past are not kept)."""
         if as_of is None:
-            yield self.lister()
+            yield current or self.lister()
             return
         try:
             table = HudiTable.open(self.entry.uri, storage_options=self.entry.storage_options)
