@@ -237,7 +237,10 @@ def files_read(frame):
         for i in range(children.size()):
             counts.extend(walk(children.apply(i)))
         return counts
-    counts = walk(frame._jdf.queryExecution().executedPlan())
+    try:
+        counts = walk(frame._jdf.queryExecution().executedPlan())
+    except Exception:  # the count is a figure to compare with, never a reason to call Hudi's read failed
+        return None
     return sum(counts) if counts else None
 
 
