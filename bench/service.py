@@ -28,6 +28,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -46,7 +47,8 @@ HUDI_BRIDGE = str(Path(sys.executable).with_name("hudi-bridge"))
 def service(path: str) -> Iterator[tuple[int, int]]:
     """A `hudi-bridge serve` of `path` as table `t`: (its port, its pid)."""
     port = free_port()
-    process = subprocess.Popen([HUDI_BRIDGE, "serve", "--table", f"t={path}", "--port", str(port)], stderr=subprocess.PIPE, text=True)
+    log = tempfile.TemporaryFile()  # its stderr, read by nobody while it runs: a pipe left unread would fill and stall it
+    process = subprocess.Popen([HUDI_BRIDGE, "serve", "--table", f"t={path}", "--port", str(port), "--no-log-requests"], stderr=log)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -63,6 +65,7 @@ def service(path: str) -> Iterator[tuple[int, int]]:
     finally:
         process.terminate()
         process.wait(30)
+        log.close()
 
 
 def ask(connection: http.client.HTTPConnection, body: dict[str, Any]) -> dict[str, Any]:
