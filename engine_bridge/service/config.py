@@ -59,7 +59,7 @@ class Limits:
     plan_ttl_seconds: float = 900.0  # and none kept longer than this
     refresh_seconds: float = 1.0  # a table's timeline is looked at no more often than this
     answer_cache_entries: int = 256  # plans answered again from memory while their table is unchanged, per table
-    answer_cache_slices: int = 10_000  # and only those naming at most this many file slices
+    answer_cache_slices: int = 200_000  # the file slices those answers name, in all (about 60 MiB held)
 
 
 @dataclass(frozen=True)

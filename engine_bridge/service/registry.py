@@ -80,8 +80,8 @@ class ServedTable:
 
     def answer(self, key: Hashable, compute: Callable[[DirectoryLister], Answer]) -> Answer:
         """A plan's answer for the table as it is now: one asked before while the table has not changed, or
-        `compute(lister)`'s on the one lister this answer is for (kept when it names at most `limits.answer_cache_slices`
-        file slices): its instant, its view and its plan come from the same state of the table."""
+        `compute(lister)`'s on the one lister this answer is for: its instant, its view and its plan come from the same
+        state of the table. Kept answers name at most `limits.answer_cache_slices` file slices in all (the oldest go first)."""
         lister = self.lister()  # sees a change first, which clears what was kept
         with self._lock:
             held = self._answers.get(key) if self._lister is lister else None
@@ -94,8 +94,10 @@ class ServedTable:
             with self._lock:
                 if self._lister is lister:
                     self._answers[key] = computed
-                    while len(self._answers) > self.limits.answer_cache_entries:
-                        self._answers.popitem(last=False)
+                    held_slices = sum(len(slices) for _, slices in self._answers.values())
+                    while len(self._answers) > self.limits.answer_cache_entries or held_slices > self.limits.answer_cache_slices:
+                        _, (_, dropped) = self._answers.popitem(last=False)
+                        held_slices -= len(dropped)
         return computed
 
     def table(self) -> HudiTable:
