@@ -64,7 +64,11 @@ def service(path: str) -> Iterator[tuple[int, int]]:
         yield port, process.pid
     finally:
         process.terminate()
-        process.wait(30)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(30)
         log.close()
 
 

@@ -44,7 +44,7 @@ def serve_command(config_path: str | None, tables: tuple[str, ...], metastore: s
     import uvicorn
 
     from engine_bridge.service import ServiceConfig, TableEntry, create_app
-    from engine_bridge.service.config import absolute_uri
+    from engine_bridge.service.config import absolute_uri, tables_of_database
 
     config = ServiceConfig.load(config_path) if config_path else ServiceConfig(())
     extra = []
@@ -56,8 +56,6 @@ def serve_command(config_path: str | None, tables: tuple[str, ...], metastore: s
     if databases and not metastore:
         raise click.UsageError("--database needs --metastore")
     for database in databases:
-        from engine_bridge.service.metastore import tables_of_database
-
         assert metastore is not None
         extra += tables_of_database(metastore, database)
     config = ServiceConfig(config.tables + tuple(extra), config.limits)
@@ -77,4 +75,5 @@ def serve_command(config_path: str | None, tables: tuple[str, ...], metastore: s
     requests_log.setLevel(logging.INFO if log_requests else logging.WARNING)
     requests_log.propagate = False
     click.echo(f"serving {len(config.tables)} table(s) on http://{host}:{port}/ (API: /v1/tables, /openapi.json)", err=True)
-    uvicorn.run(create_app(config, token), host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(create_app(config, token), host=host, port=port, log_level="warning", access_log=False,
+                timeout_graceful_shutdown=10)  # a client holding a request open does not keep a stopped service up

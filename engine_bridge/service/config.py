@@ -119,8 +119,6 @@ class ServiceConfig:
             entries.append(TableEntry(name, absolute_uri(spec["uri"], relative_to), {str(k): str(v) for k, v in options.items()}, hive))
         metastore = document.get("metastore")
         if metastore is not None:  # [metastore] uri = "thrift://...", databases = ["db"]: every Hudi table of those databases
-            from engine_bridge.service.metastore import tables_of_database
-
             if not isinstance(metastore, dict) or not isinstance(metastore.get("uri"), str) or not isinstance(metastore.get("databases"), list):
                 raise ServiceConfigError(f'{where}: metastore is {{uri = "thrift://...", databases = ["db", ...]}}')
             for database in metastore["databases"]:
@@ -138,3 +136,44 @@ def absolute_uri(uri: str, relative_to: Path) -> str:
     if "://" in uri or uri.startswith("file:"):
         return uri
     return str((relative_to / uri).absolute())
+
+
+HUDI_INPUT_FORMATS = ("org.apache.hudi.hadoop.HoodieParquetInputFormat", "org.apache.hudi.hadoop.realtime.HoodieParquetRealtimeInputFormat",
+                      "org.apache.hudi.hadoop.HoodieParquetInputFormatBase", "com.uber.hoodie.hadoop.HoodieInputFormat")
+
+
+def is_hudi(params: Mapping[str, str], input_format: str) -> bool:
+    return input_format in HUDI_INPUT_FORMATS or params.get("spark.sql.sources.provider", "").lower() == "hudi"
+
+
+def tables_of_database(metastore: str, database: str) -> list[TableEntry]:
+    """Every Hudi table of `database`, named `database.table`; a table's `_ro`/`_rt` pair is served once (by the
+    name without the suffix when there is one, else `_rt`'s)."""
+    from hive_sync.hms import HmsClient
+
+    try:
+        with HmsClient(metastore) as client:
+            found: dict[str, str] = {}
+            for name in client.list_tables(database):
+                registered = client.get_table(database, name)
+                if registered is None or not registered.location or not is_hudi(registered.params, registered.input_format):
+                    continue
+                held = found.get(registered.location)
+                if held is None or _preferred(name, held):
+                    found[registered.location] = name
+    except HudiBridgeError as exc:
+        raise ServiceConfigError(f"tables of {database} in {metastore}: {exc}") from None
+    return [TableEntry(f"{database}.{name}", location, hive=HiveTarget(metastore, database, _base_name(name)))
+            for location, name in sorted(found.items(), key=lambda item: item[1])]
+
+
+def _base_name(name: str) -> str:
+    return name[:-3] if name.endswith(("_ro", "_rt")) else name
+
+
+def _rank(name: str) -> int:
+    return 0 if not name.endswith(("_ro", "_rt")) else 1 if name.endswith("_rt") else 2
+
+
+def _preferred(name: str, held: str) -> bool:
+    return _rank(name) < _rank(held)
