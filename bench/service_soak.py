@@ -14,7 +14,7 @@ minute's within 5% of the second's is the target: memory flat).
 from __future__ import annotations
 
 import argparse
-import json
+import http.client
 import tempfile
 import threading
 import time
@@ -24,6 +24,7 @@ from typing import Any
 from bench.common import finish, progress
 from bench.service import ask, service
 from listers import plan
+from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.sample import CITIES, build_sample_table, trip_rows
 
 PREDICATES = [f"city = '{c}' AND fare > {f}" for c in CITIES for f in (10, 40, 80)] + ["fare < 30", "TRUE"]
@@ -41,13 +42,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--commit-every", type=float, default=5)
     args = parser.parse_args()
-    import http.client
-
     with tempfile.TemporaryDirectory(prefix="hudi-bridge-soak-") as root:
         path = str(Path(root) / "trips")
         writer = build_sample_table(path, "MERGE_ON_READ", 8)
-        from metadata.mdt.write.writer import MetadataTableWriter
-
         MetadataTableWriter(path).build()
         answers: list[tuple[str, str | None, list[dict[str, Any]]]] = []
         errors: list[str] = []
@@ -108,8 +105,8 @@ def main() -> None:
                   "answers": len(answers), "errors": len(errors), "first_errors": errors[:3], "unequal_answers": unequal,
                   "instants_seen": len({instant for _, instant, _ in answers}), "rss_mib_per_minute": per_minute,
                   "last_over_second_minute": round(per_minute[-1] / per_minute[1], 3) if len(per_minute) > 2 else None}
+        progress(f"RSS by minute: {per_minute} MiB")
         finish(report)
-        print(json.dumps(report["rss_mib_per_minute"]), file=__import__("sys").stderr)
 
 
 if __name__ == "__main__":
