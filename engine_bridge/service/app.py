@@ -9,6 +9,7 @@ import hmac
 import json
 import logging
 import time
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -100,7 +101,7 @@ class Service:
         except HudiBridgeError as exc:
             response = _error(ServiceError.refused(exc))
         except Exception as exc:  # noqa: BLE001 - one line, never a traceback, to the client
-            log.exception("unexpected error on %s", route)
+            log.error(redact(f"unexpected error on {route}:\n{traceback.format_exc()}"))  # the operator's log, secrets masked
             response = _error(ServiceError("internal", 500, f"unexpected {type(exc).__name__}: {exc}"))
         if response.status_code == 401:
             response.headers["WWW-Authenticate"] = "Bearer"
