@@ -24,7 +24,7 @@ from engine_bridge.service import Limits, ServiceConfig, ServiceConfigError, Tab
 from hive_sync.embedded import free_port
 from listers import plan, scan
 from listers.service_client import ServiceClient, ServiceRequestError
-from metadata import HudiTable
+from metadata import FileSlice, HudiTable
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.sample import build_sample_table, trip_rows
 from metadata.slice_rows import table_read_schema
@@ -340,3 +340,29 @@ def test_secrets_in_storage_options_never_reach_an_answer_or_the_log(tables: dic
     assert seen[-1]["error"]["code"] == "refused"
     assert any('"route": "/v1/tables/{name}/plan"' in r.getMessage() for r in caplog.records)
     assert all(secret not in r.getMessage() for r in caplog.records)
+
+
+def test_an_answer_names_the_state_it_was_planned_on(tmp_path: Path) -> None:
+    """The soak's case as an explicit example: a commit lands while a plan is being answered (here, just after the
+    service looks at the table a second time). The answer's instant and its file slices must come from one state of
+    the table: the slices are the local planner's as of the instant the answer names."""
+    from engine_bridge.service.planning import PlanRequest, plan_answer
+    from engine_bridge.service.registry import ServedTable
+
+    path = str(tmp_path / "live")
+    builder = build_sample_table(path, "COPY_ON_WRITE", 8)
+    served = ServedTable(TableEntry("live", path), Limits(refresh_seconds=0.0))
+    looks, original = [], served.lister
+
+    def lister_then_a_commit() -> Any:
+        found = original()
+        looks.append(found)
+        if len(looks) == 2:
+            builder.write(trip_rows(900, 12), operation="insert")
+        return found
+
+    served.lister = lister_then_a_commit  # type: ignore[method-assign]
+    summary, slices = plan_answer(served, PlanRequest.parse({"filter": "TRUE"}, Limits()))
+    builder.write(trip_rows(950, 12), operation="insert")  # a commit after the answer, whichever way it went
+    expected = plan(path, "TRUE", as_of=summary["instant"]).files
+    assert [s.to_wire() if isinstance(s, FileSlice) else s for s in slices] == [s.to_wire() for s in expected]
