@@ -133,6 +133,7 @@ def scan(
     With `service` (a `hudi-bridge serve` URL), `path_or_table` is the table's name there: the service plans,
     and the slices it names are read here (`storage_options` reach the files)."""
     query_type = QueryType(query_type)
+    _check_window(query_type, begin, end)
     if service is not None:
         if not isinstance(path_or_table, str):
             raise ScanError("with service=, name the table as the service serves it")
@@ -145,24 +146,33 @@ def scan(
     needed = _columns(full, _top_columns(expr), "where") if expr is not None else []
     read_columns = tuple(dict.fromkeys([*output, *needed]))
     if query_type is QueryType.INCREMENTAL:
-        if begin is None:
-            raise ScanError("an incremental scan needs begin (the instant after which commits are read)")
+        assert begin is not None
         pulled = incremental(table, begin, end)
         commit_filter = parse_sql(pulled.row_filter, Dialect.SPARK)
         read_columns = tuple(dict.fromkeys([*read_columns, *_columns(full, _top_columns(commit_filter), "begin")]))
         row_filter: Expr | None = commit_filter if expr is None else and_(commit_filter, expr)
         slices, explanation = pulled.files, f"incremental ({begin}, {end or 'latest'}]: {len(pulled.instants)} instant(s)"
     else:
-        if begin is not None or end is not None:
-            raise ScanError("begin and end belong to query_type='incremental'")
         lister = DirectoryLister(table, as_of)
         planned = plan(lister, expr if expr is not None else "TRUE", dialect=dialect)
         slices, row_filter, explanation = planned.files, expr, planned.explain()
-        if query_type is QueryType.READ_OPTIMIZED:
-            slices = tuple(dataclasses.replace(s, log_files=()) for s in slices if s.base_file)
+    return _scan_of(table, full, slices, row_filter, output, read_columns, explanation, query_type, threads)
+
+
+def _check_window(query_type: QueryType, begin: str | None, end: str | None) -> None:
+    if query_type is QueryType.INCREMENTAL and begin is None:
+        raise ScanError("an incremental scan needs begin (the instant after which commits are read)")
+    if query_type is not QueryType.INCREMENTAL and (begin is not None or end is not None):
+        raise ScanError("begin and end belong to query_type='incremental'")
+
+
+def _scan_of(table: HudiTable, full: pa.Schema, slices: Sequence[FileSlice], row_filter: Expr | None, output: Sequence[str],
+             read_columns: Sequence[str], explanation: str, query_type: QueryType, threads: int | None) -> Scan:
+    """The scan of planned slices (base files alone for a read-optimized query)."""
+    if query_type is QueryType.READ_OPTIMIZED:
+        slices = tuple(dataclasses.replace(s, log_files=()) for s in slices if s.base_file)
     return Scan(table, tuple(slices), pa.schema([full.field(c) for c in output]), row_filter,
-                pa.schema([full.field(c) for c in read_columns]), explanation,
-                threads or min(4, os.cpu_count() or 2))
+                pa.schema([full.field(c) for c in read_columns]), explanation, threads or min(4, os.cpu_count() or 2))
 
 
 def _scan_through_service(name: str, service: str, token: str | None, where: str | Expr | None, columns: Sequence[str] | None,
@@ -172,27 +182,18 @@ def _scan_through_service(name: str, service: str, token: str | None, where: str
 
     if isinstance(where, Expr):
         raise ScanError("with service=, give where as SQL text")
-    if query_type is QueryType.INCREMENTAL and begin is None:
-        raise ScanError("an incremental scan needs begin (the instant after which commits are read)")
-    if query_type is not QueryType.INCREMENTAL and (begin is not None or end is not None):
-        raise ScanError("begin and end belong to query_type='incremental'")
     asked = ServiceClient(service, token).plan(name, where if where is not None else True, dialect.value, as_of,
-                                                       begin if query_type is QueryType.INCREMENTAL else None, end, columns)
+                                               begin if query_type is QueryType.INCREMENTAL else None, end, columns)
     table = HudiTable.open(asked.base_uri, storage_options=storage_options)
     full = table_read_schema(table)
-    expr = parse_sql(where, dialect) if where is not None else None
-    row_filter = expr
+    row_filter = parse_sql(where, dialect) if where is not None else None
     if query_type is QueryType.INCREMENTAL:  # the service's residual is the commit filter (and the predicate)
         row_filter = parse_sql(asked.plan.residual, Dialect.SPARK)
     output = _columns(full, columns, "columns")
     needed = _columns(full, _top_columns(row_filter), "where") if row_filter is not None else []
-    read_columns = tuple(dict.fromkeys([*output, *needed]))
-    slices = asked.plan.files
-    if query_type is QueryType.READ_OPTIMIZED:
-        slices = tuple(dataclasses.replace(s, log_files=()) for s in slices if s.base_file)
     explanation = f"planned by {redact(service)} (plan {asked.answer['plan_id']}, instant {asked.instant}):\n{asked.plan.explain()}"
-    return Scan(table, tuple(slices), pa.schema([full.field(c) for c in output]), row_filter,
-                pa.schema([full.field(c) for c in read_columns]), explanation, threads or min(4, os.cpu_count() or 2))
+    return _scan_of(table, full, asked.plan.files, row_filter, output, tuple(dict.fromkeys([*output, *needed])), explanation,
+                    query_type, threads)
 
 
 def _top_columns(expr: Expr) -> list[str]:
