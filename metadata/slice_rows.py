@@ -23,7 +23,7 @@ from metadata.partition_path import parse_partition_values
 from metadata.secrets import redact
 from metadata.storage_options import hudi_rs_options
 from metadata.table import HudiTable
-from metadata.table_config import TableConfig
+from metadata.table_config import BaseFileFormat, TableConfig
 
 
 def file_group_reader(base_uri: str, storage_options: Mapping[str, str], latest_instant: str) -> Any:
@@ -50,11 +50,16 @@ def _table_reader(base_uri: str, options: tuple[tuple[str, str], ...], latest_in
     return hudi.HudiTable(base_uri, dict(options) or None).create_file_group_reader_with_options()
 
 
+def read_by_hudi_rs(base_file: str | None) -> bool:
+    """A base file pyarrow's Parquet reader cannot read (Hudi 1.2's Lance files): hudi-rs's file-group reader reads it."""
+    return bool(base_file) and not str(base_file).endswith(BaseFileFormat.PARQUET.extension)
+
+
 def merged_rows(table: HudiTable, piece: FileSlice, columns: Sequence[str] | None = None) -> pa.Table:
     """The merged rows of one file slice; with `columns`, a base file alone is
     read for those columns only (names as the table spells them; a column the
     file lacks is left out, for `conform` to add)."""
-    if piece.log_files or (piece.base_file and not piece.base_file.endswith(".parquet")):  # logs to merge, or a Lance base file
+    if piece.log_files or read_by_hudi_rs(piece.base_file):
         latest = table.timeline.latest_completed()
         for name in (piece.base_file, *piece.log_files):  # hudi-rs reads them itself: our link check first
             if name:

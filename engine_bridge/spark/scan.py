@@ -26,7 +26,7 @@ from listers.index_support import CandidatesRunner, KeyLookup
 from metadata import FileSlice, HudiTable
 from metadata.errors import HudiBridgeError, HudiFormatError
 from metadata.partition_path import parse_partition_values
-from metadata.slice_rows import file_group_reader, read_from_path, table_read_schema
+from metadata.slice_rows import file_group_reader, read_by_hudi_rs, read_from_path, table_read_schema
 from metadata.stats_table import FILE_NAME, VALUE_COUNT, mark_truncated
 from metadata.storage import Storage
 
@@ -262,7 +262,7 @@ def row_groups_to_read(parquet: pq.ParquetFile, condition: Expr | None) -> list[
 
 
 def _slice_batches(spec: ReadSpec, storage: Storage, s: SliceToRead, predicate: Expr | None) -> Iterator[pa.RecordBatch]:
-    if (spec.merge_logs and s.log_files) or (s.base_file and not s.base_file.endswith(".parquet")):  # logs to merge, or Lance
+    if (spec.merge_logs and s.log_files) or read_by_hudi_rs(s.base_file):
         reader = file_group_reader(spec.base_uri, dict(spec.storage_options), spec.latest_instant)
         stream = reader.read_file_slice_from_paths_stream(s.base_file or "", list(s.log_files) if spec.merge_logs else [])
         yield from stream
