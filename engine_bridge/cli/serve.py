@@ -10,8 +10,7 @@ import socket
 import click
 
 from engine_bridge.cli.app import main
-
-TOKEN_VARIABLE = "HUDI_BRIDGE_SERVICE_TOKEN"
+from listers.service_client import TOKEN_VARIABLE  # the one name clients and the service read the token from
 
 
 def is_loopback(host: str) -> bool:
