@@ -16,12 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from click.testing import CliRunner
 
 from engine_bridge.cli import main
 from engine_bridge.service import Limits, ServiceConfig, ServiceConfigError, TableEntry, create_app
-from hive_sync.embedded import free_port
 from listers import plan, scan
 from listers.service_client import ServiceClient, ServiceRequestError
 from metadata import FileSlice, HudiTable
@@ -29,6 +27,7 @@ from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.sample import build_sample_table, trip_rows
 from metadata.slice_rows import table_read_schema
 from tests.conftest import FIXTURE_ZIPS, table_path
+from tests.http_services import asgi_server
 
 TRIPS_PREDICATES = ("TRUE", "city = 'chennai'", "fare > 50", "uuid = 'trip-00003'", "city IN ('amsterdam', 'sao_paulo') AND fare < 20")
 
@@ -37,19 +36,8 @@ TRIPS_PREDICATES = ("TRUE", "city = 'chennai'", "fare > 50", "uuid = 'trip-00003
 def serving(config: ServiceConfig, token: str | None = None) -> Iterator[tuple[str, Any]]:
     """The service on 127.0.0.1 in a thread: its URL and its application."""
     app = create_app(config, token)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started, "the service did not start"
-    try:
-        yield f"http://127.0.0.1:{port}", app
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with asgi_server(app, "the service") as url:
+        yield url, app
 
 
 def call(url: str, method: str = "GET", body: Any = None, token: str | None = None, raw: bytes | None = None) -> tuple[int, Any, dict[str, str]]:

@@ -6,8 +6,6 @@ is in tests/test_trino_live.py."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,9 +18,9 @@ from click.testing import CliRunner
 
 from engine_bridge.cli import main
 from engine_bridge.trino import RewriteError, candidate_query, run_query
-from hive_sync.embedded import free_port
 from listers import plan
 from metadata.storage import join
+from tests.http_services import asgi_server
 from tests.trino_services import build_trips
 
 
@@ -36,7 +34,6 @@ def trino_server(trips: str) -> Iterator[str]:
     """http://127.0.0.1:port of buenavista's Trino HTTP protocol over DuckDB,
     with `trips` as a view over every base file ever written, with "$path"."""
     duckdb = pytest.importorskip("duckdb")
-    uvicorn = pytest.importorskip("uvicorn")
     from buenavista.backends.duckdb import DuckDBConnection
     from buenavista.examples.duckdb_http import rewriter
     from buenavista.http import main as http
@@ -57,17 +54,8 @@ def trino_server(trips: str) -> Iterator[str]:
     db.execute(f"""CREATE VIEW trips AS SELECT * EXCLUDE (filename), 'file:' || filename AS "$path" FROM read_parquet({files!r}, filename=true)""")
     app = FastAPI()
     http.quacko(app, DuckDBConnection(db), rewriter)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the Trino protocol server did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with asgi_server(app, "the Trino protocol server") as url:
+        yield url
 
 
 def _hudi_rs_rows(path: str, keep: Any) -> list[tuple[Any, ...]]:
