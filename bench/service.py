@@ -38,7 +38,7 @@ from typing import Any
 
 from bench.common import finish, progress
 from bench.scale import BUILT_MARKER, build
-from hive_sync.embedded import free_port
+from hive_sync.embedded import free_port, stop_process
 
 HUDI_BRIDGE = str(Path(sys.executable).with_name("hudi-bridge"))
 
@@ -63,12 +63,7 @@ def service(path: str) -> Iterator[tuple[int, int]]:
             raise SystemExit("the service did not start")
         yield port, process.pid
     finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(30)
+        stop_process(process)
         log.close()
 
 
