@@ -156,6 +156,8 @@ def test_time_travel_and_incremental_plans_are_the_local_ones(service: str, tabl
 
     assert answer["changes_total"] == changes(tables["trips"], "0").num_rows
     assert answer["changes"] == changes(tables["trips"], "0").slice(0, 4).to_pylist()
+    status, second, _ = call(f"{service}/v1/tables/trips/changes?begin=0&page_size=4&page_token=4")  # from the feed read once
+    assert status == 200 and second["changes"] == changes(tables["trips"], "0").slice(4, 4).to_pylist()
 
 
 def test_requests_are_bounded_and_errors_are_one_line_of_json(service: str) -> None:

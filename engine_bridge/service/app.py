@@ -158,7 +158,8 @@ class Service:
         end, offset, size = request.query_params.get("end"), self._page_token(request), self._page_size(request)
 
         def work() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-            feed = changes(served.table(), begin, end)
+            # The feed is read once per state of the table and kept like a plan's answer, so its pages do not read it again.
+            feed: Any = served.answer(("changes", begin, end), lambda lister: ({}, changes(lister.table, begin, end)))[1]
             rows = feed.slice(offset, size).to_pylist()
             following = offset + size
             return {"begin": begin, "end": end, "changes_total": feed.num_rows,

@@ -45,7 +45,7 @@ class ServedTable:
         self._signature: Signature | None = None
         self._checked = 0.0
         self.opened = 0  # how many times a lister was opened (the first, then one per change seen)
-        # Answers to plans asked before, while the table has not changed (small ones only), most recent last.
+        # Answers to plans (and change feeds) asked before, while the table has not changed, most recent last.
         self._answers: OrderedDict[Hashable, Answer] = OrderedDict()
         self.answers_reused = 0
 
