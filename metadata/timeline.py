@@ -63,15 +63,16 @@ class Timeline:
                 timeline = cls(storage, config, fold_instant_files(parsed), {f.name: f.size for f in files})
             except DuplicateInstantError as exc:
                 raise HudiFormatError(storage.full_path(config.timeline_path), f"inconsistent timeline: {exc}") from None
-            being_written = {i.file_name for i in timeline.commits() if timeline.is_empty(i) and timeline._written_just_now(i)}
+            being_written = {i.file_name for i in timeline.commits() if timeline.is_empty(i) and timeline._written_just_now(timeline.instant_path(i))}
             if pause is None or not being_written or being_written == seen:
                 return timeline  # none, or the same still empty a moment later: no writer is at them
             seen = being_written
             time.sleep(pause)  # a writer is writing a commit's file: list again once it has
         raise AssertionError("unreachable")
 
-    def _written_just_now(self, instant: Instant) -> bool:
-        modified = self.storage.modified_time(self.instant_path(instant))
+    def _written_just_now(self, path: str) -> bool:
+        """Written within WRITER_GRACE_SECONDS: a writer may still be at it."""
+        modified = self.storage.modified_time(path)
         return modified is not None and time.time() - modified < WRITER_GRACE_SECONDS
 
     # Queries -------------------------------------------------------------
@@ -165,8 +166,7 @@ class Timeline:
             try:
                 return decode_instant_content(self.storage.full_path(path), data)
             except HudiFormatError:
-                modified = self.storage.modified_time(path)
-                if pause is None or data == seen or modified is None or time.time() - modified >= WRITER_GRACE_SECONDS:
+                if pause is None or data == seen or not self._written_just_now(path):
                     raise  # old, or unchanged a moment later: damaged, not being written
                 seen = data
                 time.sleep(pause)  # cut short and just written: a writer may still be writing it
