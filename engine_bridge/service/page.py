@@ -6,6 +6,7 @@ allows this page's own script and style (by nonce) and requests to itself."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from datetime import datetime
 from html import escape
@@ -152,8 +153,7 @@ def table_page(name: str, health: dict[str, Any], nonce: str, where: str = "") -
 
 
 def _js_string(text: str) -> str:
-    import json
-
+    """A JavaScript string literal safe inside a <script> element."""
     return json.dumps(text).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
