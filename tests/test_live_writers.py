@@ -26,6 +26,7 @@ import pytest
 from listers import scan
 from metadata import HudiTable
 from metadata.stored_table import TableParts
+from tests.die_at_step import KILLED_AT
 from tests.hudi_oracle import HUDI_VERSION, LiveWriter, missing_setup
 from tests.needs import require
 
@@ -296,38 +297,20 @@ def test_a_killed_hudi_writer_is_left_to_hudi_until_its_heartbeat_expires(hudi: 
     check_after(path, record, zk_lock)
 
 
-def kill_when_pending(path: Path, command: list[str], timeout: float = 120) -> str:
-    """Run a command of ours and kill -9 it the moment it has a metadata-table instant pending (its journal names
-    one): the instant it left. "" when it finished first."""
-    journal = path / ".hoodie" / ".hudi-bridge-index.lock"
+def kill_before_completing(path: Path, command: list[str]) -> str:
+    """Run a command of ours and kill -9 it when its metadata-table instant is written but not yet completed
+    (`tests.die_at_step`): the instant it left pending, named in its journal. "" when it finished without one."""
     with open(path.parent / "killed.log", "a") as log:  # what the killed runs said before they died
-        process = subprocess.Popen([sys.executable, "-m", "engine_bridge", *command], stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})  # said, not buffered
-    deadline = time.monotonic() + timeout
-    while process.poll() is None and time.monotonic() < deadline:
-        try:
-            pending = [line.split()[1] for line in journal.read_text().splitlines() if line.startswith("pending ")]
-        except (FileNotFoundError, IndexError):
-            pending = []
-        if pending:
-            os.killpg(process.pid, 9)
-            process.wait(timeout=60)
-            return pending[-1]
-        time.sleep(0.002)
-    process.wait(timeout=60)
-    return ""
-
-
-def kill_mid_write(path: Path, command: list[str], undo: list[str] | None = None, attempts: int = 3) -> str:
-    """`kill_when_pending`, tried again (after `undo`, so that the command has something to write) when the
-    command finished before it could be killed."""
-    for _ in range(attempts):
-        instant = kill_when_pending(path, command)
-        if instant:
-            return instant
-        if undo:
-            cli(*undo)
-    return ""
+        done = subprocess.run([sys.executable, "-m", "tests.die_at_step", "before completion", *command], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}, timeout=300,
+                              cwd=Path(__file__).parent.parent)
+        log.write(done.stdout)
+    killed = [line[len(KILLED_AT):].split(":", 1)[0] for line in done.stdout.splitlines() if line.startswith(KILLED_AT)]
+    assert done.returncode == -9 if killed else done.returncode == 0, done.stdout
+    if killed:
+        journal = (path / ".hoodie" / ".hudi-bridge-index.lock").read_text()
+        assert f"pending {killed[0]}" in journal, journal
+    return killed[0] if killed else ""
 
 
 @pytest.mark.slow
@@ -345,17 +328,19 @@ def test_our_writer_killed_mid_write_beside_hudi_leaves_hudi_committing_and_our_
         assert not writer.done(), writer.log.read_text()[-2000:]
         time.sleep(0.2)
     build = ["index", "build", str(path), "--partitions", "bloom_filters", *lock]
-    killed = [kill_mid_write(path, build, undo=["index", "drop", str(path), "--partitions", "bloom_filters", *lock]),
-              kill_mid_write(path, ["index", "compact", str(path), "--force", *lock])]
-    assert all(killed), f"a command finished each time before it could be killed mid-write: {killed}"
+    killed = [kill_before_completing(path, build), kill_before_completing(path, ["index", "compact", str(path), "--force", *lock])]
+    assert all(killed), f"a command finished without a metadata-table instant to leave: {killed}"
+    journal = (path / ".hoodie" / ".hudi-bridge-index.lock").read_text().splitlines()
+    assert [line for line in journal if line.startswith("pending ")] == [f"pending {killed[-1]}"], journal
     runs = beside(writer, [["index", "build", str(path), "--partitions", "bloom_filters", *lock],
                            ["index", "compact", str(path), "--force", *lock]])
     record = writer.finish()
     check_beside(runs)
     assert any(code == 0 and "bloom_filters" in output for command, code, output in runs if command[1] == "build"), runs
     said = "\n".join([(path.parent / "killed.log").read_text(), *(output for _, _, output in runs)])
-    for instant in killed:  # a later run of ours took the dead lock over, and rolled back the instant its journal named
-        assert f"metadata instant {instant} of an earlier hudi-bridge run had not completed" in said, (instant, said)
+    # Each later run took the dead lock over and rolled back what its journal named: the killed compaction the
+    # build's instant (and died before it could say so), a run beside Hudi the compaction's.
+    assert f"metadata instant {killed[-1]} of an earlier hudi-bridge run had not completed" in said, said
     assert "took over the index lock of process" in said, said
     check_after(path, record, zk_lock)
     pending = {str(i.requested_time) for i in TableParts.load(str(path / ".hoodie" / "metadata")).timeline.pending()}

@@ -321,7 +321,7 @@ class MetadataTransaction:
             removed.append(ts)
             notes.append(f"metadata instant {ts} {why}; what it wrote was removed and is redone")
         if self.lock is not None:
-            self.lock.left_pending = []
+            self.lock.record_rolled_back()
         return self.mdt() if removed else mdt
 
     def remove_instant(self, mdt: TableParts, ts: str) -> None:

@@ -11,7 +11,8 @@ belongs to another writer (Hudi's), and is never touched.
 A lock whose process is gone on this host (a killed writer) is taken over,
 with a warning naming it: under a second exclusive file, the holder is read
 again and the lock removed only if it is still the dead one, so two writers
-cannot both take it; its pending instants become the new holder's to roll back.
+cannot both take it; its pending instants become the new holder's to roll back,
+and stay named in the new holder's journal until they are.
 The file is read without following links, at most 64 KiB.
 """
 
@@ -75,11 +76,11 @@ class WriterLock:
                     self._refuse()
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, 0o644)  # another taker won: FileExistsError
             with os.fdopen(fd, "w") as out:
-                out.write(self._me + "\n")
+                out.write(self._journal())
         else:  # object stores: no exclusive create; check, then write
             if self.storage.exists(LOCK_PATH):
                 self._refuse()
-            self.storage.write_bytes(LOCK_PATH, (self._me + "\n").encode())
+            self.storage.write_bytes(LOCK_PATH, self._journal().encode())
         self._held = True
 
     def record_pending(self, instant_time: str) -> None:
@@ -92,9 +93,20 @@ class WriterLock:
             self.pending.remove(instant_time)
             self._rewrite()
 
+    def record_rolled_back(self) -> None:
+        """The instants a dead holder left are rolled back: no longer ours to name."""
+        if self.left_pending:
+            self.left_pending = []
+            self._rewrite()
+
+    def _journal(self) -> str:
+        # A dead holder's instants stay named until rolled back: were we killed before that, the next run
+        # would otherwise take them for another writer's and leave them pending for ever.
+        return "\n".join([self._me, *(PENDING + ts for ts in [*self.left_pending, *self.pending])]) + "\n"
+
     def _rewrite(self) -> None:
         if self._held:
-            self.storage.write_bytes(LOCK_PATH, "\n".join([self._me, *(PENDING + ts for ts in self.pending)]).encode() + b"\n")
+            self.storage.write_bytes(LOCK_PATH, self._journal().encode())
 
     def _take_over_stale(self) -> bool:
         """Remove the lock if its holder is a process of this host that is gone; False if it is not stale."""
