@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -41,6 +42,11 @@ from metadata.storage import RequestCounts, describe_requests
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+# Is given a plan's slices as they are found, in the plan's order, and whether more are to come.
+SlicesSink = Callable[[Sequence[FileSlice], bool], None]
+FIRST_BATCH_PARTITIONS = 16  # a streamed plan's first batch; each next one is twice as large
+_COUNT = re.compile(r"(?<![\w.])\d+(?![\w.])")  # a count standing alone in a stage's note (not in "c1" or "0.5")
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,7 @@ def plan(
     key_groups: Iterable[tuple[str, str]] | None = None,
     key_lookup: KeyLookup | None = None,
     processes: int | None = 1,
+    on_slices: SlicesSink | None = None,
 ) -> Plan:
     """Candidate file slices for a predicate, with an explanation.
 
@@ -139,7 +146,13 @@ def plan(
     streamed a run of partitions at a time (`listers.index_support.stats_runs`); above 1
     (None: one per core) worker processes evaluate the runs. They start as
     Python's forkserver starts them, importing the caller's main module: a
-    script asking for them plans under `if __name__ == "__main__":`."""
+    script asking for them plans under `if __name__ == "__main__":`.
+    `on_slices`: the kept partitions are planned in batches of growing size,
+    in path order, and each batch's slices are handed to it as soon as they
+    are found, with whether more batches follow (a service sends the first
+    page of a 1M-file plan before the rest is planned); the Plan is the
+    same, its stages summed over batches. An exception it raises stops the
+    plan."""
     dialect = Dialect.of(dialect)
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
@@ -148,10 +161,10 @@ def plan(
     if isinstance(path_or_uri, DirectoryLister):  # a lister's earlier requests are not this plan's
         baseline = path_or_uri.table.storage.requests.snapshot()
         planner = _Planner(path_or_uri, expr, dialect, assume_unique_keys, footers, column_stats_runner, groups, key_lookup, processes)
-        return planner.run(text, cache_dir, baseline, residual)
+        return planner.run(text, cache_dir, baseline, residual, on_slices)
     with DirectoryLister.open(path_or_uri, use_metadata, as_of, strict=strict, storage_options=storage_options) as lister:
         return _Planner(lister, expr, dialect, assume_unique_keys, footers, column_stats_runner, groups, key_lookup, processes).run(
-            text, cache_dir, {}, residual)
+            text, cache_dir, {}, residual, on_slices)
 
 
 def _use_cache_dir(lister: DirectoryLister, cache_dir: str | None) -> None:
@@ -226,7 +239,8 @@ class _Planner:
         result = step(*args)
         return result, time.perf_counter() - start, requests.snapshot().get("total", 0) - before
 
-    def run(self, text: str, cache_dir: str | None = None, baseline: dict[str, int] | None = None, residual: str | None = None) -> Plan:
+    def run(self, text: str, cache_dir: str | None = None, baseline: dict[str, int] | None = None, residual: str | None = None,
+            on_slices: SlicesSink | None = None) -> Plan:
         config = self.table.config
         types = self._types()
         predicate = self._bind(types)
@@ -247,7 +261,7 @@ class _Planner:
             if pruned is not None:
                 self.stages.append(Stage(support.name, len(pruned[0]), len(partitions), seconds, pruned[1], requests=requests))
                 partitions = pruned[0]
-        slices = self._prune_files(ctx, partitions)
+        slices = self._prune_files(ctx, partitions) if on_slices is None else self._prune_in_batches(ctx, partitions, on_slices)
         return Plan(
             predicate=text,
             files=tuple(sorted(slices, key=lambda s: (s.partition, s.file_id))),
@@ -258,6 +272,21 @@ class _Planner:
             warnings=(*[w for w in (self.table.listing.warning,) if w], *self.warnings, *self.lister.view.warnings),
             requests=RequestCounts.since(baseline or {}, self.table.storage.requests.snapshot()),
         )
+
+    def _prune_in_batches(self, ctx: PlanContext, partitions: list[str], on_slices: SlicesSink) -> list[FileSlice]:
+        """`_prune_files` on batches of partitions in path order, each batch's slices (sorted as the plan sorts
+        them) handed on as found; then each stage and note once, summed over the batches."""
+        slices: list[FileSlice] = []
+        before = len(self.stages)
+        batches = list(partition_batches(sorted(partitions), FIRST_BATCH_PARTITIONS))
+        for number, batch in enumerate(batches, 1):
+            ctx.group_files = None  # a runner's listing is of its batch's groups
+            found = sorted(self._prune_files(ctx, batch), key=lambda s: (s.partition, s.file_id))
+            on_slices(found, number < len(batches))
+            slices += found
+        self.stages[before:] = merged_stages(self.stages[before:])
+        self.not_used[:] = dict.fromkeys(self.not_used)
+        return slices
 
     def _prune_files(self, ctx: PlanContext, partitions: list[str]) -> list[FileSlice]:
         """The file-level chain: on the latest view, each support first rules
@@ -299,3 +328,31 @@ class _Planner:
             slices = pruned[0]
         return slices
 
+
+
+def partition_batches(partitions: list[str], first: int) -> Iterator[list[str]]:
+    """Consecutive batches of `first`, then twice as many each time: the first slices come after a small read,
+    and many partitions are still read in few passes."""
+    start, size = 0, first
+    while start < len(partitions):
+        yield partitions[start:start + size]
+        start, size = start + size, size * 2
+
+
+def merged_stages(stages: list[Stage]) -> list[Stage]:
+    """Each stage of a plan made in batches once: counts, seconds and requests summed, in the order first seen."""
+    groups: dict[tuple[str, str, str | None], list[Stage]] = {}
+    for stage in stages:
+        groups.setdefault((stage.name, stage.unit, stage.total_unit), []).append(stage)
+    return [dataclasses.replace(group[0], kept=sum(s.kept for s in group), total=sum(s.total for s in group),
+                                seconds=sum(s.seconds for s in group), requests=sum(s.requests for s in group),
+                                note=_merged_note([s.note for s in group])) for group in groups.values()]
+
+
+def _merged_note(notes: list[str]) -> str:
+    """Notes that differ only in their counts, with the counts summed ("3 file group(s) with a candidate built");
+    other notes each once."""
+    if len({_COUNT.sub("#", note) for note in notes}) == 1:
+        sums = iter([sum(column) for column in zip(*([int(n) for n in _COUNT.findall(note)] for note in notes))])
+        return _COUNT.sub(lambda _: str(next(sums)), notes[0])
+    return "; ".join(dict.fromkeys(note for note in notes if note))

@@ -90,6 +90,11 @@ class ServiceClient:
             page = self._call("GET", f"/v1/plans/{answer['plan_id']}/tasks?page_token={token}&page_size={page_size}")
             slices += page["file_slices"]
             token = page.get("next_page_token")
+        if answer["status"] != "completed":  # answered while still planning: its summary comes with the completed plan
+            answer = self._call("GET", f"/v1/plans/{answer['plan_id']}?page_size=1")
+            if answer["status"] != "completed":
+                raise ServiceRequestError(answer.get("error", {}).get("code", answer["status"]),
+                                          answer.get("error", {}).get("message", f"plan {answer['plan_id']} is {answer['status']}"))
         return ServicePlan(plan_of(answer, slices), answer["base_uri"], answer.get("instant"), answer)
 
 

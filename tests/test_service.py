@@ -224,7 +224,7 @@ def test_submitted_plans_are_polled_cancelled_and_bounded(tables: dict[str, str]
 
         gate = threading.Event()
         store = app.state.service.plans
-        store.submit("trips", lambda: (gate.wait(30), ({}, []))[1])  # the one planning thread is busy until the gate opens
+        store.submit("trips", lambda _: (gate.wait(30), ({}, []))[1])  # the one planning thread is busy until the gate opens
         try:
             status, queued, _ = call(f"{url}/v1/tables/trips/plan", "POST", {"mode": "async"})
             assert status == 202 and queued["status"] == "submitted"

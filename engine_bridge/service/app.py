@@ -30,6 +30,7 @@ from engine_bridge.service.planning import PlanRequest, plan_answer
 from engine_bridge.service.plans import PlanStore
 from engine_bridge.service.registry import TableRegistry
 from listers import changes
+from listers.planner import SlicesSink
 from metadata.avro_schema import avro_to_arrow_schema
 from metadata.errors import HudiBridgeError
 from metadata.secrets import redact
@@ -131,9 +132,9 @@ class Service:
         wanted = PlanRequest.parse(await self.body(request), self.limits)
         started = time.perf_counter()
         if wanted.asynchronous:
-            record = self.plans.submit(served.name, lambda: plan_answer(served, wanted))
+            record = self.plans.submit(served.name, lambda sink: plan_answer(served, wanted, sink), wanted.page_size)
             return JSON(record.answer(wanted.page_size), status_code=202)
-        record = await self.plans.run(served.name, lambda: plan_answer(served, wanted))
+        record = await self.plans.run(served.name, lambda sink: plan_answer(served, wanted, sink), wanted.page_size)
         self.metrics.plan_took(time.perf_counter() - started)
         return JSON(record.answer(wanted.page_size))
 
@@ -143,9 +144,7 @@ class Service:
 
     async def plan_tasks(self, request: Request) -> Response:
         record = self.plans.get(request.path_params["plan_id"])
-        if record.status.value != "completed":
-            raise ServiceError("plan_not_completed", 409, f"plan {record.plan_id} is {record.status.value}; its tasks come once it completes")
-        return JSON(record.page(self._page_token(request), self._page_size(request)))
+        return JSON(await self.plans.page_when_found(record, self._page_token(request), self._page_size(request)))
 
     async def cancel_plan(self, request: Request) -> Response:
         return JSON(self.plans.cancel(request.path_params["plan_id"]).answer(1))
@@ -157,7 +156,7 @@ class Service:
             raise ServiceError.bad_request("changes need begin (the instant after which changes are read)")
         end, offset, size = request.query_params.get("end"), self._page_token(request), self._page_size(request)
 
-        def work() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        def work(_: SlicesSink) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             # The feed is read once per state of the table and kept like a plan's answer, so its pages do not read it again.
             feed: Any = served.answer(("changes", begin, end), lambda lister: ({}, changes(lister.table, begin, end)))[1]
             rows = feed.slice(offset, size).to_pylist()

@@ -47,11 +47,11 @@ FILE_SLICE = {"type": "object", "properties": {
     "base_file": {"type": ["string", "null"]}, "log_files": {"type": "array", "items": {"type": "string"}},
     "size": {"type": "integer"}, "base_file_size": {"type": ["integer", "null"]}, "log_file_sizes": {"type": "array", "items": {"type": "integer"}}}}
 PLAN = {"type": "object", "properties": {
-    "plan_id": {"type": "string"}, "status": {"type": "string", "enum": ["submitted", "completed", "failed", "cancelled"]},
+    "plan_id": {"type": "string"}, "status": {"type": "string", "enum": ["submitted", "planning", "completed", "failed", "cancelled"]},
     "table": {"type": "string"}, "instant": {"type": ["string", "null"]}, "base_uri": {"type": "string"},
     "predicate": {"type": "string"}, "residual": {"type": "string"},
     "stages": {"type": "array", "items": {"type": "object"}}, "not_used": {"type": "array", "items": {"type": "string"}},
-    "file_slices_total": {"type": "integer"}, "file_slices": {"type": "array", "items": {"$ref": "#/components/schemas/FileSlice"}},
+    "file_slices_total": {"type": "integer"}, "file_slices_found": {"type": "integer"}, "file_slices": {"type": "array", "items": {"$ref": "#/components/schemas/FileSlice"}},
     "next_page_token": {"type": ["string", "null"]}}}
 
 
@@ -74,9 +74,9 @@ def openapi_document(version: str) -> dict[str, Any]:
             "/v1/tables/{name}": {"get": _op("A table: schema, partition fields, indexes kept, latest instant", parameters=[name])},
             "/v1/tables/{name}/plan": {"post": _op("Plan a scan: the candidate file slices, the explain stages and the residual predicate",
                                                    {"$ref": "#/components/schemas/Plan"}, {"$ref": "#/components/schemas/PlanRequest"}, [name])},
-            "/v1/plans/{plan_id}": {"get": _op("A plan's status, and once completed the plan with its first page", PLAN, parameters=[plan_id]),
+            "/v1/plans/{plan_id}": {"get": _op("A plan's status: once completed the plan with its first page; while planning its first page", PLAN, parameters=[plan_id]),
                                     "delete": _op("Cancel a plan", parameters=[plan_id])},
-            "/v1/plans/{plan_id}/tasks": {"get": _op("A page of a plan's file slices (plan tasks)", parameters=[plan_id, *paging])},
+            "/v1/plans/{plan_id}/tasks": {"get": _op("A page of a plan's file slices (plan tasks); while planning, served as they are found", parameters=[plan_id, *paging])},
             "/v1/tables/{name}/changes": {"get": _op("The change feed of (begin, end], paged", parameters=[
                 name, _query("begin", "exclusive start instant"), _query("end", "inclusive end instant"), *paging])},
             "/v1/tables/{name}/health": {"get": _op("Timeline, partitions, file sizes and metadata-table health", parameters=[name])},

@@ -20,6 +20,7 @@ from engine_bridge.service.plans import Answer
 from engine_bridge.service.registry import ServedTable
 from expressions import Dialect, Expr, parse_iceberg_json, parse_sql, to_sql
 from listers import DirectoryLister, incremental, plan
+from listers.planner import SlicesSink
 from metadata.errors import HudiBridgeError
 from metadata.secrets import redact
 from metadata.slice_rows import table_read_schema
@@ -93,12 +94,12 @@ def _filter(value: Any, dialect: Dialect, limits: Limits) -> tuple[Expr, str]:
         raise ServiceError("bad_filter", 400, str(exc)) from None
 
 
-def plan_answer(served: ServedTable, request: PlanRequest) -> Answer:
+def plan_answer(served: ServedTable, request: PlanRequest, sink: SlicesSink | None = None) -> Answer:
     """The plan (without its file slices) and its file slices, as the local planner makes them (or made them for the
-    same request while the table has not changed)."""
+    same request while the table has not changed); a snapshot plan hands `sink` its slices as they are found."""
     key = (request.text if request.from_sql else repr(request.expr), request.from_sql, request.dialect, request.columns, request.as_of,
            request.begin, request.end)
-    return served.answer(key, lambda lister: _redacted(*_plan_answer(served, lister, request)))
+    return served.answer(key, lambda lister: _redacted(*_plan_answer(served, lister, request, sink)))
 
 
 def _redacted(summary: dict[str, Any], slices: Sequence[Any]) -> Answer:
@@ -107,7 +108,7 @@ def _redacted(summary: dict[str, Any], slices: Sequence[Any]) -> Answer:
     return json.loads(redact(json.dumps(summary))), slices
 
 
-def _plan_answer(served: ServedTable, current: DirectoryLister, request: PlanRequest) -> Answer:
+def _plan_answer(served: ServedTable, current: DirectoryLister, request: PlanRequest, sink: SlicesSink | None) -> Answer:
     """The answer on `current`, the lister of one state of the table: a lister read twice might see two states."""
     try:
         table = current.table
@@ -128,7 +129,7 @@ def _plan_answer(served: ServedTable, current: DirectoryLister, request: PlanReq
                        "full_scan": pulled.full_scan, "fallback_reason": pulled.fallback_reason}
             return summary, pulled.files
         with served.lister_as_of(request.as_of, current) as lister:
-            planned = plan(lister, request.text if request.from_sql else request.expr, dialect=request.dialect)
+            planned = plan(lister, request.text if request.from_sql else request.expr, dialect=request.dialect, on_slices=sink)
         summary = {**head, "kind": "snapshot", **{k: v for k, v in planned.to_dict().items() if k != "files"}, "predicate": request.text}
         return summary, planned.files
     except ServiceError:
