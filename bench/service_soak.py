@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import finish, progress
-from bench.service import ask, service
+from bench.service import ask_whole, service
 from listers import plan
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.sample import CITIES, build_sample_table, trip_rows
@@ -60,7 +60,7 @@ def main() -> None:
                     predicate = PREDICATES[n % len(PREDICATES)]
                     n += args.clients
                     try:
-                        answer = ask(connection, {"filter": predicate, "page_size": 10_000})
+                        answer = ask_whole(connection, {"filter": predicate, "page_size": 10_000})
                         with lock:
                             answers.append((predicate, answer["instant"], answer["file_slices"]))
                     except BaseException as exc:  # noqa: BLE001 - counted: the target is none

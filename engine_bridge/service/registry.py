@@ -20,6 +20,7 @@ from engine_bridge.service.errors import ServiceError
 from engine_bridge.service.plans import Answer
 from listers import DirectoryLister
 from metadata import HudiTable
+from metadata.arrow_memory import release_unused
 from metadata.errors import HudiError
 from metadata.storage import Storage
 
@@ -76,7 +77,11 @@ class ServedTable:
             self._lister, self._checked = fresh, now
             self._answers.clear()  # they answered for the table as it was
             self.opened += 1
-            return fresh
+            current = None  # the old state: nothing here holds it now
+        # What the old state's reads held is free now (unless a plan still runs on it): handed back to the system,
+        # else glibc keeps up to its trim threshold per arena and a service's memory climbs with every commit.
+        release_unused()
+        return fresh
 
     def answer(self, key: Hashable, compute: Callable[[DirectoryLister], Answer]) -> Answer:
         """A plan's answer for the table as it is now: one asked before while the table has not changed, or
