@@ -21,7 +21,7 @@ from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, column_stats_record
 from metadata.mdt.write.hfile_writer import HFileWriter
-from metadata.storage import Storage
+from metadata.storage.storage import Storage
 
 COLUMNS = ("fare", "ts", "rider", "driver")
 

@@ -48,7 +48,8 @@ from expressions import may_match
 from expressions.index_expressions import SparkIndexExpressions, expression_index_of, implied_on_index, index_ref
 from listers.planner import plan
 from metadata import MetadataTable
-from metadata.bloom_filter import build_bloom_filter
+from metadata.formats.bloom_filter import build_bloom_filter
+from metadata.formats.stats_table import FILE_NAME, max_field, min_field, null_count_field
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.keys import bloom_filter_key
@@ -56,7 +57,6 @@ from metadata.mdt.record_schema import bloom_filter_record
 from metadata.mdt.write.partitions import bloom_filters as bloom_filters_writer
 from metadata.mdt.write.partitions import expression_index as expression_index_writer
 from metadata.mdt.write.writer import MetadataTableWriter
-from metadata.stats_table import FILE_NAME, max_field, min_field, null_count_field
 
 INDEXES_MARKER = ".bench-index-lookups-built"
 PREFIX = expression_index_of("c_prefix", "substring(c, 1, 5)")

@@ -37,7 +37,7 @@ import pyarrow.fs as pafs
 from bench.common import progress
 from listers import DirectoryLister, plan
 from metadata import HudiTable
-from metadata.storage_options import hudi_rs_options
+from metadata.storage.options import hudi_rs_options
 from tests.s3_services import S3Server, partitioned_table, running_s3_server
 
 WHERE = "v >= 3 AND v <= 4"

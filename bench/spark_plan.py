@@ -35,11 +35,11 @@ from unittest import mock
 
 from bench.common import finish, in_fresh_process, peak_rss_mib, progress
 from bench.scale import BUILT_MARKER, COLUMNS, SCHEMA, KnownStats, build, partition_dir
-from metadata.file_naming import BaseFileName
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.write.snapshot import BuildSnapshot, HeldFiles
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
+from metadata.table.file_naming import BaseFileName
 
 PREDICATE = "a > {low} AND b < {high}"
 

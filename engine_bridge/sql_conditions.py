@@ -10,8 +10,8 @@ import pyarrow as pa
 from sqlglot import exp
 
 from metadata import HudiTable
-from metadata.avro_schema import avro_to_arrow_schema
-from metadata.partition_path import parse_partition_values
+from metadata.formats.avro_schema import avro_to_arrow_schema
+from metadata.table.partition_path import parse_partition_values
 
 
 def _literal(value: str, dtype: pa.DataType) -> Any:

@@ -87,7 +87,7 @@ def bind(expr: Expr, schema: pa.Schema | Schema | dict | str, case_sensitive: bo
     JSON text); `strict=False` turns unknown columns into Unknown leaves (used
     for statistics, where a column may simply have none)."""
     if isinstance(schema, (dict, str)):
-        from metadata.avro_schema import avro_to_arrow_schema, with_meta_fields
+        from metadata.formats.avro_schema import avro_to_arrow_schema, with_meta_fields
 
         schema = with_meta_fields(avro_to_arrow_schema(schema))
     lookup = schema if isinstance(schema, Schema) else Schema(schema, case_sensitive)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metadata.text_enum import TextEnum
+from metadata.util.text_enum import TextEnum
 
 
 class NanSemantics(TextEnum):

@@ -18,8 +18,8 @@ from expressions.binding import bind
 from expressions.bound import BoundPredicate
 from expressions.eval_rows import RowEvaluator
 from expressions.tree import AlwaysTrue, And, Comparison, Expr, In, Literal, Op, Or, Ref, and_, or_, visit
-from metadata import arrow_values
-from metadata.partition_path import parse_partition_values
+from metadata.table.partition_path import parse_partition_values
+from metadata.util import arrow_values
 
 log = logging.getLogger(__name__)
 

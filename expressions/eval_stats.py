@@ -5,7 +5,7 @@ statistics prove no row can match, and any doubt (missing stats, NaN bounds,
 types that do not compare, a string max declared possibly truncated) keeps
 the file. A file whose value count is 0 holds no row and matches nothing. Evaluated for all files at once with `pyarrow.compute`.
 
-The stats table follows `metadata.stats_table` (one row per file, min, max
+The stats table follows `metadata.formats.stats_table` (one row per file, min, max
 and null count per column); a table that does not is refused.
 """
 
@@ -25,9 +25,7 @@ from expressions.dialect import NanSemantics, nan_semantics
 from expressions.eval_rows import is_nan_literal
 from expressions.functions import Function, all_total, all_total_within_image, image_all, image_all_arrays, result_type
 from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, Ref, StartsWith, Unknown, Visitor, visit
-from metadata import arrow_values
-from metadata.arrow_values import to_numpy
-from metadata.stats_table import (
+from metadata.formats.stats_table import (
     FILE_NAME,
     VALUE_COUNT,
     check_stats_table,
@@ -37,6 +35,8 @@ from metadata.stats_table import (
     stats_columns,
     truncated_columns,
 )
+from metadata.util import arrow_values
+from metadata.util.arrow_values import to_numpy
 
 log = logging.getLogger(__name__)
 

@@ -48,8 +48,8 @@ from expressions.tree import (
     and_,
     or_,
 )
-from metadata import arrow_values
 from metadata.mdt.expression_index import EXPRESSION_INDEX_PREFIX, ExpressionIndexPartition, ExpressionIndexType
+from metadata.util import arrow_values
 
 
 def same_function(a: tuple[Function, ...], b: tuple[Function, ...]) -> bool:

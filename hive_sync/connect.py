@@ -8,7 +8,7 @@ from hive_sync.client import MetastoreClient
 from hive_sync.errors import SyncError
 from hive_sync.hiveql import hiveserver2_client, spark_session_client
 from hive_sync.hms import HmsClient
-from metadata.text_enum import TextEnum
+from metadata.util.text_enum import TextEnum
 
 
 class SyncMode(TextEnum):

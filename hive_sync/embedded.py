@@ -29,7 +29,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 
 from hive_sync.errors import SyncError
-from metadata.process import process_alive
+from metadata.util.process import process_alive
 
 METASTORE_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 OWNER_FILE = "metastore.owner"  # "<owner pid> <metastore pid>", locked while a metastore runs

@@ -27,7 +27,7 @@ from hive_sync.errors import SyncError
 from hive_sync.model import HivePartition, PartitionValues, RegisteredTable, TableDefinition
 from hive_sync.names import partition_spec, qualified, quote_identifier, quote_literal
 from hive_sync.schema import HiveColumn
-from metadata.partition_path import unescape_path_name
+from metadata.table.partition_path import unescape_path_name
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from hive_sync.errors import SyncError
 from hive_sync.model import HivePartition, PartitionValues, RegisteredTable, TableDefinition
 from hive_sync.names import partition_name
 from hive_sync.schema import HiveColumn
-from metadata.process import running_user
+from metadata.util.process import running_user
 
 T = TypeVar("T")
 DEFAULT_PORT = 9083

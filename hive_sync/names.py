@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from hive_sync.errors import SyncError
-from metadata.partition_path import escape_path_name
+from metadata.table.partition_path import escape_path_name
 
 # Hive's MetaStoreUtils.validateName: database and table names are word characters.
 _HIVE_NAME = re.compile(r"[A-Za-z0-9_]+")

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from hive_sync.errors import SchemaEvolutionError, SyncError
-from metadata.avro_schema import META_FIELDS, avro_field_to_arrow, avro_type_to_arrow
+from metadata.formats.avro_schema import META_FIELDS, avro_field_to_arrow, avro_type_to_arrow
 
 SCHEMA_PART_SIZE = 4000
 

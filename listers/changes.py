@@ -31,15 +31,16 @@ from typing import Any
 import pyarrow as pa
 
 from listers.incremental import _as_of_for, range_key
-from metadata import CleanedFilesError, FileSlice, HudiTable, Instant, arrow_values
-from metadata.arrow_memory import empty_table
-from metadata.cdc import CdcMode, read_cdc_records
+from metadata import CleanedFilesError, FileSlice, HudiTable, Instant
 from metadata.errors import HudiBridgeError
-from metadata.instant import Action, check_range
+from metadata.formats.cdc import CdcMode, read_cdc_records
 from metadata.mdt.record_keys import RECORD_KEY_FIELD
-from metadata.record_key import PARTITION_PATH_FIELD, RecordKeyError, RecordKeyRule
-from metadata.slice_rows import changed_slices, conform, merged_rows, rows_of_slices, table_read_schema
-from metadata.text_enum import TextEnum
+from metadata.table.record_key import PARTITION_PATH_FIELD, RecordKeyError, RecordKeyRule
+from metadata.table.slice_rows import changed_slices, conform, merged_rows, rows_of_slices, table_read_schema
+from metadata.timeline.instant import Action, check_range
+from metadata.util import arrow_values
+from metadata.util.arrow_memory import empty_table
+from metadata.util.text_enum import TextEnum
 
 CDC_SCHEMA = pa.schema([("op", pa.string()), ("ts_ms", pa.string()), ("before", pa.string()), ("after", pa.string())])
 # Where a record lives, not what it holds: a compaction or clustering changes it alone.

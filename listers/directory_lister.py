@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from metadata import FileSlice, HudiTable
-from metadata.arrow_values import to_numpy
-from metadata.listing import ListingSource
+from metadata.formats.stats_table import stats_rows_of
 from metadata.mdt.stats_cache import PersistentStatsCache, state_of
-from metadata.stats_table import stats_rows_of
+from metadata.storage.listing import ListingSource
+from metadata.util.arrow_values import to_numpy
 
 
 class DirectoryLister:

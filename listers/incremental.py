@@ -15,7 +15,7 @@ from typing import Any
 
 from metadata import CleanedFilesError, FileSlice, HudiTable, Instant
 from metadata.errors import HudiBridgeError, HudiError
-from metadata.instant import check_range
+from metadata.timeline.instant import check_range
 
 
 class IncrementalRangeError(HudiBridgeError):

@@ -30,12 +30,12 @@ from listers.directory_lister import DirectoryLister
 from listers.incremental import incremental
 from listers.planner import plan
 from metadata import FileSlice, HudiTable
-from metadata.arrow_memory import empty_table
 from metadata.errors import HudiBridgeError
-from metadata.read_ahead import read_ahead
-from metadata.secrets import redact
-from metadata.slice_rows import conform, merged_rows, table_read_schema
-from metadata.text_enum import TextEnum
+from metadata.storage.secrets import redact
+from metadata.table.slice_rows import conform, merged_rows, table_read_schema
+from metadata.util.arrow_memory import empty_table
+from metadata.util.read_ahead import read_ahead
+from metadata.util.text_enum import TextEnum
 
 
 class QueryType(TextEnum):

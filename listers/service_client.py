@@ -19,7 +19,7 @@ from typing import Any
 from listers.planner import Plan, Stage
 from metadata import FileSlice
 from metadata.errors import HudiBridgeError
-from metadata.secrets import redact
+from metadata.storage.secrets import redact
 
 TOKEN_VARIABLE = "HUDI_BRIDGE_SERVICE_TOKEN"
 MAX_ANSWER_BYTES = 256 << 20  # one answer (a page); a service cannot make a client read without end

@@ -3,7 +3,7 @@ holds a row the predicate selects (issue 26). A user's safety net against
 statistics that lie (Apache Hudi's #18755 writes all-null column_stats that
 look true), and the project's own test oracle.
 
-Rows are the slice's merged rows (`metadata.slice_rows`).
+Rows are the slice's merged rows (`metadata.table.slice_rows`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from expressions import Expr, ExpressionError, evaluate_rows
 from listers.planner import Plan
 from metadata import HudiTable
-from metadata.slice_rows import merged_rows
+from metadata.table.slice_rows import merged_rows
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,7 @@ class InvalidInstantTime(HudiBridgeError, ValueError):
 
 
 class InvalidStatsTable(HudiBridgeError, ValueError):
-    """A statistics table does not follow `metadata.stats_table`'s layout."""
+    """A statistics table does not follow `metadata.formats.stats_table`'s layout."""
 
 
 class IndexLocked(HudiBridgeError):

@@ -16,12 +16,12 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from metadata.commit_metadata import CommitMetadata
-from metadata.instant_content import decode_instant_content
-from metadata.log_format import BlockType, read_log_blocks
+from metadata.formats.log_format import BlockType, read_log_blocks
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.records import decode_record
-from metadata.table_config import TableConfig, parse_java_properties
+from metadata.table.config import TableConfig, parse_java_properties
+from metadata.timeline.commit_metadata import CommitMetadata
+from metadata.timeline.instant_content import decode_instant_content
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

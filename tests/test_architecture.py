@@ -130,7 +130,7 @@ def test_the_checker_finds_a_cycle_and_resolves_imports() -> None:
     assert cycles({"a": {"b"}, "b": set()}) == []
     graph = import_graph()
     assert "metadata.mdt.metadata_table" in graph["metadata.mdt.listing"]
-    assert "metadata.table" in graph["metadata"]
+    assert "metadata.table.hudi_table" in graph["metadata"]
 
 
 def test_no_import_cycles() -> None:

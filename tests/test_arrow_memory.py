@@ -12,9 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from metadata import arrow_memory
 from metadata.mdt import native
 from metadata.mdt.hfile_cells import PADDING, spans_to_binary
+from metadata.util import arrow_memory
 from tests.conftest import REPO
 
 
@@ -35,7 +35,7 @@ def test_cell_spans_are_copied_into_the_read_pool() -> None:
 
 
 def _steady_heap_in_a_new_process(env: dict[str, str]) -> list[str]:
-    code = ("from metadata import arrow_memory; print(arrow_memory.steady_heap(), arrow_memory._glibc('mallopt') is not None)")
+    code = ("from metadata.util import arrow_memory; print(arrow_memory.steady_heap(), arrow_memory._glibc('mallopt') is not None)")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, cwd=REPO).stdout.split()
 
 
@@ -48,7 +48,7 @@ def test_a_read_fixes_glibcs_heap_thresholds_unless_told_not_to() -> None:
 
 DECODE_ONE_RECORD = """
 import pyarrow as pa
-from metadata import arrow_memory
+from metadata.util import arrow_memory
 from metadata.mdt import columnar
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.keys import column_stats_key

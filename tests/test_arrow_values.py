@@ -1,4 +1,4 @@
-"""metadata.arrow_values builds what pyarrow's own conversion builds, and
+"""metadata.util.arrow_values builds what pyarrow's own conversion builds, and
 refuses what it refuses, for the types the cold paths meet."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metadata import arrow_values
-from metadata.arrow_values import kept_rows
+from metadata.util import arrow_values
+from metadata.util.arrow_values import kept_rows
 
 CASES: list[tuple[list[Any], pa.DataType]] = [
     ([1, None, -3, 2**62], pa.int64()),

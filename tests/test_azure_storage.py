@@ -14,7 +14,7 @@ import pytest
 
 from listers import incremental, plan
 from metadata import HudiTable
-from metadata.listing import ListingSource
+from metadata.storage.listing import ListingSource
 from tests.azure_services import ACCOUNT, AzureServer
 from tests.conftest import requires_fixtures, table_path
 from tests.test_object_storage import _slices

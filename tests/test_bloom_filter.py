@@ -15,8 +15,8 @@ import pytest
 from expressions import evaluate_rows, parse_sql
 from listers import plan
 from metadata import HudiTable
-from metadata.bloom_filter import decode_bloom_filter, footer_bloom_filter
 from metadata.errors import HudiFormatError
+from metadata.formats.bloom_filter import decode_bloom_filter, footer_bloom_filter
 from tests.conftest import FIXTURE_ZIPS, requires_fixtures, table_path
 from tests.test_listers import rows_of
 

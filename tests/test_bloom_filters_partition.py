@@ -13,8 +13,8 @@ import pytest
 
 from listers import plan
 from metadata import HudiTable
-from metadata.bloom_filter import BloomFilterType, SerializedBloomFilter, build_bloom_filter, footer_filter_text
 from metadata.errors import HudiFormatError
+from metadata.formats.bloom_filter import BloomFilterType, SerializedBloomFilter, build_bloom_filter, footer_filter_text
 from metadata.mdt.bloom_filters import bloom_filter_key, bloom_filters_of, stored_bloom_filters
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.reader import KeyQuery

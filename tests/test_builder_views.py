@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from metadata import CleanedFilesError, HudiTable
-from metadata.fs_view import FileSystemView
 from metadata.sample_tables.builder import TableBuilder
+from metadata.table.fs_view import FileSystemView
 
 SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("fare", pa.float64())])
 VERSIONS = [(6, "COPY_ON_WRITE"), (6, "MERGE_ON_READ"), (8, "COPY_ON_WRITE"), (8, "MERGE_ON_READ")]

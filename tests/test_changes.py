@@ -247,7 +247,7 @@ def test_change_data_logs_are_read_in_every_logging_mode(tmp_path: Path, mode: s
     from listers.changes import commit_changes, plan_changes
 
     feed_module = importlib.import_module("listers.changes")  # the package exports a function of the same name
-    from metadata.cdc import CdcMode
+    from metadata.formats.cdc import CdcMode
 
     path = tmp_path / "t"
     builder = TableBuilder(str(path), SCHEMA, version=version, partition_fields=["city"], max_rows_per_file=3, cdc_mode=CdcMode(mode))

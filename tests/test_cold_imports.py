@@ -2,7 +2,7 @@
 command is named, so `table show` or `plan` does not load Spark's, Hive's
 or Trino's clients. And no cold path imports pandas: pyarrow imports it,
 when installed, the first time it converts a Python or numpy value, so the
-cold paths build their arrays through `metadata.arrow_values` (issue 39)."""
+cold paths build their arrays through `metadata.util.arrow_values` (issue 39)."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ from metadata.concurrency.options import OptionError, parse_option
 from metadata.errors import HudiLockError, IndexWriteError, WriterActive
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
-from metadata.storage import Storage
-from metadata.stored_table import TableParts
+from metadata.storage.storage import Storage
+from metadata.table.stored_table import TableParts
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.int64())])
 FS_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"

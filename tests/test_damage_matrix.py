@@ -21,9 +21,9 @@ from click.testing import CliRunner
 
 from engine_bridge.cli import main
 from metadata import HudiTable
-from metadata.instant_content import decode_instant_content, encode_avro_instant
 from metadata.sample_tables.builder import TableBuilder
-from metadata.timeline_models import commit_metadata_schema
+from metadata.timeline.instant_content import decode_instant_content, encode_avro_instant
+from metadata.timeline.models import commit_metadata_schema
 from tests.conftest import FIXTURE_ZIPS, NO_FIXTURES, table_path
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("amount", pa.float64())])

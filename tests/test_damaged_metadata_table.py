@@ -19,8 +19,8 @@ import pytest
 
 from listers import DirectoryLister, plan
 from metadata import HudiTable, MetadataTableDamaged
-from metadata.listing import ListingSource
 from metadata.sample_tables.builder import TableBuilder
+from metadata.storage.listing import ListingSource
 from tests.conftest import requires_fixtures, table_path
 
 SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("amount", pa.float64())])
@@ -161,7 +161,7 @@ def test_log_blocks_of_instants_that_do_not_count_are_skipped_unread(tmp_path: P
     import struct
     import tracemalloc
 
-    from metadata.log_format import MAGIC, BlockType, HeaderKey, LogBlock, _encode_map, encode_block, scan_log_blocks
+    from metadata.formats.log_format import MAGIC, BlockType, HeaderKey, LogBlock, _encode_map, encode_block, scan_log_blocks
 
     def small(instant: str) -> bytes:
         return encode_block(LogBlock(BlockType.DELETE, {HeaderKey.INSTANT_TIME: instant}, struct.pack(">ii", 3, 0)))
@@ -237,7 +237,7 @@ def test_an_unreadable_commit_warns_and_strict_refuses(fixture_root: Path, tmp_p
 
     from engine_bridge.cli import main
     from metadata.errors import StorageError
-    from metadata.storage import Storage
+    from metadata.storage.storage import Storage
 
     root = tmp_path / "t"
     shutil.copytree(table_path(fixture_root, "sample_table__cow__v9_txns_simple_nometa"), root)
@@ -282,7 +282,7 @@ def test_a_missing_metadata_base_file_is_found_by_reading_only_the_doubted_commi
     could hide a missing base file: none in an intact table kept in sync, the
     initialisation when a file group has lost its base file."""
     from metadata.errors import MissingFileError
-    from metadata.storage import Storage
+    from metadata.storage.storage import Storage
 
     path = tmp_path / "t"
     build(path, "COPY_ON_WRITE")

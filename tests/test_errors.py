@@ -138,7 +138,7 @@ def test_as_of_before_archived_timeline_says_so(tmp_path: Path) -> None:
 
 
 def test_checksum_matches_what_hudi_writes(fixture_root: Path) -> None:
-    from metadata.table_config import table_checksum
+    from metadata.table.config import table_checksum
     from tests.conftest import table_path
 
     for stem in ("sample_table__cow__v9_txns_simple_meta", "sample_table__cow__v6_empty"):
@@ -204,7 +204,7 @@ def test_two_completed_instants_with_one_requested_time_name_both_files(tmp_path
 @pytest.mark.parametrize("version", [6, 8])
 def test_a_properties_file_cut_before_its_checksum_is_damage(tmp_path: Path, version: int, caplog: pytest.LogCaptureFixture) -> None:
     """A cut that removes the checksum line (written last) is not a pre-0.11 table: the backup is read, or the file is refused."""
-    from metadata.table_config import parse_java_properties
+    from metadata.table.config import parse_java_properties
 
     path = built(tmp_path, version=version)
     props = path / ".hoodie" / "hoodie.properties"

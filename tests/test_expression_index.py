@@ -27,6 +27,7 @@ from listers import plan
 from listers.verify import verify_plan
 from metadata import HudiTable
 from metadata.errors import IndexWriteError, MissingFileError
+from metadata.formats.stats_table import FILE_NAME, PARTITION, VALUE_COUNT, max_field, min_field, null_count_field
 from metadata.mdt import keys
 from metadata.mdt.bloom_filters import bloom_filters_of
 from metadata.mdt.expression_index import ExpressionIndexPartition, ExpressionIndexType, partition_stat_key
@@ -36,7 +37,6 @@ from metadata.mdt.validate import validate_metadata
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables import builder as sample_builder
 from metadata.sample_tables.builder import TableBuilder
-from metadata.stats_table import FILE_NAME, PARTITION, VALUE_COUNT, max_field, min_field, null_count_field
 
 UTC = timezone.utc
 SCHEMA = pa.schema([("id", pa.string()), ("city", pa.string()), ("name", pa.string()), ("ts", pa.timestamp("us", tz="UTC")),
@@ -174,7 +174,7 @@ def test_plans_use_the_index_in_every_dialect(tmp_path: Path, dialect: str, wher
 
 def _holders(table: HudiTable, expr: Any) -> set[tuple[str, str]]:
     from expressions import evaluate_rows
-    from metadata.slice_rows import merged_rows
+    from metadata.table.slice_rows import merged_rows
 
     found = set()
     for piece in table.file_slices():
@@ -416,7 +416,7 @@ def test_an_index_of_bloom_filters_holds_each_files_values_and_prunes_equalities
 
 def _file_names(path: Path, partition: str, name: str) -> list[str | None]:
     from metadata.mdt.file_stats import blocks_counting, file_values
-    from metadata.storage import Storage
+    from metadata.storage.storage import Storage
 
     storage = Storage.open(str(path))
     completed = frozenset(i.requested_time for i in HudiTable.open(str(path)).timeline.completed())

@@ -41,7 +41,7 @@ from expressions import (
 from expressions.eval_partitions import prune_partitions
 from expressions.functions import StringToNumber
 from expressions.tree import Comparison, Op
-from metadata.stats_table import mark_truncated
+from metadata.formats.stats_table import mark_truncated
 
 DIALECTS = ["hive", "spark", "trino", "presto"]
 

@@ -31,7 +31,7 @@ from expressions.tree import (
     Ref,
     StartsWith,
 )
-from metadata.stats_table import mark_truncated
+from metadata.formats.stats_table import mark_truncated
 
 SCHEMA = pa.schema([
     ("i32", pa.int32()),

@@ -10,8 +10,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metadata.file_naming import BaseFileName, LogFileName, classify, file_id_of, file_ids_of
 from metadata.sample_tables.sample import build_sample_table
+from metadata.table.file_naming import BaseFileName, LogFileName, classify, file_id_of, file_ids_of
 from tests.conftest import requires_fixtures
 
 

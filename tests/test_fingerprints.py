@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metadata import fingerprints
-from metadata.fingerprints import all_distinct
 from metadata.mdt import native
+from metadata.util import fingerprints
+from metadata.util.fingerprints import all_distinct
 from tests.native_paths import PATHS, on_path
 
 

@@ -17,7 +17,7 @@ from listers.verify import verify_plan
 from metadata import HudiTable
 from metadata.mdt.file_groups import PARTITION_ORDER
 from metadata.mdt.write.writer import MetadataTableWriter
-from metadata.slice_rows import merged_rows
+from metadata.table.slice_rows import merged_rows
 from tests.conftest import FIXTURE_ZIPS
 
 STEMS = [z.stem for z in FIXTURE_ZIPS if "empty" not in z.stem] or ["no-fixtures"]

@@ -24,8 +24,8 @@ from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, files_record
 from metadata.mdt.records import decode_record
 from metadata.mdt.write.hfile_writer import HFileWriter
-from metadata.storage import Storage
-from metadata.table_config import BaseFileFormat, TableConfig, TableType
+from metadata.storage.storage import Storage
+from metadata.table.config import BaseFileFormat, TableConfig, TableType
 from tests.conftest import requires_fixtures
 
 FILE_NAME = "files-0000-0_0-0-0_00000000000000000.hfile"

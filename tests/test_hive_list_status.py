@@ -19,8 +19,8 @@ from engine_bridge.hive.job_conf import INPUT_DIR, JobConfError
 from metadata import HudiTable
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
-from metadata.storage import Storage
-from metadata.table_config import update_table_config
+from metadata.storage.storage import Storage
+from metadata.table.config import update_table_config
 from tests.conftest import fixture_ids, requires_fixtures
 from tests.test_listers import CountingHandler
 

@@ -21,8 +21,8 @@ from hive_sync.hiveql import hiveserver2_client
 from hive_sync.hms import HmsClient
 from metadata import HudiTable
 from metadata.sample_tables.builder import TableBuilder
-from metadata.storage import Storage
-from metadata.table_config import update_table_config
+from metadata.storage.storage import Storage
+from metadata.table.config import update_table_config
 
 EXTRACT = "SELECT `_hoodie_commit_time`, id, v, p FROM pullsrc.sample WHERE `_hoodie_commit_time` > '%s'"
 

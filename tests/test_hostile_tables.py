@@ -26,7 +26,7 @@ def test_an_avro_instant_that_inflates_past_its_cap_is_refused_before_it_is_infl
     import fastavro
 
     from metadata.errors import HudiFormatError
-    from metadata.instant_content import _check_inflated_size, decode_instant_content
+    from metadata.timeline.instant_content import _check_inflated_size, decode_instant_content
 
     schema = {"type": "record", "name": "r", "fields": [{"name": "s", "type": "string"}]}
     out = io.BytesIO()
@@ -70,7 +70,7 @@ def test_deep_documents_and_deep_predicates_fail_in_one_line_naming_the_input() 
     from expressions import parse_sql
     from expressions.errors import SqlSyntaxError
     from metadata.errors import HudiFormatError
-    from metadata.instant_content import MAX_DOCUMENT_DEPTH, decode_instant_content, nesting_depth
+    from metadata.timeline.instant_content import MAX_DOCUMENT_DEPTH, decode_instant_content, nesting_depth
 
     with pytest.raises(HudiFormatError, match="c.commit: JSON nested deeper"):
         decode_instant_content("c.commit", b'{"a": ' + b"[" * 1_000_000 + b"]" * 1_000_000 + b"}")

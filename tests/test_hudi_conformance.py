@@ -28,7 +28,7 @@ from listers.verify import verify_plan
 from metadata import HudiTable
 from metadata.errors import HudiError
 from metadata.mdt.validate import validate_metadata
-from metadata.slice_rows import conform, merged_rows, table_read_schema
+from metadata.table.slice_rows import conform, merged_rows, table_read_schema
 from tests.hudi_oracle import (
     HUDI_VERSION,
     RELEASES,

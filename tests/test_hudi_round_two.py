@@ -29,8 +29,8 @@ from metadata.errors import HudiError
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.validate import validate_metadata
 from metadata.mdt.write.writer import MetadataTableWriter
-from metadata.storage import Storage
-from metadata.table_config import update_table_config
+from metadata.storage.storage import Storage
+from metadata.table.config import update_table_config
 from tests.hudi_oracle import CACHE, HUDI_VERSION, ROUND_TWO, Shape, for_release, missing_setup, tables
 from tests.hudi_oracle.pruning import against_hudi
 from tests.needs import require

@@ -14,8 +14,8 @@ import expressions.eval_stats
 from expressions import BoundPredicate, Comparison, In, Unknown, bind_predicate, parse_sql
 from expressions.functions import StringToNumber
 from listers import DirectoryLister, plan
-from metadata.file_naming import file_id_of
-from metadata.stats_table import FILE_NAME, PARTITION
+from metadata.formats.stats_table import FILE_NAME, PARTITION
+from metadata.table.file_naming import file_id_of
 from tests.conftest import requires_fixtures
 from tests.test_record_index import RLI_FIXTURES
 

@@ -17,7 +17,7 @@ import pytest
 from listers.planner import plan
 from metadata import HudiTable, MetadataTable
 from metadata.errors import IndexLocked
-from metadata.log_format import BlockType, read_log_blocks
+from metadata.formats.log_format import BlockType, read_log_blocks
 from metadata.mdt.file_groups import (
     PARTITION_ORDER,
     MdtPartition,
@@ -35,8 +35,8 @@ from metadata.mdt.write.cell_spill import CellSpill
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.mdt.write.writer_lock import LOCK_PATH, WriterLock
 from metadata.sample_tables.builder import TableBuilder
-from metadata.storage import Storage
-from metadata.table_config import METADATA_PARTITIONS_INFLIGHT_KEY, METADATA_PARTITIONS_KEY, TableConfig, update_table_config
+from metadata.storage.storage import Storage
+from metadata.table.config import METADATA_PARTITIONS_INFLIGHT_KEY, METADATA_PARTITIONS_KEY, TableConfig, update_table_config
 from tests.conftest import requires_fixtures
 from tests.test_metadata_table import MDT_FIXTURES
 

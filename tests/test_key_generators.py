@@ -14,8 +14,8 @@ import pytest
 from expressions import evaluate_rows, parse_sql
 from listers import plan
 from metadata import HudiTable
-from metadata.key_generator import KeyGenerator, KeyGeneratorType
 from metadata.sample_tables.builder import TableBuilder
+from metadata.table.key_generator import KeyGenerator, KeyGeneratorType
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("region", pa.string()), ("amount", pa.float64())])
 HOUR = 3_600_000

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from metadata.mdt.validate import validate_metadata
 from metadata.mdt.write.writer_lock import LOCK_PATH, WriterLock
-from metadata.storage import Storage
-from metadata.stored_table import TableParts
+from metadata.storage.storage import Storage
+from metadata.table.stored_table import TableParts
 from tests.die_at_step import KILLED_AT
 from tests.test_index_writer import _builder, _rows
 

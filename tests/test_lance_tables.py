@@ -21,7 +21,7 @@ from listers import plan, scan
 from listers.verify import verify_plan
 from metadata import HudiTable
 from metadata.mdt.validate import validate_metadata
-from metadata.table_config import BaseFileFormat
+from metadata.table.config import BaseFileFormat
 
 DATA = Path(__file__).parent / "data" / "hudi_rs_lance"
 TABLES = sorted(p.stem for p in DATA.glob("*.zip"))

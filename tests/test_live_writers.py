@@ -25,7 +25,7 @@ import pytest
 
 from listers import scan
 from metadata import HudiTable
-from metadata.stored_table import TableParts
+from metadata.table.stored_table import TableParts
 from tests.die_at_step import KILLED_AT
 from tests.hudi_oracle import HUDI_VERSION, LiveWriter, missing_setup
 from tests.needs import require

@@ -13,7 +13,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from metadata import HudiTable, MetadataTable, MetadataTableUnavailable
-from metadata.log_format import BlockType, HeaderKey, LogBlock, decode_delete_keys, encode_block, encode_delete_records, read_log_blocks
+from metadata.formats.log_format import (
+    BlockType,
+    HeaderKey,
+    LogBlock,
+    decode_delete_keys,
+    encode_block,
+    encode_delete_records,
+    read_log_blocks,
+)
 from metadata.mdt import keys
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.reader import KeyQuery

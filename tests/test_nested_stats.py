@@ -17,7 +17,7 @@ from metadata.errors import IndexWriteError
 from metadata.mdt.validate import validate_metadata
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
-from metadata.slice_rows import merged_rows
+from metadata.table.slice_rows import merged_rows
 
 SCHEMA = pa.schema([("id", pa.string()), ("city", pa.string()),
                     ("info", pa.struct([("score", pa.int64()), ("tag", pa.string()), ("at", pa.struct([("day", pa.date32())]))]))])

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from engine_bridge.cli import main
 from listers import DirectoryLister, incremental, plan
 from metadata import HudiTable
-from metadata.storage import Storage
+from metadata.storage.storage import Storage
 from tests.conftest import FIXTURE_ZIPS, requires_fixtures, table_path
 from tests.s3_services import ACCESS_KEY, REGION, SECRET_KEY, S3Server, partitioned_table
 from tests.test_cli_contract import template  # noqa: F401  (the fixture: a table with a metadata table, and one behind it)
@@ -146,7 +146,7 @@ def test_a_throttled_server_gives_the_same_answer(uploaded: dict[str, str], fixt
 def test_index_build_and_sync_on_s3(uploaded: dict[str, str], fixture_root: Path, s3_server: S3Server, tmp_path: Path) -> None:
     """The metadata-table writer on a store without rename: a rebuild from scratch equals the local one."""
     from metadata.mdt.write.writer import MetadataTableWriter
-    from metadata.table_config import METADATA_PARTITIONS_INFLIGHT_KEY, METADATA_PARTITIONS_KEY, update_table_config
+    from metadata.table.config import METADATA_PARTITIONS_INFLIGHT_KEY, METADATA_PARTITIONS_KEY, update_table_config
 
     stem = "sample_table__cow__v9_txns_simple_nometa"
     local = tmp_path / "t"
@@ -232,7 +232,7 @@ def test_an_upload_asked_again_sends_the_whole_object(s3_server: S3Server) -> No
 
 def test_gcs_and_azure_options_configure_pyarrows_filesystems() -> None:
     """Construction only (no emulator runs here): the names deltalake uses reach pyarrow's settings."""
-    from metadata.storage_options import object_store_filesystem
+    from metadata.storage.options import object_store_filesystem
 
     gcs, path = object_store_filesystem("gs://bucket/t", {"google_access_token": "token"}, 5) or (None, "")
     assert gcs is not None and gcs.type_name == "gcs" and path == "bucket/t"
@@ -327,7 +327,7 @@ def test_spark_reads_s3_tables_through_pyarrow_without_hadoop_aws(uploaded: dict
 
 def test_storage_options_reach_hudi_rs_in_its_own_names() -> None:
     """hudi-rs (object_store) merges MOR slices in the Spark source: the options, however spelt, in its names."""
-    from metadata.storage_options import hudi_rs_options
+    from metadata.storage.options import hudi_rs_options
 
     hadoop = {"fs.s3a.endpoint": "127.0.0.1:9000", "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": "a",
               "fs.s3a.secret.key": "s", "fs.s3a.path.style.access": "true"}
@@ -348,7 +348,7 @@ def test_new_indexes_and_change_feeds_on_s3(s3_server: S3Server, tmp_path: Path)
     import pyarrow as pa
 
     from listers import changes, plan
-    from metadata.cdc import CdcMode
+    from metadata.formats.cdc import CdcMode
     from metadata.mdt.file_groups import MdtPartition, SecondaryIndexPartition
     from metadata.mdt.validate import validate_metadata
     from metadata.mdt.write.writer import MetadataTableWriter

@@ -36,8 +36,8 @@ from metadata.mdt.write.table_inputs import table_schema
 from metadata.mdt.write.transaction import MetadataTransaction
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
-from metadata.stored_table import TableParts
-from metadata.table import HudiTable
+from metadata.table.hudi_table import HudiTable
+from metadata.table.stored_table import TableParts
 from tests.test_index_writer import _builder, _rows
 
 WRITE_PACKAGE = Path(__file__).resolve().parents[1] / "metadata" / "mdt" / "write"

@@ -1,4 +1,4 @@
-"""Ordered work a few items ahead (`metadata.read_ahead`): results in order,
+"""Ordered work a few items ahead (`metadata.util.read_ahead`): results in order,
 never more than `depth` submitted ahead, what is queued cancelled when the
 consumer stops, and `Ahead` starting its first items before it is asked."""
 
@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from metadata.read_ahead import Ahead, read_ahead, threaded_map
+from metadata.util.read_ahead import Ahead, read_ahead, threaded_map
 
 
 @pytest.mark.parametrize("depth", [1, 2, 5])

@@ -16,8 +16,8 @@ from engine_bridge.cli import main
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.validate import validate_metadata
 from metadata.mdt.write.writer import MetadataTableWriter
-from metadata.storage import Storage
-from metadata.table_config import METADATA_PARTITIONS_INFLIGHT_KEY, TableConfig
+from metadata.storage.storage import Storage
+from metadata.table.config import METADATA_PARTITIONS_INFLIGHT_KEY, TableConfig
 from tests.conftest import requires_fixtures
 from tests.test_index_writer import Crash, _crash_at, _held_values, _live, _record_locations, _rs_slices
 

@@ -14,7 +14,7 @@ from metadata import HudiTable, MetadataTable
 from metadata.errors import IndexWriteError
 from metadata.mdt.indexes import escape_secondary_key, file_group_of, record_locations, secondary_indexes
 from metadata.mdt.reader import KeyQuery
-from metadata.record_key import record_key_text
+from metadata.table.record_key import record_key_text
 from tests.conftest import fixture_ids, requires_fixtures
 from tests.test_listers import rows_of
 

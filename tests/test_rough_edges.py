@@ -153,8 +153,8 @@ def test_spark_output_goes_to_a_log_of_the_run_s_own() -> None:
 def test_a_rewritten_file_drops_the_checksum_hadoop_kept_beside_it(tmp_path: Path) -> None:
     """Hadoop's local filesystem refuses a file that no longer matches its `.<name>.crc` (Hudi then cannot load
     hoodie.properties): found with Hudi reading a table whose metadata table hudi-bridge built."""
-    from metadata.storage import Storage
-    from metadata.table_config import update_table_config
+    from metadata.storage.storage import Storage
+    from metadata.table.config import update_table_config
 
     _table(tmp_path / "t")
     hoodie = tmp_path / "t" / ".hoodie"

@@ -20,7 +20,7 @@ from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.records import ColumnStats
 from metadata.mdt.validate import _stat_differences
 from metadata.sample_tables.builder import TableBuilder
-from metadata.storage import Storage
+from metadata.storage.storage import Storage
 
 
 def _stats(low: list[float | None], high: list[float | None], nulls: list[int], count: list[int]) -> pa.Table:

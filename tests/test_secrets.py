@@ -1,6 +1,6 @@
 """Secrets never echoed: credentials given as storage options, in the
 environment or in a URI appear in no output, traceback, JSON, cache or file
-the commands write (`metadata.secrets` is the one rule)."""
+the commands write (`metadata.storage.secrets` is the one rule)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from metadata.sample_tables.builder import TableBuilder
-from metadata.secrets import MASK, redact, redact_options, user_info_refusal
+from metadata.storage.secrets import MASK, redact, redact_options, user_info_refusal
 
 SECRET, KEY_ID, TOKEN = "SUPERSECRET123", "AKIASECRETID789", "TOKENSECRET456"
 
@@ -109,7 +109,7 @@ def test_a_spark_backed_command_keeps_secrets_out_of_its_output_and_spark_log(ta
                                  "https://acct.blob.core.windows.net/c/t?sig=SEKRIT&se=2030"])
 def test_a_uri_query_string_is_masked_wherever_printed(uri: str) -> None:
     """Signed URLs and SAS tokens travel in query strings (issue 64): messages never show them."""
-    from metadata.secrets import redact
+    from metadata.storage.secrets import redact
 
     shown = redact(f"error: {uri}: cannot open")
     assert "SEKRIT" not in shown and "AKIAX" not in shown and uri.split("?")[0] + "?***" in shown

@@ -25,7 +25,7 @@ from listers.service_client import ServiceClient, ServiceRequestError
 from metadata import FileSlice, HudiTable
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.sample import build_sample_table, trip_rows
-from metadata.slice_rows import table_read_schema
+from metadata.table.slice_rows import table_read_schema
 from tests.conftest import FIXTURE_ZIPS, table_path
 from tests.http_services import asgi_server
 

@@ -26,7 +26,7 @@ from listers.index_support.stats_runs import (
     run_files_for,
     runs_of_partitions,
 )
-from metadata.stats_table import FILE_NAME, PARTITION, ListedFiles, build_stats_table, max_field, min_field
+from metadata.formats.stats_table import FILE_NAME, PARTITION, ListedFiles, build_stats_table, max_field, min_field
 from tests.conftest import fixture_ids, requires_fixtures, table_path
 
 
@@ -166,8 +166,8 @@ def test_runs_in_worker_processes_plan_as_the_local_planner(fixture_root: Path) 
 def test_a_runs_records_are_its_partitions_only(fixture_root: Path) -> None:
     """Blocks are read loosely (a neighbour's records come too, unmerged with its logs): only the run's partitions' stay."""
     from metadata import HudiTable
+    from metadata.formats.stats_table import FILE_NAME, PARTITION
     from metadata.mdt import keys
-    from metadata.stats_table import FILE_NAME, PARTITION
 
     checked = 0
     for stem in fixture_ids():
@@ -195,8 +195,8 @@ def test_a_streamed_plan_keeps_the_whole_statistics_for_the_next(monkeypatch: py
     from listers import DirectoryLister
     from listers.index_support import stats_runs
     from metadata import HudiTable
+    from metadata.formats.stats_table import FILE_NAME, PARTITION, stats_rows_of
     from metadata.mdt.file_groups import MdtPartition
-    from metadata.stats_table import FILE_NAME, PARTITION, stats_rows_of
 
     monkeypatch.setattr(column_stats, "STREAM_ABOVE_FILES", 0)
     monkeypatch.setattr(stats_runs.runs_of_partitions, "__defaults__", (2, 1))

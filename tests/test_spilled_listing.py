@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from metadata.listing import StorageListing
-from metadata.spilled_listing import SpilledListing
-from metadata.storage import Storage, StoredFile
+from metadata.storage.listing import StorageListing
+from metadata.storage.spilled_listing import SpilledListing
+from metadata.storage.storage import Storage, StoredFile
 from tests.conftest import fixture_ids
 
 
@@ -22,7 +22,7 @@ def _files(listed: dict[str, list[StoredFile]]) -> dict[str, list[tuple[str, int
 
 @pytest.mark.parametrize("fixture_table", fixture_ids(), indirect=True)
 def test_every_fixture_lists_the_same_spilled(fixture_table: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("metadata.spilled_listing.SPILL_BATCH_FILES", 3)  # partitions across batches, batches of many
+    monkeypatch.setattr("metadata.storage.spilled_listing.SPILL_BATCH_FILES", 3)  # partitions across batches, batches of many
     storage = Storage.open(fixture_table)
     expected = StorageListing(storage)
     spilled = SpilledListing(storage)

@@ -11,9 +11,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metadata import arrow_values
+from metadata.formats.stats_table import (
+    FILE_NAME,
+    PARTITION,
+    ListedFiles,
+    listed_may_match,
+    listed_rows_of,
+    stats_row_per_listed,
+    stats_rows_of,
+)
 from metadata.mdt import native
-from metadata.stats_table import FILE_NAME, PARTITION, ListedFiles, listed_may_match, listed_rows_of, stats_row_per_listed, stats_rows_of
+from metadata.util import arrow_values
 from tests.native_paths import PATHS, on_path
 
 _files = st.tuples(st.sampled_from(["", "p=1", "p=2", "p=1/q=é"]), st.sampled_from(["f1.parquet", "f2.parquet", "f3.log.1", "f4"]))

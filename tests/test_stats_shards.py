@@ -10,11 +10,11 @@ import pyarrow.compute as pc
 import pytest
 
 from metadata import HudiTable
+from metadata.formats.stats_table import FILE_NAME, PARTITION, max_field, min_field
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.stats_shards import listing_buckets, read_shard, stats_buckets, stats_shards
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
-from metadata.stats_table import FILE_NAME, PARTITION, max_field, min_field
 
 SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("fare", pa.float64())])
 

@@ -21,9 +21,9 @@ from listers.incremental import IncrementalRangeError
 from metadata.mdt.file_groups import PARTITION_ORDER, SecondaryIndexPartition
 from metadata.mdt.validate import validate_metadata
 from metadata.mdt.write.writer import MetadataTableWriter
-from metadata.record_key import RecordKeyRule
 from metadata.sample_tables.builder import TableBuilder
-from metadata.table_config import TableConfig
+from metadata.table.config import TableConfig
+from metadata.table.record_key import RecordKeyRule
 from tests.table_shapes import History, check_shape, draw_shape
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("region", pa.string()), ("v", pa.int64())])

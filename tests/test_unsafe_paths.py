@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from listers import incremental
 from metadata import HudiFormatError, HudiTable
 from metadata.errors import HudiError, UnsafePathError
-from metadata.partition_path import check_partition_path, check_partition_paths
 from metadata.sample_tables.builder import TableBuilder
-from metadata.storage import Storage
+from metadata.storage.storage import Storage
+from metadata.table.partition_path import check_partition_path, check_partition_paths
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 

@@ -24,7 +24,7 @@ from metadata.mdt.write.partitions.record_index import RecordIndexWriter
 from metadata.mdt.write.partitions.secondary_index import SecondaryIndexWriter
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder
-from metadata.slice_rows import merged_rows
+from metadata.table.slice_rows import merged_rows
 
 SCHEMA = pa.schema([("id", pa.string()), ("city", pa.string()), ("merchant", pa.string()), ("amount", pa.int64())])
 INDEX = SecondaryIndexPartition("secondary_index_merchant_idx", "merchant")

@@ -26,7 +26,7 @@ def changes_command(path: str, begin: str, end: str | None, output_format: str, 
     import pyarrow.parquet as pq
 
     from listers.changes import changes
-    from metadata.storage import Storage
+    from metadata.storage.storage import Storage
 
     if output_format == "parquet" and not out:
         raise click.UsageError("--format parquet needs --to FILE")

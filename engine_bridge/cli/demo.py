@@ -19,7 +19,7 @@ from listers import plan
 from metadata import FileSlice, HudiTable
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.sample import build_sample_table
-from metadata.table_summary import table_summary, timeline_rows
+from metadata.table.table_summary import table_summary, timeline_rows
 
 DEMO_QUERY = "city IN ('chennai', 'amsterdam') AND trip_date >= DATE '2024-01-07'"
 

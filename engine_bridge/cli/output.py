@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from metadata import FileSlice, HudiBridgeError
-from metadata.secrets import redact
+from metadata.storage.secrets import redact
 
 # Control characters (ANSI escapes, a terminal title's OSC, BEL) that a table's names may hold are shown, never sent.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

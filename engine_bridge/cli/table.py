@@ -12,8 +12,8 @@ from engine_bridge.cli.app import main
 from engine_bridge.cli.output import Output, command_output, console, print_lines, print_table, slice_rows, strict_requested
 from metadata import HudiTable
 from metadata.errors import HudiError, MetadataTableUnavailable
-from metadata.storage import describe_requests
-from metadata.table_summary import table_summary, timeline_rows
+from metadata.storage.storage import describe_requests
+from metadata.table.table_summary import table_summary, timeline_rows
 
 AS_OF_HELP = "Instant time (requested time) of the view."
 NO_METADATA_HELP = "List storage even when a metadata table exists."

@@ -41,7 +41,7 @@ from hive_sync.hiveql import SqlClient
 from hive_sync.names import check_hive_name, qualified, quote_literal
 from metadata import HudiTable
 from metadata.errors import HudiBridgeError
-from metadata.instant import check_begin_instant
+from metadata.timeline.instant import check_begin_instant
 
 log = logging.getLogger(__name__)
 PLACEHOLDER_VALUE = "%s"

@@ -31,10 +31,10 @@ from engine_bridge.service.plans import PlanStore
 from engine_bridge.service.registry import TableRegistry
 from listers import changes
 from listers.planner import SlicesSink
-from metadata.avro_schema import avro_to_arrow_schema
 from metadata.errors import HudiBridgeError
-from metadata.secrets import redact
-from metadata.table_summary import table_summary
+from metadata.formats.avro_schema import avro_to_arrow_schema
+from metadata.storage.secrets import redact
+from metadata.table.table_summary import table_summary
 
 log = logging.getLogger("hudi_bridge.service")
 OPEN_ROUTES = ("/health",)  # answered without a token: liveness says nothing about the tables

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from metadata.errors import HudiBridgeError
-from metadata.secrets import remember_secrets, user_info_refusal
+from metadata.storage.secrets import remember_secrets, user_info_refusal
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")  # a table's name in URLs: no slash, nothing to escape
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from metadata.errors import HudiBridgeError
-from metadata.secrets import redact
+from metadata.storage.secrets import redact
 
 
 class ServiceError(HudiBridgeError):

@@ -13,8 +13,8 @@ from engine_bridge.service.errors import ServiceError
 from engine_bridge.service.registry import ServedTable
 from metadata import HudiTable
 from metadata.errors import HudiBridgeError, MetadataTableUnavailable
-from metadata.secrets import redact
-from metadata.table_summary import table_summary, timeline_rows
+from metadata.storage.secrets import redact
+from metadata.table.table_summary import table_summary, timeline_rows
 
 SMALL_FILE_BYTES = 100 * 1024 * 1024  # Hudi's hoodie.parquet.small.file.limit default: below it, a writer adds to the file
 SIZE_BUCKETS = ((1 << 20, "< 1 MiB"), (16 << 20, "1-16 MiB"), (64 << 20, "16-64 MiB"), (128 << 20, "64-128 MiB"),

@@ -22,8 +22,8 @@ from expressions import Dialect, Expr, parse_iceberg_json, parse_sql, to_sql
 from listers import DirectoryLister, incremental, plan
 from listers.planner import SlicesSink
 from metadata.errors import HudiBridgeError
-from metadata.secrets import redact
-from metadata.slice_rows import table_read_schema
+from metadata.storage.secrets import redact
+from metadata.table.slice_rows import table_read_schema
 
 KNOWN = ("filter", "dialect", "columns", "as_of", "incremental", "mode", "page_size")
 

@@ -32,7 +32,7 @@ from engine_bridge.service.config import Limits
 from engine_bridge.service.errors import ServiceError
 from listers.planner import SlicesSink
 from metadata import FileSlice
-from metadata.text_enum import TextEnum
+from metadata.util.text_enum import TextEnum
 
 # A plan's summary (everything but its file slices) and its file slices: FileSlices held as the planner made them
 # (a 1M-file plan's wire dicts would take a gigabyte; a page is made when asked), or plain rows.

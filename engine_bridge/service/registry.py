@@ -20,9 +20,9 @@ from engine_bridge.service.errors import ServiceError
 from engine_bridge.service.plans import Answer
 from listers import DirectoryLister
 from metadata import HudiTable
-from metadata.arrow_memory import release_unused
 from metadata.errors import HudiError
-from metadata.storage import Storage
+from metadata.storage.storage import Storage
+from metadata.util.arrow_memory import release_unused
 
 Signature = tuple[tuple[str, int], ...]
 

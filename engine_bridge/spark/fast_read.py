@@ -31,9 +31,9 @@ from engine_bridge.spark.scan import ScanPlan, plan_scan
 from engine_bridge.spark.schema import spark_schema, table_arrow_schema
 from expressions import Expr, ExpressionError, parse_sql
 from metadata import HudiTable
-from metadata.avro_schema import avro_to_arrow_schema
+from metadata.formats.avro_schema import avro_to_arrow_schema
 from metadata.mdt.file_groups import MdtPartition
-from metadata.storage import join
+from metadata.storage.storage import join
 
 log = logging.getLogger(__name__)
 

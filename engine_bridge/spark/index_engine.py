@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from metadata.mdt.stats_engine import Then, ranges_then
-from metadata.storage import Storage
+from metadata.storage.storage import Storage
 
 T = TypeVar("T")
 # Files per Spark job: the driver holds up to three jobs' cells (one filed, two in flight). A

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from metadata import HudiTable
 from metadata.errors import HudiBridgeError
-from metadata.instant import check_instant_time
-from metadata.text_enum import TextEnum
+from metadata.timeline.instant import check_instant_time
+from metadata.util.text_enum import TextEnum
 
 PATH = "path"
 QUERY_TYPE = "hoodie.datasource.query.type"

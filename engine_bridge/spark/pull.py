@@ -29,7 +29,7 @@ from engine_bridge.spark.fast_read import read
 from listers.incremental import IncrementalPlan, incremental, range_key
 from metadata import HudiTable
 from metadata.errors import CleanedFilesError, HudiBridgeError
-from metadata.instant import BEFORE_ALL_INSTANTS, check_begin_instant, check_instant_time, check_range
+from metadata.timeline.instant import BEFORE_ALL_INSTANTS, check_begin_instant, check_instant_time, check_range
 
 log = logging.getLogger(__name__)
 

@@ -25,10 +25,10 @@ from listers import DirectoryLister, incremental, plan
 from listers.index_support import CandidatesRunner, KeyLookup
 from metadata import FileSlice, HudiTable
 from metadata.errors import HudiBridgeError, HudiFormatError
-from metadata.partition_path import parse_partition_values
-from metadata.slice_rows import file_group_reader, read_by_hudi_rs, read_from_path, table_read_schema
-from metadata.stats_table import FILE_NAME, VALUE_COUNT, mark_truncated
-from metadata.storage import Storage
+from metadata.formats.stats_table import FILE_NAME, VALUE_COUNT, mark_truncated
+from metadata.storage.storage import Storage
+from metadata.table.partition_path import parse_partition_values
+from metadata.table.slice_rows import file_group_reader, read_by_hudi_rs, read_from_path, table_read_schema
 
 log = logging.getLogger(__name__)
 BATCH_ROWS = 65_536

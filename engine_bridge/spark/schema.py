@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from metadata import HudiTable
-from metadata.avro_schema import avro_to_arrow_schema, with_meta_fields
+from metadata.formats.avro_schema import avro_to_arrow_schema, with_meta_fields
 
 
 def _nullable(field: pa.Field) -> pa.Field:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from metadata.process import running_user
+from metadata.util.process import running_user
 
 log = logging.getLogger(__name__)
 

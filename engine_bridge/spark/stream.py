@@ -36,7 +36,7 @@ from engine_bridge.spark.schema import spark_arrow_schema
 from listers.changes import plan_changes
 from listers.incremental import incremental, range_key
 from metadata import HudiTable
-from metadata.instant import BEFORE_ALL_INSTANTS
+from metadata.timeline.instant import BEFORE_ALL_INSTANTS
 
 START_OFFSET = "hoodie.datasource.streaming.startoffset"
 MAX_COMMITS = "hoodie.bridge.streaming.max.commits.per.batch"

@@ -22,7 +22,7 @@ from expressions.functions.base import (
     to_sql,
 )
 from expressions.functions.zones import SessionZone
-from metadata.datetime_pattern import Pattern, Unit, parse_pattern
+from metadata.util.datetime_pattern import Pattern, Unit, parse_pattern
 
 if TYPE_CHECKING:
     from expressions.functions.arithmetic import Add, Divide, Multiply, RoundingCast, StringToNumber

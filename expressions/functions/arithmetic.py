@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from expressions.functions.base import Function
-from metadata import arrow_values
-from metadata.arrow_values import from_numpy, scalar, to_numpy
+from metadata.util import arrow_values
+from metadata.util.arrow_values import from_numpy, scalar, to_numpy
 
 Number = int | float | Decimal
 _INT32 = (-(2**31), 2**31 - 1)

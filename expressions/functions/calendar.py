@@ -20,8 +20,8 @@ import pyarrow as pa
 
 from expressions.functions.base import Function
 from expressions.functions.zones import SessionZone
-from metadata.datetime_pattern import FixedWidthParser, Pattern, Unit, first_difference, fixed_width_parser
-from metadata.time_zone import EPOCH
+from metadata.util.datetime_pattern import FixedWidthParser, Pattern, Unit, first_difference, fixed_width_parser
+from metadata.util.time_zone import EPOCH
 
 UTC_MICROS = pa.timestamp("us", tz="UTC")
 

@@ -15,7 +15,7 @@ from datetime import date, datetime, timedelta, timezone, tzinfo
 from functools import cached_property
 
 from expressions.errors import ExpressionError
-from metadata.time_zone import fixed_offset, time_zone
+from metadata.util.time_zone import fixed_offset, time_zone
 
 MAX_OFFSET = timedelta(hours=18)
 

@@ -24,9 +24,10 @@ import pyarrow.compute as pc
 from expressions import BoundPredicate
 from listers.directory_lister import DirectoryLister
 from listers.index_support.keys import pinned_record_keys
-from metadata import FileSlice, HudiTable, MetadataTable, MetadataTableUnavailable, arrow_values
-from metadata.record_key import RecordKeyRule
-from metadata.stats_table import PARTITION
+from metadata import FileSlice, HudiTable, MetadataTable, MetadataTableUnavailable
+from metadata.formats.stats_table import PARTITION
+from metadata.table.record_key import RecordKeyRule
+from metadata.util import arrow_values
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from listers.index_support.base import FileIndexSupport, PlanContext
 from metadata import FileSlice, MetadataTableUnavailable
-from metadata.bloom_filter import BloomFilter
+from metadata.formats.bloom_filter import BloomFilter
 from metadata.mdt.bloom_filters import bloom_filters_of, footer_filters
 from metadata.mdt.file_groups import MdtPartition
 

@@ -19,13 +19,14 @@ import pyarrow.compute as pc
 from expressions import BoundPredicate, may_match
 from listers.directory_lister import DirectoryLister
 from listers.index_support.base import FileIndexSupport, FileListing, Groups, PlanContext, within
-from metadata import FileSlice, MetadataTableUnavailable, arrow_values
-from metadata.arrow_values import to_numpy
+from metadata import FileSlice, MetadataTableUnavailable
 from metadata.errors import HudiFormatError
-from metadata.file_naming import file_id_of, file_ids_of
+from metadata.formats.stats_table import FILE_NAME, NUL, PARTITION, ListedFiles, listed_may_match, listed_rows_of, min_field, stats_rows_of
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.stats_columns import FlatStats, pivot
-from metadata.stats_table import FILE_NAME, NUL, PARTITION, ListedFiles, listed_may_match, listed_rows_of, min_field, stats_rows_of
+from metadata.table.file_naming import file_id_of, file_ids_of
+from metadata.util import arrow_values
+from metadata.util.arrow_values import to_numpy
 
 log = logging.getLogger(__name__)
 

@@ -31,10 +31,10 @@ from listers.index_support.base import FileIndexSupport, FileListing, Groups, Pl
 from listers.index_support.column_stats import ColumnStats
 from listers.index_support.keys import index_texts
 from metadata import FileSlice, MetadataTableUnavailable
+from metadata.formats.stats_table import max_field, min_field, null_count_field
 from metadata.mdt.bloom_filters import bloom_filters_of
 from metadata.mdt.expression_index import ExpressionIndexPartition, ExpressionIndexType, defined_expression_indexes
 from metadata.mdt.indexes import index_definitions
-from metadata.stats_table import max_field, min_field, null_count_field
 
 
 class _OneExpressionIndex(ColumnStats):

@@ -7,7 +7,7 @@ import itertools
 
 from expressions import BoundPredicate
 from metadata.mdt.indexes import index_text
-from metadata.record_key import RecordKeyRule
+from metadata.table.record_key import RecordKeyRule
 
 MAX_KEYS = 100_000  # record keys looked up in one plan
 

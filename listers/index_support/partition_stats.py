@@ -7,8 +7,8 @@ import pyarrow as pa
 from expressions import may_match
 from listers.index_support.base import PartitionIndexSupport, PlanContext
 from metadata import MetadataTableUnavailable
+from metadata.formats.stats_table import NULL_COUNT_SUFFIX, PARTITION, max_field, min_field, stats_columns
 from metadata.mdt.file_groups import MdtPartition
-from metadata.stats_table import NULL_COUNT_SUFFIX, PARTITION, max_field, min_field, stats_columns
 
 
 class PartitionStats(PartitionIndexSupport):

@@ -9,7 +9,7 @@ from expressions.bound import bound_as
 from expressions.eval_partitions import map_to_path_values, prune_partitions
 from listers.index_support.base import PartitionIndexSupport, PlanContext
 from metadata import HudiFormatError, HudiTable
-from metadata.key_generator import KeyGenerator
+from metadata.table.key_generator import KeyGenerator
 
 
 def transformed_partition_fields(table: HudiTable, types: dict[str, pa.DataType]) -> dict[str, str]:

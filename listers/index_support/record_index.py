@@ -15,8 +15,8 @@ import pyarrow.compute as pc
 
 from listers.index_support.base import FileIndexSupport, FileListing, Groups, PlanContext, within
 from listers.index_support.keys import index_texts
-from metadata import FileSlice, MetadataTable, arrow_values
-from metadata.file_naming import LogFileName, file_id_of
+from metadata import FileSlice, MetadataTable
+from metadata.formats.stats_table import FILE_NAME, PARTITION
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.indexes import (
     record_index_is_global,
@@ -26,7 +26,8 @@ from metadata.mdt.indexes import (
     secondary_indexes,
 )
 from metadata.mdt.key_uniqueness import unique_keys
-from metadata.stats_table import FILE_NAME, PARTITION
+from metadata.table.file_naming import LogFileName, file_id_of
+from metadata.util import arrow_values
 
 # Writes that look every key up before writing it, or add no keys.
 KEY_UNIQUE_OPERATIONS = frozenset({

@@ -19,13 +19,13 @@ import pyarrow as pa
 
 from listers.index_support.base import PlanContext
 from listers.index_support.column_stats import Candidates, CandidatesRunner, bucket_candidates
-from metadata.arrow_memory import empty_table
-from metadata.listing import FILE_TABLE_SCHEMA
+from metadata.formats.stats_table import FILE_NAME, PARTITION
 from metadata.mdt import keys
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.stats_shards import StatsShard, listing_buckets, read_shard, stats_buckets, stats_shards
-from metadata.stats_table import FILE_NAME, PARTITION
+from metadata.storage.listing import FILE_TABLE_SCHEMA
+from metadata.util.arrow_memory import empty_table
 
 Piece = tuple[str, Any]  # ("stats", {column: records}) or ("files", listing rows)
 LOCAL_BUCKETS = 8

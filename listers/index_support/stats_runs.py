@@ -35,16 +35,17 @@ from expressions import BoundPredicate
 from listers.index_support.base import PlanContext
 from listers.index_support.column_stats import Candidates, CandidatesRunner, candidates_of, pivoted, whole_stats_bytes
 from listers.index_support.shard_pipeline import merged, stats_types
-from metadata import HudiTable, arrow_values
-from metadata.arrow_memory import release_unused
-from metadata.arrow_values import to_numpy
+from metadata import HudiTable
+from metadata.formats.stats_table import PARTITION, ListedFiles, listed_rows_of, stats_row_per_listed
 from metadata.mdt import keys
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.stats_columns import FlatStats
-from metadata.process import worker_count, worker_pool
-from metadata.read_ahead import Ahead
-from metadata.stats_table import PARTITION, ListedFiles, listed_rows_of, stats_row_per_listed
+from metadata.util import arrow_values
+from metadata.util.arrow_memory import release_unused
+from metadata.util.arrow_values import to_numpy
+from metadata.util.process import worker_count, worker_pool
+from metadata.util.read_ahead import Ahead
 
 # Listed files a run evaluates, with their statistics: about 1/RUNS_PER_PLAN
 # of the listing, within [FEWEST_RUN_FILES, MOST_RUN_FILES]. Smaller runs stay

@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from metadata.concurrency.options import WriterOptions
-from metadata.instant import Instant, State
-from metadata.storage import Storage, join
-from metadata.stored_table import TableParts
+from metadata.storage.storage import Storage, join
+from metadata.table.stored_table import TableParts
+from metadata.timeline.instant import Instant, State
 
 HEARTBEAT_FOLDER = ".hoodie/.heartbeat"
 MARKER_FOLDER = ".hoodie/.temp"

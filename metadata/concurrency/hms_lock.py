@@ -23,8 +23,8 @@ from urllib.parse import urlparse
 
 from metadata.concurrency.options import WriterOptions
 from metadata.errors import HudiLockError
-from metadata.process import running_user
-from metadata.secrets import redact
+from metadata.storage.secrets import redact
+from metadata.util.process import running_user
 
 log = logging.getLogger(__name__)
 

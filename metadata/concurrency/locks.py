@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from metadata.concurrency.options import WriterOptions
 from metadata.errors import HudiLockError
-from metadata.storage import Storage, join
+from metadata.storage.storage import Storage, join
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from enum import Enum
 from typing import TypeVar
 
 from metadata.errors import HudiBridgeError
-from metadata.table_config import parse_java_properties
+from metadata.table.config import parse_java_properties
 
 HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
 HEARTBEAT_MISSES = "hoodie.client.heartbeat.tolerable.misses"

@@ -12,16 +12,16 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from metadata.bloom_filter import BloomFilter, SerializedBloomFilter, footer_filter_text
 from metadata.errors import HudiFormatError
-from metadata.file_naming import is_log_file_name
+from metadata.formats.bloom_filter import BloomFilter, SerializedBloomFilter, footer_filter_text
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.keys import bloom_filter_key
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.record_schema import bloom_filter_record, removed_bloom_filter_records
-from metadata.read_ahead import threaded_map
-from metadata.storage import Storage, join
+from metadata.storage.storage import Storage, join
+from metadata.table.file_naming import is_log_file_name
+from metadata.util.read_ahead import threaded_map
 
 FOOTER_THREADS = 16  # footers read at once (a request or two each on an object store)
 

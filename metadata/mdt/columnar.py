@@ -34,12 +34,12 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata import arrow_values
-from metadata.arrow_memory import READ_POOL, steady_heap
 from metadata.mdt.hfile_cells import PADDING, as_utf8, at_ascending, spans_to_binary
 from metadata.mdt.native import cells as _native
 from metadata.mdt.native import int64s, lets_gil_go
 from metadata.mdt.record_program import Kind, NotCompiled, RecordProgram, branch_name, compile_schema
+from metadata.util import arrow_values
+from metadata.util.arrow_memory import READ_POOL, steady_heap
 
 IntArray = npt.NDArray[np.int64]
 LOCKSTEP_ENTRIES = 1024  # entries of one map above which fastavro decodes the records instead

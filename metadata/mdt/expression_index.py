@@ -26,14 +26,14 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from metadata.bloom_filter import DEFAULT_ENTRIES, DEFAULT_ERROR_RATE, BloomFilterType, build_bloom_filter
-from metadata.log_format import LogBlock
+from metadata.formats.bloom_filter import DEFAULT_ENTRIES, DEFAULT_ERROR_RATE, BloomFilterType, build_bloom_filter
+from metadata.formats.log_format import LogBlock
 from metadata.mdt import keys
 from metadata.mdt.file_stats import ColumnRange, file_values, table_ranges
 from metadata.mdt.record_schema import bloom_filter_record, range_record
-from metadata.read_ahead import AHEAD_PER_THREAD, read_ahead, threaded_map
-from metadata.storage import Storage, join
-from metadata.text_enum import TextEnum
+from metadata.storage.storage import Storage, join
+from metadata.util.read_ahead import AHEAD_PER_THREAD, read_ahead, threaded_map
+from metadata.util.text_enum import TextEnum
 
 EXPRESSION_INDEX_PREFIX = "expr_index_"
 PARTITION_STAT_PREFIX = "__partition_stat__"  # HoodieExpressionIndex.HOODIE_EXPRESSION_INDEX_PARTITION_STAT_PREFIX

@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from metadata.mdt.expression_index import ExpressionIndexPartition
-from metadata.text_enum import TextEnum
+from metadata.util.text_enum import TextEnum
 
 
 class MdtPartition(TextEnum):

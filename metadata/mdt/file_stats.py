@@ -25,8 +25,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from metadata.errors import HudiFormatError
-from metadata.log_format import BlockType, LogBlock, decode_avro_records, read_log_blocks
-from metadata.storage import Storage
+from metadata.formats.log_format import BlockType, LogBlock, decode_avro_records, read_log_blocks
+from metadata.storage.storage import Storage
 
 META_FIELDS_ALWAYS_INDEXED = ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key")  # Java TreeMap order
 META_FIELDS = frozenset({"_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"})

@@ -15,12 +15,12 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata import arrow_values
-from metadata.arrow_memory import READ_POOL, empty_table
-from metadata.listing import file_table_of
 from metadata.mdt.columnar import Decoded
 from metadata.mdt.hfile_cells import as_utf8, spans_to_binary
 from metadata.mdt.records import TYPE_ALL_PARTITIONS, TYPE_FILES
+from metadata.storage.listing import file_table_of
+from metadata.util import arrow_values
+from metadata.util.arrow_memory import READ_POOL, empty_table
 
 KEY = "key"
 NAME = "name"

@@ -27,12 +27,12 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata import arrow_values
-from metadata.arrow_memory import READ_POOL
-from metadata.arrow_values import from_numpy
 from metadata.errors import HudiFormatError
 from metadata.mdt.native import cells as _native
 from metadata.mdt.native import int64s, lets_gil_go
+from metadata.util import arrow_values
+from metadata.util.arrow_memory import READ_POOL
+from metadata.util.arrow_values import from_numpy
 
 IntArray = npt.NDArray[np.int64]
 PADDING = 16  # zero bytes after the last block, so fixed-width gathers never index past the buffer

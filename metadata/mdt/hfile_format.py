@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import google_crc32c
 
 from metadata.mdt import native
-from metadata.varint import decode_varint
+from metadata.util.varint import decode_varint
 
 TRAILER_SIZE = 4096
 TRAILER_MAGIC = b'TRABLK"$'

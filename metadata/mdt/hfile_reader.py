@@ -47,8 +47,8 @@ from metadata.mdt.hfile_format import (
     decode_writable_vint,
     row_of_key,
 )
-from metadata.read_ahead import read_ahead
-from metadata.storage import Storage
+from metadata.storage.storage import Storage
+from metadata.util.read_ahead import read_ahead
 
 _ISAL_ERROR = cast(type[Exception], igzip_lib.IsalError)  # its stub calls the class an instance
 

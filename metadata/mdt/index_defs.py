@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metadata.errors import HudiFormatError, StoredFileNotFound
-from metadata.storage import Storage
+from metadata.storage.storage import Storage
 
 INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
 

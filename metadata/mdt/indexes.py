@@ -21,7 +21,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from metadata import arrow_values
 from metadata.errors import HudiFormatError
 from metadata.mdt.columnar import Decoded, Unsupported, decode_spans
 from metadata.mdt.file_groups import SECONDARY_INDEX_PREFIX, MdtPartition, SecondaryIndexPartition, secondary_key_separator
@@ -29,6 +28,7 @@ from metadata.mdt.index_defs import INDEX_DEFS_KEY, index_definitions
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.records import EPOCH_DATE, decode_record, parse_schema_cached
+from metadata.util import arrow_values
 
 MISSING_FILE_INDEX = -1
 _ESCAPED = ("\\", "$", "\0")

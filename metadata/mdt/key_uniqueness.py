@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from metadata import arrow_values
-from metadata.file_group import FileSlice
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.stats_cache import PersistentStatsCache
-from metadata.timeline import Timeline
+from metadata.table.file_group import FileSlice
+from metadata.timeline.active import Timeline
+from metadata.util import arrow_values
 
 _CACHED = 64  # table states whose answer is kept in this process
 _cache: OrderedDict[tuple[str, str, frozenset[str]], KeyUniqueness] = OrderedDict()

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import xxhash
 
-from metadata.partition_path import to_metadata_partition
+from metadata.table.partition_path import to_metadata_partition
 
 HASH_SEED = 0xFFFFFFFFDABADABA
 ID_LENGTH = 12  # base64 of an 8-byte hash: ColumnIndexID and PartitionIndexID

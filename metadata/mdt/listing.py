@@ -11,14 +11,14 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata import arrow_values
-from metadata.arrow_memory import READ_POOL, empty_table
 from metadata.errors import HudiError, MetadataTableAbsent, MetadataTableBehind, MetadataTableDamaged, MetadataTableUnavailable
-from metadata.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing, names_of
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.stats_cache import with_state
-from metadata.storage import StoredFile, join
-from metadata.stored_table import StoredTable
+from metadata.storage.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing, names_of
+from metadata.storage.storage import StoredFile, join
+from metadata.table.stored_table import StoredTable
+from metadata.util import arrow_values
+from metadata.util.arrow_memory import READ_POOL, empty_table
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

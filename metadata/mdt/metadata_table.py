@@ -15,11 +15,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata import arrow_values
-from metadata.arrow_memory import READ_POOL, release_unused
-from metadata.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.errors import HudiError, HudiFormatError, MetadataTableAbsent, MetadataTableDamaged, MetadataTableUnavailable
-from metadata.listing import FILE_TABLE_SCHEMA, names_of
+from metadata.formats.avro_schema import META_FIELDS, avro_to_arrow_schema
+from metadata.formats.stats_table import (
+    FILE_NAME,
+    PARTITION,
+    VALUE_COUNT,
+    build_stats_table,
+    max_field,
+    min_field,
+    null_count_field,
+)
 from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded, Unsupported, decode_spans
 from metadata.mdt.file_groups import MdtPartition
@@ -30,17 +36,11 @@ from metadata.mdt.record_gather import Spans
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, decode_record, live_files, live_sizes, parse_schema_cached
 from metadata.mdt.stats_cache import PersistentStatsCache, StatsCache, with_state
 from metadata.mdt.stats_columns import FlatStats, in_file_order, pivot
-from metadata.partition_path import check_partition_paths, from_metadata_partition, to_metadata_partition
-from metadata.stats_table import (
-    FILE_NAME,
-    PARTITION,
-    VALUE_COUNT,
-    build_stats_table,
-    max_field,
-    min_field,
-    null_count_field,
-)
-from metadata.stored_table import StoredTable, TableParts
+from metadata.storage.listing import FILE_TABLE_SCHEMA, names_of
+from metadata.table.partition_path import check_partition_paths, from_metadata_partition, to_metadata_partition
+from metadata.table.stored_table import StoredTable, TableParts
+from metadata.util import arrow_values
+from metadata.util.arrow_memory import READ_POOL, release_unused
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ class MetadataTable:
 
     # Statistics ------------------------------------------------------------------------------
     def column_stats(self, columns: list[str], partitions: list[str] | None = None, ordered: bool = True) -> pa.Table:
-        """One row per file, as `metadata.stats_table` lays it out (bounds
+        """One row per file, as `metadata.formats.stats_table` lays it out (bounds
         typed by the table schema); by partition and file name unless not
         `ordered` (a plan needs no order, and sorting a million names costs)."""
         self._require(MdtPartition.COLUMN_STATS)

@@ -22,8 +22,6 @@ from functools import cached_property
 import numpy as np
 import pyarrow.compute as pc
 
-from metadata import arrow_values
-from metadata.arrow_values import to_numpy
 from metadata.errors import (
     HudiError,
     HudiFormatError,
@@ -32,18 +30,20 @@ from metadata.errors import (
     MetadataTableUnavailable,
     PropertiesMissing,
 )
-from metadata.file_group import FileSlice
-from metadata.file_naming import LogFileName
-from metadata.fs_view import FileSystemView
-from metadata.instant import Action, Instant
-from metadata.listing import StorageListing
-from metadata.log_format import BlockType, LogBlock, decode_avro_records, decode_delete_keys, scan_log_blocks
+from metadata.formats.log_format import BlockType, LogBlock, decode_avro_records, decode_delete_keys, scan_log_blocks
 from metadata.mdt.file_groups import SECONDARY_INDEX_PREFIX, MdtPartition, file_group_indexes
 from metadata.mdt.hfile_cells import CellChunk
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.index_defs import index_definitions, routes_by_secondary_key
 from metadata.mdt.records import MetadataRecord, decode_record, merge_records, record_from_dict
-from metadata.stored_table import StoredTable, TableParts
+from metadata.storage.listing import StorageListing
+from metadata.table.file_group import FileSlice
+from metadata.table.file_naming import LogFileName
+from metadata.table.fs_view import FileSystemView
+from metadata.table.stored_table import StoredTable, TableParts
+from metadata.timeline.instant import Action, Instant
+from metadata.util import arrow_values
+from metadata.util.arrow_values import to_numpy
 
 log = logging.getLogger(__name__)
 

@@ -24,12 +24,12 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata import arrow_values
-from metadata.arrow_memory import READ_POOL
 from metadata.mdt.columnar import Decoded
 from metadata.mdt.hfile_cells import as_utf8, at_ascending, spans_to_binary
 from metadata.mdt.native import cells as _native
 from metadata.mdt.native import int64s, lets_gil_go
+from metadata.util import arrow_values
+from metadata.util.arrow_memory import READ_POOL
 
 IntArray = npt.NDArray[np.int64]
 

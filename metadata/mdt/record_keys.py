@@ -18,12 +18,12 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from metadata import arrow_values
 from metadata.errors import HudiFormatError, IndexWriteError
-from metadata.log_format import BlockType, LogBlock, decode_avro_records, read_log_blocks
-from metadata.read_ahead import threaded_map
-from metadata.record_key import RECORD_KEY_FIELD, RecordKeyError, RecordKeyRule
-from metadata.storage import Storage
+from metadata.formats.log_format import BlockType, LogBlock, decode_avro_records, read_log_blocks
+from metadata.storage.storage import Storage
+from metadata.table.record_key import RECORD_KEY_FIELD, RecordKeyError, RecordKeyRule
+from metadata.util import arrow_values
+from metadata.util.read_ahead import threaded_map
 
 __all__ = ["RECORD_KEY_FIELD", "FileKeys", "file_keys", "keys_of_files"]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import fastavro
 
-from metadata.avro_schema import read_avro_record
 from metadata.errors import HudiFormatError
+from metadata.formats.avro_schema import read_avro_record
 
 TYPE_ALL_PARTITIONS = 1
 TYPE_FILES = 2

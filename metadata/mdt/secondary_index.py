@@ -19,13 +19,13 @@ from typing import Any
 import pyarrow as pa
 
 from metadata.errors import IndexWriteError
-from metadata.file_group import FileSlice
 from metadata.mdt.file_groups import SecondaryIndexPartition
 from metadata.mdt.indexes import escape_secondary_key, index_text
 from metadata.mdt.record_schema import secondary_index_record
-from metadata.record_key import RecordKeyError, RecordKeyRule
-from metadata.slice_rows import rows_of_slices
-from metadata.table import HudiTable
+from metadata.table.file_group import FileSlice
+from metadata.table.hudi_table import HudiTable
+from metadata.table.record_key import RecordKeyError, RecordKeyRule
+from metadata.table.slice_rows import rows_of_slices
 
 INDEX_DEFS_PATH = ".hoodie/.index_defs/index.json"
 NULL_VALUE = "\0"

@@ -23,10 +23,16 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata import arrow_values
-from metadata.arrow_memory import READ_POOL
-from metadata.arrow_values import scalar, to_numpy
-from metadata.fingerprints import all_distinct, fixed_width, prefix_index, starts_with_any
+from metadata.formats.stats_table import (
+    FILE_NAME,
+    PARTITION,
+    VALUE_COUNT,
+    build_stats_table,
+    max_field,
+    min_field,
+    null_count_field,
+    typed_array,
+)
 from metadata.mdt import keys
 from metadata.mdt.columnar import Decoded, IntArray
 from metadata.mdt.hfile_cells import as_utf8, at_ascending
@@ -34,7 +40,10 @@ from metadata.mdt.native import cells as _native
 from metadata.mdt.native import int64s, lets_gil_go
 from metadata.mdt.record_gather import Field, PathField, RowText, Spans, Taken, gather
 from metadata.mdt.records import LOGICAL_VALUE_TYPES, MetadataRecord, stat_value
-from metadata.stats_table import FILE_NAME, PARTITION, VALUE_COUNT, build_stats_table, max_field, min_field, null_count_field, typed_array
+from metadata.util import arrow_values
+from metadata.util.arrow_memory import READ_POOL
+from metadata.util.arrow_values import scalar, to_numpy
+from metadata.util.fingerprints import all_distinct, fixed_width, prefix_index, starts_with_any
 
 STATS = "ColumnStatsMetadata|HoodieMetadataColumnStats"
 PLAIN_WRAPPERS = frozenset({"BooleanWrapper", "IntWrapper", "LongWrapper", "FloatWrapper", "DoubleWrapper", "StringWrapper", "BytesWrapper"})
@@ -319,7 +328,7 @@ def _any_among(present: IntArray, chosen: IntArray) -> bool:
 
 def pivot(flat: FlatStats, columns: list[str], known_partitions: list[str], per_file: bool,
           types: dict[str, pa.DataType]) -> pa.Table | None:
-    """The stats table (layout of `metadata.stats_table`) of the live records
+    """The stats table (layout of `metadata.formats.stats_table`) of the live records
     of `columns` in `known_partitions`, one row per file (or partition), in
     key order; None when a key came twice (from two file groups), which the
     reference merge must decide.

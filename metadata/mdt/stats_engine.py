@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from metadata.mdt.file_stats import ColumnRange, blocks_counting, file_ranges
-from metadata.process import worker_count, worker_pool
-from metadata.read_ahead import threaded_map
-from metadata.storage import Storage
+from metadata.storage.storage import Storage
+from metadata.util.process import worker_count, worker_pool
+from metadata.util.read_ahead import threaded_map
 
 T = TypeVar("T")
 Then = Callable[[str, list[ColumnRange]], T]  # (file path relative to the table, its ranges) -> what goes back

@@ -21,12 +21,12 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata import arrow_values
-from metadata.file_naming import file_id_of
 from metadata.mdt import keys
 from metadata.mdt.metadata_table import MetadataTable, fill_flat_stats
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.stats_columns import FlatStats, of_partitions
+from metadata.table.file_naming import file_id_of
+from metadata.util import arrow_values
 
 SHARD_BYTES = 64 << 20  # base-file blocks a shard reads (on disk)
 

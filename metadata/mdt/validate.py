@@ -12,11 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from metadata.commit_metadata import WriteStat
 from metadata.errors import MetadataTableDamaged, MissingFileError
-from metadata.file_naming import BaseFileName, LogFileName, classify, is_log_file_name
-from metadata.instant import Action
-from metadata.listing import StorageListing
 from metadata.mdt import keys
 from metadata.mdt.bloom_filters import footer_filters, stored_bloom_filters
 from metadata.mdt.expression_index import IndexExpressions
@@ -29,9 +25,13 @@ from metadata.mdt.records import ColumnStats
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine, engine_ranges
 from metadata.mdt.validate_expressions import check_expression_indexes
 from metadata.mdt.validate_keys import check_key_indexes
-from metadata.storage import StoredFile
-from metadata.stored_table import StoredTable
-from metadata.table import HudiTable
+from metadata.storage.listing import StorageListing
+from metadata.storage.storage import StoredFile
+from metadata.table.file_naming import BaseFileName, LogFileName, classify, is_log_file_name
+from metadata.table.hudi_table import HudiTable
+from metadata.table.stored_table import StoredTable
+from metadata.timeline.commit_metadata import WriteStat
+from metadata.timeline.instant import Action
 
 
 @dataclass

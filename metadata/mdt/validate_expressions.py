@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from metadata.formats.stats_table import FILE_NAME, PARTITION, max_field, min_field
 from metadata.mdt.expression_index import ExpressionIndexType, IndexExpressions, defined_expression_indexes, expression_ranges
 from metadata.mdt.file_stats import ColumnRange, blocks_counting, leaf_type
 from metadata.mdt.index_defs import index_definitions
 from metadata.mdt.metadata_table import MetadataTable
-from metadata.slice_rows import table_read_schema
-from metadata.stats_table import FILE_NAME, PARTITION, max_field, min_field
-from metadata.storage import join
-from metadata.table import HudiTable
+from metadata.storage.storage import join
+from metadata.table.hudi_table import HudiTable
+from metadata.table.slice_rows import table_read_schema
 
 
 @dataclass

@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from metadata.errors import IndexWriteError
-from metadata.file_group import FileSlice
 from metadata.mdt.file_groups import MdtPartition, SecondaryIndexPartition
 from metadata.mdt.indexes import record_index_entries, record_index_is_global, record_locations, secondary_indexes, split_secondary_key
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.secondary_index import check_indexable, value_text
-from metadata.record_key import RecordKeyError, RecordKeyRule
-from metadata.slice_rows import merged_rows, table_read_schema
-from metadata.table import HudiTable
+from metadata.table.file_group import FileSlice
+from metadata.table.hudi_table import HudiTable
+from metadata.table.record_key import RecordKeyError, RecordKeyRule
+from metadata.table.slice_rows import merged_rows, table_read_schema
 
 SHOWN = 10  # differences named per index and kind; the rest are counted
 

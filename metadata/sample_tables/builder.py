@@ -28,16 +28,10 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from metadata.arrow_memory import empty_table
-from metadata.avro_schema import META_FIELDS, arrow_to_avro_schema, with_meta_fields
-from metadata.bloom_filter import FOOTER_KEY, FOOTER_TYPE_KEY, build_bloom_filter
-from metadata.cdc import CDC_ENABLED_KEY, CDC_MODE_KEY, CdcMode, CdcRecord, encode_cdc_block
-from metadata.commit_metadata import CommitMetadata, WriteStat
-from metadata.file_naming import BaseFileName, LogFileName
-from metadata.instant import INSTANT_SECONDS_FORMAT, Action
-from metadata.instant_content import encode_avro_instant
-from metadata.key_generator import TimestampPartitioning
-from metadata.log_format import (
+from metadata.formats.avro_schema import META_FIELDS, arrow_to_avro_schema, with_meta_fields
+from metadata.formats.bloom_filter import FOOTER_KEY, FOOTER_TYPE_KEY, build_bloom_filter
+from metadata.formats.cdc import CDC_ENABLED_KEY, CDC_MODE_KEY, CdcMode, CdcRecord, encode_cdc_block
+from metadata.formats.log_format import (
     BlockType,
     HeaderKey,
     LogBlock,
@@ -45,12 +39,18 @@ from metadata.log_format import (
     encode_block,
     encode_delete_records,
 )
-from metadata.partition_path import format_partition_path
-from metadata.record_key import RecordKeyError, RecordKeyRule
 from metadata.sample_tables.mdt_files import FilesPartitionWriter
-from metadata.storage import Storage, join
-from metadata.table_config import TableConfig, TableType
-from metadata.timeline_models import CLEAN_METADATA, COMPACTION_PLAN, ROLLBACK_METADATA, commit_metadata_schema
+from metadata.storage.storage import Storage, join
+from metadata.table.config import TableConfig, TableType
+from metadata.table.file_naming import BaseFileName, LogFileName
+from metadata.table.key_generator import TimestampPartitioning
+from metadata.table.partition_path import format_partition_path
+from metadata.table.record_key import RecordKeyError, RecordKeyRule
+from metadata.timeline.commit_metadata import CommitMetadata, WriteStat
+from metadata.timeline.instant import INSTANT_SECONDS_FORMAT, Action
+from metadata.timeline.instant_content import encode_avro_instant
+from metadata.timeline.models import CLEAN_METADATA, COMPACTION_PLAN, ROLLBACK_METADATA, commit_metadata_schema
+from metadata.util.arrow_memory import empty_table
 
 
 @dataclass

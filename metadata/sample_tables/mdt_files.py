@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from metadata.instant_content import encode_avro_instant
-from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block
+from metadata.formats.log_format import BlockType, HeaderKey, LogBlock, encode_block
 from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, files_record
 from metadata.mdt.records import ALL_PARTITIONS_KEY
 from metadata.mdt.write.hfile_writer import write_hfile
-from metadata.partition_path import to_metadata_partition
-from metadata.storage import Storage, join
-from metadata.table_config import BaseFileFormat, TableConfig, TableType
-from metadata.timeline_models import commit_metadata_schema
+from metadata.storage.storage import Storage, join
+from metadata.table.config import BaseFileFormat, TableConfig, TableType
+from metadata.table.partition_path import to_metadata_partition
+from metadata.timeline.instant_content import encode_avro_instant
+from metadata.timeline.models import commit_metadata_schema
 
 FILE_GROUP = "files-0000-0"
 INIT_INSTANT = "00000000000000000"

@@ -77,8 +77,8 @@ def _newest_deltacommit(table: Path) -> Path:
 
 def _rewrite_newest_commit(table: Path, edit: Callable[[dict[str, Any]], None]) -> None:
     """Decode the newest completed deltacommit, edit it, and write it back in its own encoding."""
-    from metadata.instant_content import decode_instant_content, encode_avro_instant
-    from metadata.timeline_models import commit_metadata_schema
+    from metadata.timeline.instant_content import decode_instant_content, encode_avro_instant
+    from metadata.timeline.models import commit_metadata_schema
 
     file = _newest_deltacommit(table)
     content = decode_instant_content(str(file), file.read_bytes())

@@ -280,8 +280,8 @@ def with_our_metadata_table(source: Path, shape: Shape, path: Path) -> Path:
 
     from metadata.mdt.file_groups import MdtPartition
     from metadata.mdt.write.writer import MetadataTableWriter
-    from metadata.storage import Storage
-    from metadata.table_config import update_table_config
+    from metadata.storage.storage import Storage
+    from metadata.table.config import update_table_config
 
     shutil.copytree(source, path)
     shutil.rmtree(path / ".hoodie" / "metadata")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from metadata.errors import IndexWriteError
-from metadata.instant import Action, Instant
-from metadata.stored_table import TableParts
+from metadata.table.stored_table import TableParts
+from metadata.timeline.instant import Action, Instant
 
 
 @dataclass

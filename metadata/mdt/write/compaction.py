@@ -8,9 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from metadata.file_group import FileSlice
-from metadata.instant import Action
-from metadata.instant_content import encode_avro_instant
 from metadata.mdt.file_groups import MdtPartition, MetadataPartition
 from metadata.mdt.reader import KeyQuery, MetadataTableReader
 from metadata.mdt.record_encoding import encode_record
@@ -22,8 +19,11 @@ from metadata.mdt.write.report import IndexReport
 from metadata.mdt.write.routed_cells import routed
 from metadata.mdt.write.scope import INDEXED_COLUMNS
 from metadata.mdt.write.snapshot import BuildSnapshot
-from metadata.stored_table import TableParts
-from metadata.timeline_models import COMPACTION_PLAN
+from metadata.table.file_group import FileSlice
+from metadata.table.stored_table import TableParts
+from metadata.timeline.instant import Action
+from metadata.timeline.instant_content import encode_avro_instant
+from metadata.timeline.models import COMPACTION_PLAN
 
 
 class Compaction:

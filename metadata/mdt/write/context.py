@@ -14,8 +14,8 @@ from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.stats_engine import StatsEngine, engine_ranges
 from metadata.mdt.write.table_inputs import completed_instants
 from metadata.mdt.write.transaction import MetadataTransaction
-from metadata.storage import Storage
-from metadata.stored_table import TableParts
+from metadata.storage.storage import Storage
+from metadata.table.stored_table import TableParts
 
 
 @dataclass

@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from metadata.file_naming import BaseFileName, LogFileName, classify
-from metadata.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records
+from metadata.formats.log_format import BlockType, HeaderKey, LogBlock, encode_block, encode_delete_records
 from metadata.mdt.file_groups import MetadataPartition, file_group_id, file_group_index
 from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.write.cell_spill import CellSpill
 from metadata.mdt.write.hfile_writer import HFileWriter
 from metadata.mdt.write.routed_cells import RoutedCell
 from metadata.mdt.write.transaction import MetadataTransaction
-from metadata.storage import join
+from metadata.storage.storage import join
+from metadata.table.file_naming import BaseFileName, LogFileName, classify
 
 Written = list[tuple[str, str, int]]  # (file group, path in the metadata table, bytes)
 

@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata import arrow_values
 from metadata.errors import HudiError
-from metadata.file_group import FileSlice
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.file_stats import ColumnRange, leaf_type, merge_ranges, roll_up
 from metadata.mdt.keys import column_stats_key, partition_index_id, partition_stats_key
@@ -24,6 +22,8 @@ from metadata.mdt.record_schema import range_record
 from metadata.mdt.stats_columns import FlatStats
 from metadata.mdt.write.context import WriteContext
 from metadata.mdt.write.table_inputs import latest_slices_from_storage
+from metadata.table.file_group import FileSlice
+from metadata.util import arrow_values
 
 PARTITION_STATS_PER_RUN = 200  # a sync rolls touched partitions up this many at a time
 

@@ -10,7 +10,6 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from metadata.errors import IndexWriteError
-from metadata.instant import Action, Instant
 from metadata.mdt.expression_index import (
     ExpressionIndexPartition,
     ExpressionIndexType,
@@ -26,7 +25,8 @@ from metadata.mdt.write.change import TableChange
 from metadata.mdt.write.context import WriteContext
 from metadata.mdt.write.partitions.expression_index import maintained_result_type
 from metadata.mdt.write.table_inputs import table_schema
-from metadata.stored_table import TableParts
+from metadata.table.stored_table import TableParts
+from metadata.timeline.instant import Action, Instant
 
 INDEXED_COLUMNS = "hudi-bridge.columns"  # extra metadata of a build: the columns column_stats and partition_stats index
 

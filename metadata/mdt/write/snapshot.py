@@ -13,19 +13,19 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from metadata.file_group import FileSlice
-from metadata.listing import StorageListing
 from metadata.mdt.file_stats import ColumnRange, RangeFold, blocks_counting, columns_to_index
 from metadata.mdt.record_keys import FileKeys, keys_of_files
 from metadata.mdt.stats_engine import StatsEngine
 from metadata.mdt.validate import committed_files
 from metadata.mdt.write.routed_cells import ColumnStatsCells, RoutedCell, ranges_only
 from metadata.mdt.write.table_inputs import check_columns_in, completed_instants, key_targets, latest_slices_from_storage, table_schema
-from metadata.read_ahead import read_ahead
-from metadata.record_key import RecordKeyRule
-from metadata.spilled_listing import SpilledListing
-from metadata.storage import join
-from metadata.stored_table import TableParts
+from metadata.storage.listing import StorageListing
+from metadata.storage.spilled_listing import SpilledListing
+from metadata.storage.storage import join
+from metadata.table.file_group import FileSlice
+from metadata.table.record_key import RecordKeyRule
+from metadata.table.stored_table import TableParts
+from metadata.util.read_ahead import read_ahead
 
 RUN_PARTITIONS = 200  # partitions whose files (and latest slices) a pass resolves at once
 

@@ -10,14 +10,14 @@ from enum import Enum
 import pyarrow as pa
 
 from metadata.errors import CleanedFilesError
-from metadata.file_group import FileSlice
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.write.change import TableChange
 from metadata.mdt.write.context import WriteContext
 from metadata.mdt.write.table_inputs import storage_table
-from metadata.slice_rows import changed_slices
-from metadata.storage import join
-from metadata.table import HudiTable
+from metadata.storage.storage import join
+from metadata.table.file_group import FileSlice
+from metadata.table.hudi_table import HudiTable
+from metadata.table.slice_rows import changed_slices
 
 
 class Need(Enum):

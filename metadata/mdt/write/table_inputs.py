@@ -8,14 +8,14 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from metadata.avro_schema import avro_to_arrow_schema, with_meta_fields
 from metadata.errors import CleanedFilesError, HudiError, IndexWriteError
-from metadata.file_group import FileSlice
-from metadata.listing import StorageListing
+from metadata.formats.avro_schema import avro_to_arrow_schema, with_meta_fields
 from metadata.mdt.file_stats import leaf_type
-from metadata.stored_table import TableParts
-from metadata.table import HudiTable
-from metadata.table_config import TableConfig
+from metadata.storage.listing import StorageListing
+from metadata.table.config import TableConfig
+from metadata.table.file_group import FileSlice
+from metadata.table.hudi_table import HudiTable
+from metadata.table.stored_table import TableParts
 
 
 def completed_instants(data: TableParts) -> frozenset[str]:

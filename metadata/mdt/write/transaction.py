@@ -22,20 +22,15 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from metadata.commit_metadata import WriteStat
 from metadata.concurrency import HudiLock, LiveInstant, WriterActivity, WriterOptions, hudi_lock
 from metadata.errors import IndexWriteError, WriterActive
-from metadata.file_naming import BaseFileName, LogFileName, classify
-from metadata.instant import BEFORE_ALL_INSTANTS, Action
-from metadata.instant_content import encode_avro_instant
-from metadata.log_format import read_log_blocks
+from metadata.formats.log_format import read_log_blocks
 from metadata.mdt.file_groups import PARTITION_ORDER, MdtPartition, MetadataPartition
 from metadata.mdt.reader import METADATA_FOLDER
 from metadata.mdt.secondary_index import INDEX_DEFS_PATH
 from metadata.mdt.write.writer_lock import WriterLock
-from metadata.storage import default_timeout, join
-from metadata.stored_table import TableParts
-from metadata.table_config import (
+from metadata.storage.storage import default_timeout, join
+from metadata.table.config import (
     METADATA_PARTITIONS_KEY,
     PROPERTIES_BACKUP_PATH,
     PROPERTIES_PATH,
@@ -45,7 +40,12 @@ from metadata.table_config import (
     parse_java_properties,
     update_table_config,
 )
-from metadata.timeline_models import commit_metadata_schema
+from metadata.table.file_naming import BaseFileName, LogFileName, classify
+from metadata.table.stored_table import TableParts
+from metadata.timeline.commit_metadata import WriteStat
+from metadata.timeline.instant import BEFORE_ALL_INSTANTS, Action
+from metadata.timeline.instant_content import encode_avro_instant
+from metadata.timeline.models import commit_metadata_schema
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from metadata.errors import IndexWriteError
-from metadata.instant import Action, Instant
 from metadata.mdt.expression_index import ExpressionIndexPartition, IndexExpressions
 from metadata.mdt.file_groups import BUILD_ORDER, PARTITION_ORDER, MdtPartition, MetadataPartition, SecondaryIndexPartition
 from metadata.mdt.file_stats import is_indexable
@@ -39,8 +38,9 @@ from metadata.mdt.write.snapshot import BuildSnapshot
 from metadata.mdt.write.sync_inputs import SyncInputs
 from metadata.mdt.write.table_inputs import check_columns, table_schema
 from metadata.mdt.write.transaction import WRITER_KEY, Fault, MetadataTransaction
-from metadata.stored_table import TableParts
-from metadata.table_config import METADATA_PARTITIONS_INFLIGHT_KEY, METADATA_PARTITIONS_KEY
+from metadata.table.config import METADATA_PARTITIONS_INFLIGHT_KEY, METADATA_PARTITIONS_KEY
+from metadata.table.stored_table import TableParts
+from metadata.timeline.instant import Action, Instant
 
 log = logging.getLogger(__name__)
 

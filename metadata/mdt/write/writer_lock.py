@@ -27,8 +27,8 @@ from types import TracebackType
 
 from metadata.concurrency.locks import MAX_LOCK_FILE_BYTES, NOFOLLOW, read_lock_file
 from metadata.errors import IndexLocked
-from metadata.process import process_alive
-from metadata.storage import Storage
+from metadata.storage.storage import Storage
+from metadata.util.process import process_alive
 
 LOCK_PATH = ".hoodie/.hudi-bridge-index.lock"
 TAKEOVER_SUFFIX = ".takeover"

@@ -12,7 +12,7 @@ from metadata.mdt.records import ALL_PARTITIONS_KEY
 from metadata.mdt.write.partitions.base import PartitionWriter, Records
 from metadata.mdt.write.snapshot import BuildSnapshot
 from metadata.mdt.write.sync_inputs import SyncInputs
-from metadata.partition_path import from_metadata_partition, to_metadata_partition
+from metadata.table.partition_path import from_metadata_partition, to_metadata_partition
 
 
 class FilesWriter(PartitionWriter):

@@ -34,8 +34,8 @@ from metadata.errors import (
     TransientStorageError,
     UnsafePathError,
 )
-from metadata.secrets import redact, user_info_refusal
-from metadata.storage_options import effective_options, object_store_filesystem
+from metadata.storage.options import effective_options, object_store_filesystem
+from metadata.storage.secrets import redact, user_info_refusal
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def set_default_timeout(seconds: float) -> None:
 def remote_filesystem(uri: str, timeout: float | None = None,
                       storage_options: Mapping[str, str] | None = None) -> tuple[pafs.FileSystem, str]:
     """A pyarrow filesystem and the path inside it, with connect and request
-    timeouts where the filesystem has them (`metadata.storage_options` says
+    timeouts where the filesystem has them (`metadata.storage.options` says
     how object stores are configured)."""
     seconds = timeout or _timeout_seconds
     found = object_store_filesystem(uri, storage_options, seconds)
@@ -260,7 +260,7 @@ class Storage:
     def open(cls, path_or_uri: str, filesystem: pafs.FileSystem | None = None,
              storage_options: Mapping[str, str] | None = None) -> Storage:
         """Resolve a local path or URI; `filesystem` overrides the resolved one;
-        `storage_options` configure an object store (`metadata.storage_options`)."""
+        `storage_options` configure an object store (`metadata.storage.options`)."""
         if filesystem is not None:
             if "://" in path_or_uri:
                 _, base = pafs.FileSystem.from_uri(path_or_uri)

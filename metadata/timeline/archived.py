@@ -21,14 +21,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from metadata.commit_metadata import CommitMetadata
 from metadata.errors import HudiFormatError
-from metadata.file_naming import is_log_file_name
-from metadata.instant import Action, Instant, State
-from metadata.instant_content import decode_instant_content
-from metadata.log_format import BlockType, decode_avro_records, read_log_blocks
-from metadata.storage import Storage, join
-from metadata.table_config import TableConfig
+from metadata.formats.log_format import BlockType, decode_avro_records, read_log_blocks
+from metadata.storage.storage import Storage, join
+from metadata.table.config import TableConfig
+from metadata.table.file_naming import is_log_file_name
+from metadata.timeline.commit_metadata import CommitMetadata
+from metadata.timeline.instant import Action, Instant, State
+from metadata.timeline.instant_content import decode_instant_content
 
 MAX_ARCHIVE_FILE_BYTES = 512 * 1024 * 1024  # one archive file; Hudi rolls them at 1 GiB of instants, most are far smaller
 _COMMIT_FIELDS = {"commit": "hoodieCommitMetadata", "deltacommit": "hoodieCommitMetadata",

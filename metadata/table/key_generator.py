@@ -16,9 +16,9 @@ from datetime import datetime, timedelta, tzinfo
 from decimal import Decimal
 from typing import Any
 
-from metadata.datetime_pattern import FixedWidthParser, Pattern, fixed_width_parser, parse_pattern
-from metadata.text_enum import TextEnum
-from metadata.time_zone import EPOCH, fixed_offset, time_zone
+from metadata.util.datetime_pattern import FixedWidthParser, Pattern, fixed_width_parser, parse_pattern
+from metadata.util.text_enum import TextEnum
+from metadata.util.time_zone import EPOCH, fixed_offset, time_zone
 
 TYPE_KEY = "hoodie.table.keygenerator.type"  # table v8+
 CLASS_KEY = "hoodie.table.keygenerator.class"  # table v6 (and kept on v8+ by some writers)

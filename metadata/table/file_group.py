@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from metadata.file_naming import BaseFileName, LogFileName
-from metadata.storage import join
+from metadata.storage.storage import join
+from metadata.table.file_naming import BaseFileName, LogFileName
 
 
 @dataclass(frozen=True)

@@ -12,20 +12,20 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from metadata import arrow_values
-from metadata.archived_timeline import archive_folder, read_archived_commits
-from metadata.commit_metadata import CleanMetadata, CommitMetadata, CompactionPlan, RollbackMetadata, written_files
 from metadata.errors import HudiError, HudiFormatError, InstantNotFound, NoSchemaError
-from metadata.instant import (
+from metadata.storage.storage import Storage, join
+from metadata.table.config import TableConfig
+from metadata.timeline.archived import archive_folder, read_archived_commits
+from metadata.timeline.commit_metadata import CleanMetadata, CommitMetadata, CompactionPlan, RollbackMetadata, written_files
+from metadata.timeline.instant import (
     Action,
     DuplicateInstantError,
     Instant,
     fold_instant_files,
     parse_instant_file_name,
 )
-from metadata.instant_content import MAX_DOCUMENT_DEPTH, MAX_INSTANT_BYTES, decode_instant_content, nesting_depth
-from metadata.storage import Storage, join
-from metadata.table_config import TableConfig
+from metadata.timeline.instant_content import MAX_DOCUMENT_DEPTH, MAX_INSTANT_BYTES, decode_instant_content, nesting_depth
+from metadata.util import arrow_values
 
 T = TypeVar("T")
 # A completed instant file that is empty or does not decode, and was written
@@ -134,7 +134,7 @@ class Timeline:
         return any(not f.name.startswith(".") or (".archive." in f.name and not f.name.endswith(".crc")) for f in files) or bool(folders)
 
     def archived_commits(self) -> list[Instant]:
-        """The completed commits Hudi archived, oldest first, read once (`metadata.archived_timeline`);
+        """The completed commits Hudi archived, oldest first, read once (`metadata.timeline.archived`);
         `commit_metadata` then answers for them too."""
         with self._lock:
             held = self._cache.get(("archived", ""))

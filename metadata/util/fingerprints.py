@@ -29,9 +29,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata.arrow_memory import READ_POOL
-from metadata.arrow_values import from_numpy, to_numpy
 from metadata.mdt import native
+from metadata.util.arrow_memory import READ_POOL
+from metadata.util.arrow_values import from_numpy, to_numpy
 
 _FNV_PRIME = np.uint64(0x100000001B3)
 _WORD = 8

@@ -9,9 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata import arrow_values
-from metadata.arrow_values import to_numpy
 from metadata.errors import HudiFormatError
+from metadata.util import arrow_values
+from metadata.util.arrow_values import to_numpy
 
 PARTITION_METADATA_PREFIX = ".hoodie_partition_metadata"
 

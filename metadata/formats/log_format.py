@@ -21,8 +21,8 @@ from typing import Any
 
 import fastavro
 
-from metadata.avro_schema import read_avro_record
 from metadata.errors import HudiFormatError
+from metadata.formats.avro_schema import read_avro_record
 
 MAGIC = b"#HUDI#"
 LOG_FORMAT_VERSION = 1

@@ -26,10 +26,10 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata import arrow_values, fingerprints
-from metadata.arrow_memory import READ_POOL
-from metadata.arrow_values import to_numpy
 from metadata.errors import InvalidStatsTable
+from metadata.util import arrow_values, fingerprints
+from metadata.util.arrow_memory import READ_POOL
+from metadata.util.arrow_values import to_numpy
 
 log = logging.getLogger(__name__)
 

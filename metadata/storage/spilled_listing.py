@@ -11,9 +11,9 @@ import tempfile
 import numpy as np
 import pyarrow as pa
 
-from metadata import arrow_values
-from metadata.listing import StorageListing
-from metadata.storage import Storage, StoredFile, join
+from metadata.storage.listing import StorageListing
+from metadata.storage.storage import Storage, StoredFile, join
+from metadata.util import arrow_values
 
 SPILL_BATCH_FILES = 8192  # names written (and read back) as one Arrow batch
 SPILL_SCHEMA = pa.schema([("name", pa.string()), ("size", pa.int64())])

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from metadata.errors import HudiFormatError
-from metadata.partition_path import check_partition_path
+from metadata.table.partition_path import check_partition_path
 
 
 def _get(source: str, data: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 import fastavro
 
 from metadata.errors import HudiFormatError
-from metadata.varint import decode_zigzag_long
+from metadata.util.varint import decode_zigzag_long
 
 AVRO_MAGIC = b"Obj\x01"
 # What one instant file may take, on disk and inflated: Hudi's largest commits are tens of MB; a hostile one

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from metadata.errors import CleanedFilesError, HudiError, HudiFormatError, MissingFileError
-from metadata.file_group import FileGroup, FileSlice
-from metadata.file_naming import BaseFileName, LogFileName, classify, file_id_of
-from metadata.instant import Action, Instant, check_instant_time
-from metadata.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing, partition_created_time
-from metadata.storage import Storage, StoredFile, join
-from metadata.table_config import TableConfig
-from metadata.timeline import Timeline
+from metadata.storage.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing, partition_created_time
+from metadata.storage.storage import Storage, StoredFile, join
+from metadata.table.config import TableConfig
+from metadata.table.file_group import FileGroup, FileSlice
+from metadata.table.file_naming import BaseFileName, LogFileName, classify, file_id_of
+from metadata.timeline.active import Timeline
+from metadata.timeline.instant import Action, Instant, check_instant_time
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from metadata.errors import HudiFormatError
-from metadata.text_enum import TextEnum
+from metadata.util.text_enum import TextEnum
 
 FOOTER_KEY = b"org.apache.hudi.bloomfilter"
 FOOTER_TYPE_KEY = b"hoodie_bloom_filter_type_code"

@@ -8,16 +8,16 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from metadata.file_group import FileSlice
-from metadata.fs_view import FileSystemView
-from metadata.instant import Instant, check_instant_time
-from metadata.listing import FileListing
 from metadata.mdt.listing import MetadataListing, choose_listing
 from metadata.mdt.metadata_table import MetadataTable
-from metadata.storage import Storage
-from metadata.stored_table import TableParts
-from metadata.table_config import TableConfig
-from metadata.timeline import Timeline
+from metadata.storage.listing import FileListing
+from metadata.storage.storage import Storage
+from metadata.table.config import TableConfig
+from metadata.table.file_group import FileSlice
+from metadata.table.fs_view import FileSystemView
+from metadata.table.stored_table import TableParts
+from metadata.timeline.active import Timeline
+from metadata.timeline.instant import Instant, check_instant_time
 
 
 class HudiTable:
@@ -60,7 +60,7 @@ class HudiTable:
         storage_options: Mapping[str, str] | None = None,
     ) -> HudiTable:
         """`storage_options` configure an object store as deltalake and hudi-rs take them
-        (`metadata.storage_options`: endpoint, keys, region, Hadoop's fs.s3a.* names)."""
+        (`metadata.storage.options`: endpoint, keys, region, Hadoop's fs.s3a.* names)."""
         parts = TableParts.load(path_or_uri, filesystem, storage_options)
         return cls(parts.storage, parts.config, parts.timeline, use_metadata=use_metadata, strict=strict)
 

@@ -24,10 +24,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata import arrow_values
 from metadata.errors import HudiBridgeError
-from metadata.key_generator import KeyGeneratorType
-from metadata.table_config import TableConfig
+from metadata.table.config import TableConfig
+from metadata.table.key_generator import KeyGeneratorType
+from metadata.util import arrow_values
 
 RECORD_KEY_FIELD = "_hoodie_record_key"
 PARTITION_PATH_FIELD = "_hoodie_partition_path"

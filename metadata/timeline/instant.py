@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from enum import IntEnum
 
 from metadata.errors import InvalidInstantTime
-from metadata.text_enum import TextEnum
+from metadata.util.text_enum import TextEnum
 
 INSTANT_TIME_PATTERN = re.compile(r"^\d{14,}$")
 BEFORE_ALL_INSTANTS = "0" * 17  # earlier than every instant: "from the start" in a range

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from metadata.errors import HudiFormatError, HudiTableNotFound, OversizedFile, PropertiesMissing, UnsupportedTableError
-from metadata.key_generator import KeyGenerator
-from metadata.storage import Storage
-from metadata.text_enum import TextEnum
+from metadata.storage.storage import Storage
+from metadata.table.key_generator import KeyGenerator
+from metadata.util.text_enum import TextEnum
 
 PROPERTIES_PATH = ".hoodie/hoodie.properties"
 # Hudi writes this copy while it rewrites hoodie.properties, and reads it when

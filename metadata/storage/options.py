@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 
 from metadata.errors import StorageError
-from metadata.secrets import remember_secrets
+from metadata.storage.secrets import remember_secrets
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
 GCS_SCHEMES = ("gs", "gcs")

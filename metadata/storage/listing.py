@@ -15,11 +15,11 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from metadata import arrow_values
 from metadata.errors import StoredFileNotFound
-from metadata.file_naming import PARTITION_METADATA_PREFIX
-from metadata.storage import Storage, StoredFile, join
-from metadata.text_enum import TextEnum
+from metadata.storage.storage import Storage, StoredFile, join
+from metadata.table.file_naming import PARTITION_METADATA_PREFIX
+from metadata.util import arrow_values
+from metadata.util.text_enum import TextEnum
 
 METAFOLDER = ".hoodie"
 LISTING_THREADS = 16  # folders listed at once on an object store

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from metadata.table import HudiTable
+from metadata.table.hudi_table import HudiTable
 
 
 def table_summary(t: HudiTable) -> dict[str, Any]:

@@ -14,9 +14,9 @@ from typing import Protocol
 
 import pyarrow.fs as pafs
 
-from metadata.storage import Storage
-from metadata.table_config import TableConfig
-from metadata.timeline import Timeline
+from metadata.storage.storage import Storage
+from metadata.table.config import TableConfig
+from metadata.timeline.active import Timeline
 
 
 class StoredTable(Protocol):

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from metadata.errors import HudiFormatError
-from metadata.log_format import BlockType, HeaderKey, LogBlock, decode_avro_records, encode_avro_records, read_log_blocks
-from metadata.table_config import PROPERTIES_PATH
-from metadata.text_enum import TextEnum
+from metadata.formats.log_format import BlockType, HeaderKey, LogBlock, decode_avro_records, encode_avro_records, read_log_blocks
+from metadata.table.config import PROPERTIES_PATH
+from metadata.util.text_enum import TextEnum
 
 CDC_ENABLED_KEY = "hoodie.table.cdc.enabled"
 CDC_MODE_KEY = "hoodie.table.cdc.supplemental.logging.mode"

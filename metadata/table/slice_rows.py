@@ -15,15 +15,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from metadata import arrow_values
-from metadata.avro_schema import avro_to_arrow_schema, with_meta_fields
 from metadata.errors import HudiFormatError
-from metadata.file_group import FileSlice
-from metadata.partition_path import parse_partition_values
-from metadata.secrets import redact
-from metadata.storage_options import hudi_rs_options
-from metadata.table import HudiTable
-from metadata.table_config import BaseFileFormat, TableConfig
+from metadata.formats.avro_schema import avro_to_arrow_schema, with_meta_fields
+from metadata.storage.options import hudi_rs_options
+from metadata.storage.secrets import redact
+from metadata.table.config import BaseFileFormat, TableConfig
+from metadata.table.file_group import FileSlice
+from metadata.table.hudi_table import HudiTable
+from metadata.table.partition_path import parse_partition_values
+from metadata.util import arrow_values
 
 
 def file_group_reader(base_uri: str, storage_options: Mapping[str, str], latest_instant: str) -> Any:
