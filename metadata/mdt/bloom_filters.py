@@ -19,7 +19,8 @@ from metadata.mdt.keys import bloom_filter_key
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.reader import KeyQuery
 from metadata.mdt.record_schema import bloom_filter_record, removed_bloom_filter_records
-from metadata.storage.storage import Storage, join
+from metadata.storage.paths import join
+from metadata.storage.storage import Storage
 from metadata.table.file_naming import is_log_file_name
 from metadata.util.read_ahead import threaded_map
 

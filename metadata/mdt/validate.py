@@ -26,7 +26,7 @@ from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine, engine_rang
 from metadata.mdt.validate_expressions import check_expression_indexes
 from metadata.mdt.validate_keys import check_key_indexes
 from metadata.storage.listing import StorageListing
-from metadata.storage.storage import StoredFile
+from metadata.storage.paths import StoredFile
 from metadata.table.file_naming import BaseFileName, LogFileName, classify, is_log_file_name
 from metadata.table.hudi_table import HudiTable
 from metadata.table.stored_table import StoredTable

@@ -40,7 +40,8 @@ from metadata.formats.log_format import (
     encode_delete_records,
 )
 from metadata.sample_tables.mdt_files import FilesPartitionWriter
-from metadata.storage.storage import Storage, join
+from metadata.storage.paths import join
+from metadata.storage.storage import Storage
 from metadata.table.config import TableConfig, TableType
 from metadata.table.file_naming import BaseFileName, LogFileName
 from metadata.table.key_generator import TimestampPartitioning

@@ -26,7 +26,8 @@ import pyarrow as pa
 
 from metadata.errors import CleanedFilesError, HudiError, HudiFormatError, MissingFileError
 from metadata.storage.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing, partition_created_time
-from metadata.storage.storage import Storage, StoredFile, join
+from metadata.storage.paths import StoredFile, join
+from metadata.storage.storage import Storage
 from metadata.table.config import TableConfig
 from metadata.table.file_group import FileGroup, FileSlice
 from metadata.table.file_naming import BaseFileName, LogFileName, classify, file_id_of

@@ -27,7 +27,7 @@ from metadata.mdt.write.rollup import PartitionRollUp
 from metadata.mdt.write.snapshot import BuildSnapshot
 from metadata.mdt.write.sync_inputs import Need, SyncInputs
 from metadata.mdt.write.table_inputs import completed_instants
-from metadata.storage.storage import join
+from metadata.storage.paths import join
 
 
 def maintained_result_type(index: ExpressionIndexPartition, schema: pa.Schema, expressions: IndexExpressions | None) -> pa.DataType | None:

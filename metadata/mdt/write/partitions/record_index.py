@@ -16,7 +16,7 @@ from metadata.mdt.write.partitions.base import PartitionWriter, Records
 from metadata.mdt.write.snapshot import BuildSnapshot
 from metadata.mdt.write.sync_inputs import Need, SyncInputs
 from metadata.mdt.write.table_inputs import completed_instants, key_targets, latest_slices_from_storage, timeline_is_utc
-from metadata.storage.storage import join
+from metadata.storage.paths import join
 from metadata.table.file_naming import BaseFileName, LogFileName, classify
 from metadata.table.record_key import RecordKeyRule
 from metadata.timeline.instant import instant_epoch_millis
