@@ -264,7 +264,7 @@ def _file_tables_both_ways(path: str) -> int:
 
 
 def _reference_files(mdt: Any, partitions: list[str]) -> dict[str, Any]:
-    from metadata.mdt.reader import KeyQuery
+    from metadata.mdt.key_query import KeyQuery
     from metadata.table.partition_path import to_metadata_partition
 
     records = mdt.reader.read("files", KeyQuery(keys=[to_metadata_partition(p) for p in partitions]))

@@ -26,7 +26,7 @@ from metadata.mdt.columnar import Decoded, Unsupported, decode_many, decode_span
 from metadata.mdt.files_columns import entries_of_sizes, live_entries
 from metadata.mdt.hfile_cells import PADDING, walk_cells, walk_cells_in_python
 from metadata.mdt.hfile_format import block_checksums
-from metadata.mdt.reader import KeyQuery
+from metadata.mdt.key_query import KeyQuery
 from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_program import NotCompiled, compile_schema
 from metadata.mdt.record_schema import files_record, record_schema_json

@@ -31,7 +31,8 @@ from metadata.mdt.columnar import Decoded, Unsupported, decode_spans
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.files_columns import KEY, NAME, SIZE, entries_of_sizes, first_path_like, live_entries
 from metadata.mdt.hfile_cells import CellChunk
-from metadata.mdt.reader import KeyQuery, MetadataTableReader, RawCells
+from metadata.mdt.key_query import KeyQuery, RawCells
+from metadata.mdt.reader import MetadataTableReader
 from metadata.mdt.record_gather import Spans
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, decode_record, live_files, live_sizes, parse_schema_cached
 from metadata.mdt.stats_cache import PersistentStatsCache, StatsCache, with_state

@@ -18,9 +18,9 @@ from metadata.mdt.bloom_filters import footer_filters, stored_bloom_filters
 from metadata.mdt.expression_index import IndexExpressions
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.file_stats import ColumnRange
+from metadata.mdt.key_query import KeyQuery
 from metadata.mdt.listing import MetadataListing
 from metadata.mdt.metadata_table import MetadataTable
-from metadata.mdt.reader import KeyQuery
 from metadata.mdt.records import ColumnStats
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine, engine_ranges
 from metadata.mdt.validate_expressions import check_expression_indexes
