@@ -370,3 +370,13 @@ def _split_like(pattern: str, escape: str | None) -> tuple[str, list[int]]:
             out.append(ch)
         i += 1
     return "".join(out), wildcards
+
+
+# Names this module offered before it was split, for one release.
+_MOVED = {"to_sql": "expressions.sql_print"}
+
+
+def __getattr__(name: str) -> Any:
+    from metadata._moved import moved_attribute  # only when an old name is asked for: expressions loads without metadata
+
+    return moved_attribute(__name__, name, _MOVED)

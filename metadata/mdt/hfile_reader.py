@@ -12,9 +12,11 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from metadata._moved import moved_attribute
 from metadata.errors import HudiFormatError
 from metadata.mdt.hfile_blocks import IndexEntry, ReadAt
 from metadata.mdt.hfile_cells import ZEROS, CellChunk, IntArray, lay_out_blocks
@@ -231,3 +233,11 @@ class HFileReader(HFileIndex):
             if found > row:
                 break
         return None
+
+
+# Names this module offered before it was split, for one release.
+_MOVED = {"IndexEntry": "metadata.mdt.hfile_blocks", "gunzip_at_most": "metadata.mdt.hfile_blocks", "MAX_BLOCK_BYTES": "metadata.mdt.hfile_blocks", "INFLATE_GROUP": "metadata.mdt.hfile_blocks", "INFLATE_AHEAD": "metadata.mdt.hfile_blocks", "PREFETCH_GROUP": "metadata.mdt.hfile_blocks", "PREFETCH_GROUPS": "metadata.mdt.hfile_blocks", "COVERINGS_KEPT": "metadata.mdt.hfile_blocks", "NATIVE_INFLATE_FROM": "metadata.mdt.hfile_blocks", "ReadAt": "metadata.mdt.hfile_blocks", "covering_prefixes": "metadata.mdt.hfile_index", "prefix_successor": "metadata.mdt.hfile_index", "MAX_TAGS_KEY": "metadata.mdt.hfile_index", "KEY_VALUE_VERSION_KEY": "metadata.mdt.hfile_index"}
+
+
+def __getattr__(name: str) -> Any:
+    return moved_attribute(__name__, name, _MOVED)

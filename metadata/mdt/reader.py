@@ -17,7 +17,9 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
+from metadata._moved import moved_attribute
 from metadata.errors import (
     HudiError,
     HudiFormatError,
@@ -380,3 +382,11 @@ class MetadataTableReader:
                     yield key, record_from_dict(data, where)
         elif block.block_type is BlockType.CORRUPT:
             log.warning("%s: corrupt block at offset %d skipped", where, block.offset)
+
+
+# Names this module offered before it was split, for one release.
+_MOVED = {"KeyQuery": "metadata.mdt.key_query", "RawCells": "metadata.mdt.key_query", "FEW_KEYS": "metadata.mdt.key_query", "BUILT_THROUGH": "metadata.mdt.synced_instants", "PENDING_AT_BUILD": "metadata.mdt.synced_instants", "BuildCoverage": "metadata.mdt.synced_instants", "build_coverage": "metadata.mdt.synced_instants"}
+
+
+def __getattr__(name: str) -> Any:
+    return moved_attribute(__name__, name, _MOVED)
