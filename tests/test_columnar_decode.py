@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from metadata import HudiTable
 from metadata.formats.stats_table import max_field, min_field
-from metadata.mdt.columnar import GROUP_RECORDS, LOCKSTEP_ENTRIES, Decoded, Unsupported, decode_many
+from metadata.mdt.columnar import GROUP_RECORDS, LOCKSTEP_ENTRIES, decode_many
+from metadata.mdt.decoded import Decoded, Unsupported
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.files_columns import entries_of_sizes, live_entries
 from metadata.mdt.keys import ID_LENGTH, column_stats_key

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from metadata import HudiTable
 from metadata.errors import HudiFormatError
 from metadata.mdt import columnar, hfile_cells
-from metadata.mdt.columnar import Decoded, Unsupported, decode_many, decode_spans, decode_spans_with_numpy
+from metadata.mdt.columnar import decode_many, decode_spans, decode_spans_with_numpy
+from metadata.mdt.decoded import Decoded, Unsupported
 from metadata.mdt.files_columns import entries_of_sizes, live_entries
 from metadata.mdt.hfile_cells import PADDING, walk_cells, walk_cells_in_python
 from metadata.mdt.hfile_format import block_checksums

@@ -27,7 +27,8 @@ from metadata.formats.stats_table import (
     null_count_field,
 )
 from metadata.mdt import keys
-from metadata.mdt.columnar import Decoded, Unsupported, decode_spans
+from metadata.mdt.columnar import decode_spans
+from metadata.mdt.decoded import Decoded, Unsupported
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.files_columns import KEY, NAME, SIZE, entries_of_sizes, first_path_like, live_entries
 from metadata.mdt.hfile_cells import CellChunk

@@ -34,7 +34,7 @@ from metadata.formats.stats_table import (
     typed_array,
 )
 from metadata.mdt import keys
-from metadata.mdt.columnar import Decoded, IntArray
+from metadata.mdt.decoded import Decoded, IntArray
 from metadata.mdt.hfile_cells import as_utf8, at_ascending
 from metadata.mdt.native import cells as _native
 from metadata.mdt.native import int64s, lets_gil_go
