@@ -22,9 +22,10 @@ from metadata.mdt.decoded import Decoded, Unsupported
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.files_columns import entries_of_sizes, live_entries
 from metadata.mdt.keys import ID_LENGTH, column_stats_key
+from metadata.mdt.record_builders import files_record, range_record
 from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_gather import Spans
-from metadata.mdt.record_schema import files_record, range_record, record_schema_json
+from metadata.mdt.record_schema import record_schema_json
 from metadata.mdt.records import decode_record, live_files, live_sizes, parse_schema_cached
 from metadata.mdt.stats_columns import FlatStats, _records_by_column, in_file_order, pivot
 from tests.conftest import requires_fixtures, table_path

@@ -28,9 +28,10 @@ from metadata.mdt.files_columns import entries_of_sizes, live_entries
 from metadata.mdt.hfile_cells import PADDING, walk_cells, walk_cells_in_python
 from metadata.mdt.hfile_format import block_checksums
 from metadata.mdt.key_query import KeyQuery
+from metadata.mdt.record_builders import files_record
 from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_program import NotCompiled, compile_schema
-from metadata.mdt.record_schema import files_record, record_schema_json
+from metadata.mdt.record_schema import record_schema_json
 from metadata.mdt.records import decode_record, live_files, parse_schema_cached
 from tests.conftest import requires_fixtures, table_path
 from tests.test_columnar_decode import files_records, stats_records

@@ -246,8 +246,8 @@ def test_a_partitioned_record_index_keeps_every_partitions_entry_of_a_key(tmp_pa
     import pyarrow as pa
 
     from metadata.mdt.file_groups import MdtPartition
+    from metadata.mdt.record_builders import record_index_record
     from metadata.mdt.record_encoding import encode_record
-    from metadata.mdt.record_schema import record_index_record
     from metadata.mdt.write.writer import MetadataTableWriter
     from metadata.sample_tables.builder import TableBuilder
 

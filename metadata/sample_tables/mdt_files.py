@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from metadata.formats.log_format import BlockType, HeaderKey, LogBlock, encode_block
+from metadata.mdt.record_builders import files_record
 from metadata.mdt.record_encoding import encode_record
-from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, files_record
+from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON
 from metadata.mdt.records import ALL_PARTITIONS_KEY
 from metadata.mdt.write.hfile_writer import write_hfile
 from metadata.storage.paths import join

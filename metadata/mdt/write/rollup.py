@@ -18,8 +18,8 @@ from metadata.mdt.key_query import KeyQuery
 from metadata.mdt.keys import column_stats_key, partition_index_id, partition_stats_key
 from metadata.mdt.metadata_table import fill_flat_stats
 from metadata.mdt.reader import MetadataTableReader
+from metadata.mdt.record_builders import range_record
 from metadata.mdt.record_encoding import encode_record
-from metadata.mdt.record_schema import range_record
 from metadata.mdt.stats_columns import FlatStats
 from metadata.mdt.write.context import WriteContext
 from metadata.mdt.write.table_inputs import latest_slices_from_storage

@@ -21,7 +21,7 @@ from metadata.mdt.expression_index import (
     partition_stat_key,
 )
 from metadata.mdt.file_stats import ColumnRange, blocks_counting, leaf_type, merge_ranges
-from metadata.mdt.record_schema import removed_bloom_filter_records
+from metadata.mdt.record_builders import removed_bloom_filter_records
 from metadata.mdt.write.partitions.base import PartitionWriter, Records
 from metadata.mdt.write.rollup import PartitionRollUp
 from metadata.mdt.write.snapshot import BuildSnapshot

@@ -10,8 +10,8 @@ import pyarrow as pa
 
 from metadata.mdt.file_groups import record_index_file_groups
 from metadata.mdt.file_stats import blocks_counting
+from metadata.mdt.record_builders import record_index_record
 from metadata.mdt.record_keys import FileKeys, keys_of_files
-from metadata.mdt.record_schema import record_index_record
 from metadata.mdt.write.partitions.base import PartitionWriter, Records
 from metadata.mdt.write.snapshot import BuildSnapshot
 from metadata.mdt.write.sync_inputs import Need, SyncInputs
