@@ -27,7 +27,8 @@ from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_gather import Spans
 from metadata.mdt.record_schema import record_schema_json
 from metadata.mdt.records import decode_record, live_files, live_sizes, parse_schema_cached
-from metadata.mdt.stats_columns import FlatStats, _records_by_column, in_file_order, pivot
+from metadata.mdt.stats_columns import FlatStats, _records_by_column, in_file_order
+from metadata.mdt.stats_pivot import pivot
 from tests.conftest import requires_fixtures, table_path
 from tests.test_metadata_table import MDT_FIXTURES
 
