@@ -236,7 +236,7 @@ class HFileReader(HFileIndex):
 
 
 # Names this module offered before it was split, for one release.
-_MOVED = {"IndexEntry": "metadata.mdt.hfile_blocks", "gunzip_at_most": "metadata.mdt.hfile_blocks", "MAX_BLOCK_BYTES": "metadata.mdt.hfile_blocks", "INFLATE_GROUP": "metadata.mdt.hfile_blocks", "INFLATE_AHEAD": "metadata.mdt.hfile_blocks", "PREFETCH_GROUP": "metadata.mdt.hfile_blocks", "PREFETCH_GROUPS": "metadata.mdt.hfile_blocks", "COVERINGS_KEPT": "metadata.mdt.hfile_blocks", "NATIVE_INFLATE_FROM": "metadata.mdt.hfile_blocks", "ReadAt": "metadata.mdt.hfile_blocks", "prefix_successor": "metadata.mdt.hfile_index", "MAX_TAGS_KEY": "metadata.mdt.hfile_index", "KEY_VALUE_VERSION_KEY": "metadata.mdt.hfile_index"}
+_MOVED = {"gunzip_at_most": "metadata.mdt.hfile_blocks", "MAX_BLOCK_BYTES": "metadata.mdt.hfile_blocks", "INFLATE_GROUP": "metadata.mdt.hfile_blocks", "INFLATE_AHEAD": "metadata.mdt.hfile_blocks", "PREFETCH_GROUP": "metadata.mdt.hfile_blocks", "PREFETCH_GROUPS": "metadata.mdt.hfile_blocks", "COVERINGS_KEPT": "metadata.mdt.hfile_blocks", "NATIVE_INFLATE_FROM": "metadata.mdt.hfile_blocks", "prefix_successor": "metadata.mdt.hfile_index", "MAX_TAGS_KEY": "metadata.mdt.hfile_index", "KEY_VALUE_VERSION_KEY": "metadata.mdt.hfile_index"}
 
 
 def __getattr__(name: str) -> Any:

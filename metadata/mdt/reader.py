@@ -385,7 +385,7 @@ class MetadataTableReader:
 
 
 # Names this module offered before it was split, for one release.
-_MOVED = {"KeyQuery": "metadata.mdt.key_query", "RawCells": "metadata.mdt.key_query", "FEW_KEYS": "metadata.mdt.key_query", "BUILT_THROUGH": "metadata.mdt.synced_instants", "PENDING_AT_BUILD": "metadata.mdt.synced_instants", "BuildCoverage": "metadata.mdt.synced_instants", "build_coverage": "metadata.mdt.synced_instants"}
+_MOVED = {"FEW_KEYS": "metadata.mdt.key_query", "BUILT_THROUGH": "metadata.mdt.synced_instants", "PENDING_AT_BUILD": "metadata.mdt.synced_instants", "BuildCoverage": "metadata.mdt.synced_instants", "build_coverage": "metadata.mdt.synced_instants"}
 
 
 def __getattr__(name: str) -> Any:
