@@ -18,8 +18,9 @@ from typing import Any
 from bench.common import finish, measured, progress
 from metadata.mdt import keys
 from metadata.mdt.hfile_reader import HFileReader
+from metadata.mdt.record_builders import column_stats_record
 from metadata.mdt.record_encoding import encode_record
-from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, column_stats_record
+from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON
 from metadata.mdt.write.hfile_writer import HFileWriter
 from metadata.storage.storage import Storage
 

@@ -53,7 +53,7 @@ from metadata.formats.stats_table import FILE_NAME, max_field, min_field, null_c
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.keys import bloom_filter_key
-from metadata.mdt.record_schema import bloom_filter_record
+from metadata.mdt.record_builders import bloom_filter_record
 from metadata.mdt.write.partitions import bloom_filters as bloom_filters_writer
 from metadata.mdt.write.partitions import expression_index as expression_index_writer
 from metadata.mdt.write.writer import MetadataTableWriter

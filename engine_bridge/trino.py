@@ -24,7 +24,7 @@ from expressions import Dialect, ExpressionError, SqlSyntaxError
 from listers import DirectoryLister, incremental, plan
 from metadata import FileSlice, HudiTable
 from metadata.errors import HudiBridgeError, HudiError
-from metadata.storage.storage import hadoop_uri, join
+from metadata.storage.paths import hadoop_uri, join
 
 PATH_COLUMN = "$path"
 

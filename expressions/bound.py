@@ -16,21 +16,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from expressions.binding import Schema, bind
-from expressions.tree import (
-    And,
-    Comparison,
-    Expr,
-    In,
-    IsNotNull,
-    IsNull,
-    Or,
-    StartsWith,
-    Unknown,
-    and_,
-    or_,
-    references,
-    values_required,
-)
+from expressions.tree import And, Comparison, Expr, In, IsNotNull, IsNull, Or, StartsWith, Unknown, and_, or_
+from expressions.visitors import references, values_required
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ import pyarrow.compute as pc
 from expressions.binding import bind
 from expressions.bound import BoundPredicate
 from expressions.eval_rows import RowEvaluator
-from expressions.tree import AlwaysTrue, And, Comparison, Expr, In, Literal, Op, Or, Ref, and_, or_, visit
+from expressions.tree import AlwaysTrue, And, Comparison, Expr, In, Literal, Op, Or, Ref, and_, or_
+from expressions.visitors import visit
 from metadata.table.partition_path import parse_partition_values
 from metadata.util import arrow_values
 

@@ -17,7 +17,8 @@ from expressions.binding import bind
 from expressions.dialect import Dialect, NanSemantics, nan_semantics
 from expressions.errors import ExpressionError
 from expressions.functions import apply_all, result_type
-from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, Ref, StartsWith, Unknown, Visitor, visit
+from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, Ref, StartsWith, Unknown
+from expressions.visitors import Visitor, visit
 from metadata.util import arrow_values
 
 _COMPARE = {Op.EQ: pc.equal, Op.NE: pc.not_equal, Op.LT: pc.less, Op.LE: pc.less_equal, Op.GT: pc.greater, Op.GE: pc.greater_equal}

@@ -24,7 +24,8 @@ from expressions.bound import BoundPredicate
 from expressions.dialect import NanSemantics, nan_semantics
 from expressions.eval_rows import is_nan_literal
 from expressions.functions import Function, all_total, all_total_within_image, image_all, image_all_arrays, result_type
-from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, Ref, StartsWith, Unknown, Visitor, visit
+from expressions.tree import Comparison, Expr, In, IsNotNull, IsNull, Op, Ref, StartsWith, Unknown
+from expressions.visitors import Visitor, visit
 from metadata.formats.stats_table import (
     FILE_NAME,
     VALUE_COUNT,

@@ -35,7 +35,7 @@ def to_sql(expr: Expr, dialect: Dialect | str = Dialect.SPARK) -> str:
     plain = print_plain(expr)
     if plain is not None:
         return plain
-    from expressions.sql_glot import to_sql as print_sql
+    from expressions.sql_print import to_sql as print_sql
 
     return print_sql(expr, dialect)
 

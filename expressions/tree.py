@@ -1,4 +1,4 @@
-"""The HudiExpression tree: immutable nodes, exact negation, visitors.
+"""The HudiExpression tree: immutable nodes and exact negation (visitors: `expressions.visitors`).
 
 Leaves compare one column reference with typed literals. Anything the
 evaluators cannot reason about is an explicit `Unknown` node: it never
@@ -16,11 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from expressions.dialect import Dialect
 from expressions.functions.base import Function
 from expressions.functions.base import to_sql as function_sql
+
+if TYPE_CHECKING:
+    from expressions.visitors import Visitor
 
 T = TypeVar("T")
 
@@ -322,90 +325,11 @@ def push_not_down(expr: Expr) -> Expr:
     return expr
 
 
-def references(expr: Expr) -> list[Ref]:
-    """Every column reference, in order of appearance."""
-    found: list[Ref] = []
-
-    def walk(node: Expr) -> None:
-        if isinstance(node, (And, Or)):
-            walk(node.left)
-            walk(node.right)
-        elif isinstance(node, Not):
-            walk(node.child)
-        elif isinstance(node, Unknown):
-            found.extend(node.refs)
-        elif hasattr(node, "ref"):
-            found.append(node.ref)
-
-    walk(expr)
-    return found
+# Names this module offered before it was split, for one release.
+_MOVED = {"Visitor": "expressions.visitors", "visit": "expressions.visitors", "values_required": "expressions.visitors", "references": "expressions.visitors", "conjuncts": "expressions.visitors"}
 
 
-def conjuncts(expr: Expr) -> list[Expr]:
-    if isinstance(expr, And):
-        return conjuncts(expr.left) + conjuncts(expr.right)
-    return [expr]
+def __getattr__(name: str) -> Any:
+    from metadata._moved import moved_attribute  # only when an old name is asked for: expressions loads without metadata
 
-
-class Visitor(Generic[T]):
-    """Bottom-up visitor over a NOT-free tree (pyiceberg's BooleanExpressionVisitor shape)."""
-
-    def always_true(self) -> T:
-        raise NotImplementedError
-
-    def always_false(self) -> T:
-        raise NotImplementedError
-
-    def and_(self, left: T, right: T) -> T:
-        raise NotImplementedError
-
-    def or_(self, left: T, right: T) -> T:
-        raise NotImplementedError
-
-    def comparison(self, node: Comparison) -> T:
-        raise NotImplementedError
-
-    def in_(self, node: In) -> T:
-        raise NotImplementedError
-
-    def is_null(self, node: IsNull) -> T:
-        raise NotImplementedError
-
-    def is_not_null(self, node: IsNotNull) -> T:
-        raise NotImplementedError
-
-    def starts_with(self, node: StartsWith) -> T:
-        raise NotImplementedError
-
-    def unknown(self, node: Unknown) -> T:
-        raise NotImplementedError
-
-
-def visit(expr: Expr, visitor: Visitor[T]) -> T:
-    return push_not_down(expr).accept(visitor)
-
-
-def values_required(expr: Expr, column: str) -> list[Any] | None:
-    """The values `column` must take for `expr` to hold (`= v`, `IN (...)`,
-    through AND and OR), or None when the predicate allows any value. An
-    index lookup of these values finds every matching row."""
-    node = push_not_down(expr)
-    if isinstance(node, Comparison):
-        if node.ref.path == (column,) and not node.ref.functions and node.op in (Op.EQ, Op.NULL_SAFE_EQ) and not node.literal.is_null:
-            return [node.literal.value]
-        return None
-    if isinstance(node, In):
-        if node.ref.path == (column,) and not node.ref.functions and not node.negated:
-            return [lit.value for lit in node.literals if not lit.is_null]
-        return None
-    if isinstance(node, AlwaysFalse):
-        return []
-    if isinstance(node, And):
-        left, right = values_required(node.left, column), values_required(node.right, column)
-        if left is None or right is None:
-            return right if left is None else left
-        return [v for v in left if v in right]
-    if isinstance(node, Or):
-        left, right = values_required(node.left, column), values_required(node.right, column)
-        return None if left is None or right is None else left + [v for v in right if v not in left]
-    return None
+    return moved_attribute(__name__, name, _MOVED)

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 
 from metadata import HudiTable
-from metadata.storage.storage import hadoop_uri, join
+from metadata.storage.paths import hadoop_uri, join
 from metadata.table.partition_path import HIVE_DEFAULT_PARTITION, format_partition_path, parse_partition_values
 from metadata.timeline.instant import Action
 from metadata.util.text_enum import TextEnum

@@ -38,7 +38,7 @@ from metadata import FileSlice, HudiError, HudiFormatError
 from metadata.errors import NoSchemaError
 from metadata.formats.avro_schema import META_FIELDS, avro_to_arrow_schema
 from metadata.mdt.stats_cache import PersistentStatsCache
-from metadata.storage.storage import RequestCounts, describe_requests
+from metadata.storage.calls import RequestCounts, describe_requests
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

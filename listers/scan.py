@@ -25,7 +25,8 @@ from typing import Any
 import pyarrow as pa
 
 from expressions import Dialect, Expr, evaluate_rows, parse_sql
-from expressions.tree import and_, references
+from expressions.tree import and_
+from expressions.visitors import references
 from listers.directory_lister import DirectoryLister
 from listers.incremental import incremental
 from listers.planner import plan

@@ -2,7 +2,9 @@
 (`util/`, `storage/`, `formats/`, `timeline/`, `table/`): each still
 imports, as the module it became, with a DeprecationWarning naming the new
 path. They go in the release after next; `metadata.storage`,
-`metadata.timeline` and `metadata.table` stay, as the packages' own names."""
+`metadata.timeline` and `metadata.table` stay, as the packages' own names.
+Names a long module handed to a new one when it was split stay importable
+from the old module the same way (`moved_attribute`)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ import importlib.machinery
 import importlib.util
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import ModuleType
+from typing import Any
 
 MOVED = {
     "metadata.arrow_values": "metadata.util.arrow_values",
@@ -68,3 +71,13 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def install() -> None:
     if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
         sys.meta_path.append(_MovedModules())
+
+
+def moved_attribute(module: str, name: str, moved: Mapping[str, str]) -> Any:
+    """For a module's `__getattr__`: a name it offered before a split, from the module it moved to, with a
+    DeprecationWarning (AttributeError for any other name)."""
+    target = moved.get(name)
+    if target is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warnings.warn(f"{module}.{name} is now {target}.{name}; the old path goes in the release after next", DeprecationWarning, stacklevel=3)
+    return getattr(importlib.import_module(target), name)

@@ -17,7 +17,7 @@ from metadata.errors import HudiFormatError
 from metadata.formats.bloom_filter import BloomFilterType, SerializedBloomFilter, build_bloom_filter, footer_filter_text
 from metadata.mdt.bloom_filters import bloom_filter_key, bloom_filters_of, stored_bloom_filters
 from metadata.mdt.file_groups import MdtPartition
-from metadata.mdt.reader import KeyQuery
+from metadata.mdt.key_query import KeyQuery
 from metadata.mdt.validate import validate_metadata
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder

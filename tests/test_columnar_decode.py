@@ -17,15 +17,18 @@ from hypothesis import strategies as st
 
 from metadata import HudiTable
 from metadata.formats.stats_table import max_field, min_field
-from metadata.mdt.columnar import GROUP_RECORDS, LOCKSTEP_ENTRIES, Decoded, Unsupported, decode_many
+from metadata.mdt.columnar import GROUP_RECORDS, LOCKSTEP_ENTRIES, decode_many
+from metadata.mdt.decoded import Decoded, Unsupported
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.files_columns import entries_of_sizes, live_entries
 from metadata.mdt.keys import ID_LENGTH, column_stats_key
+from metadata.mdt.record_builders import files_record, range_record
 from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_gather import Spans
-from metadata.mdt.record_schema import files_record, range_record, record_schema_json
+from metadata.mdt.record_schema import record_schema_json
 from metadata.mdt.records import decode_record, live_files, live_sizes, parse_schema_cached
-from metadata.mdt.stats_columns import FlatStats, _records_by_column, in_file_order, pivot
+from metadata.mdt.stats_columns import FlatStats, _records_by_column, in_file_order
+from metadata.mdt.stats_pivot import pivot
 from tests.conftest import requires_fixtures, table_path
 from tests.test_metadata_table import MDT_FIXTURES
 
@@ -264,7 +267,7 @@ def _file_tables_both_ways(path: str) -> int:
 
 
 def _reference_files(mdt: Any, partitions: list[str]) -> dict[str, Any]:
-    from metadata.mdt.reader import KeyQuery
+    from metadata.mdt.key_query import KeyQuery
     from metadata.table.partition_path import to_metadata_partition
 
     records = mdt.reader.read("files", KeyQuery(keys=[to_metadata_partition(p) for p in partitions]))

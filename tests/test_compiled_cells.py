@@ -22,14 +22,16 @@ from hypothesis import strategies as st
 from metadata import HudiTable
 from metadata.errors import HudiFormatError
 from metadata.mdt import columnar, hfile_cells
-from metadata.mdt.columnar import Decoded, Unsupported, decode_many, decode_spans, decode_spans_with_numpy
+from metadata.mdt.columnar import decode_many, decode_spans, decode_spans_with_numpy
+from metadata.mdt.decoded import Decoded, Unsupported
 from metadata.mdt.files_columns import entries_of_sizes, live_entries
 from metadata.mdt.hfile_cells import PADDING, walk_cells, walk_cells_in_python
 from metadata.mdt.hfile_format import block_checksums
-from metadata.mdt.reader import KeyQuery
+from metadata.mdt.key_query import KeyQuery
+from metadata.mdt.record_builders import files_record
 from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.record_program import NotCompiled, compile_schema
-from metadata.mdt.record_schema import files_record, record_schema_json
+from metadata.mdt.record_schema import record_schema_json
 from metadata.mdt.records import decode_record, live_files, parse_schema_cached
 from tests.conftest import requires_fixtures, table_path
 from tests.test_columnar_decode import files_records, stats_records

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 
 from metadata.errors import HudiFormatError
 from metadata.mdt import native
+from metadata.mdt.hfile_blocks import _stretches
 from metadata.mdt.hfile_cells import walk_cells
 from metadata.mdt.hfile_format import CHECKSUM_CRC32C, HEADER_SIZE, BlockHeader, block_checksums
-from metadata.mdt.hfile_reader import HFileReader, _stretches
+from metadata.mdt.hfile_reader import HFileReader
 from tests.conftest import requires_fixtures
 from tests.test_hfile_checksums import _cells, _write
 

@@ -32,7 +32,7 @@ from metadata.mdt import keys
 from metadata.mdt.bloom_filters import bloom_filters_of
 from metadata.mdt.expression_index import ExpressionIndexPartition, ExpressionIndexType, partition_stat_key
 from metadata.mdt.file_groups import MdtPartition
-from metadata.mdt.reader import KeyQuery
+from metadata.mdt.key_query import KeyQuery
 from metadata.mdt.validate import validate_metadata
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables import builder as sample_builder

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metadata.errors import HudiFormatError
-from metadata.mdt import hfile_reader
+from metadata.mdt import hfile_blocks, hfile_reader
 from metadata.mdt.hfile_cells import at_ascending, walk_cells
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.write.hfile_writer import HFileWriter
@@ -47,7 +47,7 @@ def test_columnar_scan_equals_per_cell_scan(rows: set[str], prefixes: list[str],
     wanted = [p.encode() for p in prefixes]
     with pytest.MonkeyPatch.context() as patch:
         if exact:  # the exact walk, as for files with tags or long MVCC versions
-            patch.setattr(hfile_reader, "walk_cells", lambda payload, tail: None)
+            patch.setattr(hfile_blocks, "walk_cells", lambda payload, tail: None)
         assert _columnar(reader, wanted, chunk_bytes) == list(reader.scan_prefixes(wanted))
         assert _columnar(reader, None, chunk_bytes) == cells
 
@@ -176,8 +176,8 @@ def test_a_prefetched_loose_scan_reads_what_a_plain_one_does(rows: set[str], fir
     rng = random.Random(seed)
     reader = _reader(sorted((r.encode(), rng.randbytes(rng.randint(0, 40))) for r in rows), block_size)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(hfile_reader, "INFLATE_GROUP", 3)  # many groups, even in small files
-        patch.setattr(hfile_reader, "PREFETCH_GROUP", 2)
+        patch.setattr(hfile_blocks, "INFLATE_GROUP", 3)  # many groups, even in small files
+        patch.setattr(hfile_blocks, "PREFETCH_GROUP", 2)
         scans = [[p.encode() for p in first], [p.encode() for p in second]]
         plain = [[(r, v) for chunk in reader.scan_chunks(s, 700, check=False) for r, v in zip(chunk.rows().to_pylist(), chunk.value_list())]
                  for s in scans]
@@ -193,8 +193,8 @@ def test_a_prefetched_loose_scan_reads_what_a_plain_one_does(rows: set[str], fir
 def test_prefetching_holds_no_more_than_its_cap() -> None:
     reader = _reader([(f"k{i:04d}".encode(), b"v" * 30) for i in range(2000)], 64)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(hfile_reader, "PREFETCH_GROUP", 1)
-        patch.setattr(hfile_reader, "PREFETCH_GROUPS", 5)
+        patch.setattr(hfile_blocks, "PREFETCH_GROUP", 1)
+        patch.setattr(hfile_blocks, "PREFETCH_GROUPS", 5)
         reader.prefetch_covering([b"k"])
         assert len(reader._ahead) == 5
         assert [r for chunk in reader.scan_chunks([b"k0"], check=False) for r in chunk.rows().to_pylist()][:2] == [b"k0000", b"k0001"]
@@ -206,7 +206,7 @@ def test_blocks_read_by_the_group_equal_blocks_read_one_by_one() -> None:
     reader = _reader(cells, 256)
     grouped = [(r, v) for chunk in reader.scan_chunks(None) for r, v in zip(chunk.rows().to_pylist(), chunk.value_list())]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(hfile_reader, "INFLATE_GROUP", 1)
+        patch.setattr(hfile_blocks, "INFLATE_GROUP", 1)
         one_by_one = [(r, v) for chunk in reader.scan_chunks(None) for r, v in zip(chunk.rows().to_pylist(), chunk.value_list())]
     assert grouped == one_by_one == cells
 
@@ -224,11 +224,11 @@ def test_a_group_of_blocks_in_two_stretches_is_read_with_a_read_each() -> None:
         return read(offset, length, what)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(hfile_reader, "INFLATE_GROUP", 10_000)  # every block in one group
+        patch.setattr(hfile_blocks, "INFLATE_GROUP", 10_000)  # every block in one group
         patch.setattr(reader, "_read", counted)
         loose = [r for chunk in reader.scan_chunks([b"a", b"c"], check=False) for r in chunk.rows().to_pylist()]
         assert reads.count("data blocks") == 2 and "DATABLK* block" not in reads  # no block read on its own
-        patch.setattr(hfile_reader, "INFLATE_GROUP", 1)
+        patch.setattr(hfile_blocks, "INFLATE_GROUP", 1)
         assert [r for chunk in reader.scan_chunks([b"a", b"c"], check=False) for r in chunk.rows().to_pylist()] == loose
     assert {row for row, _ in cells if row[:1] in (b"a", b"c")} <= set(loose)
     assert sum(r[:1] == b"b" for r in loose) < 100  # of the range between, only what the stretches' edge blocks hold

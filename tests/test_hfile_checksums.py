@@ -20,8 +20,9 @@ from metadata.mdt.hfile_format import (
     checksum_chunks,
 )
 from metadata.mdt.hfile_reader import HFileReader
+from metadata.mdt.record_builders import files_record
 from metadata.mdt.record_encoding import encode_record
-from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, files_record
+from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON
 from metadata.mdt.records import decode_record
 from metadata.mdt.write.hfile_writer import HFileWriter
 from metadata.storage.storage import Storage

@@ -41,7 +41,7 @@ def test_an_avro_instant_that_inflates_past_its_cap_is_refused_before_it_is_infl
 def test_a_gzip_block_is_inflated_at_most_to_its_limit() -> None:
     import gzip
 
-    from metadata.mdt.hfile_reader import gunzip_at_most
+    from metadata.mdt.hfile_blocks import gunzip_at_most
 
     bomb = gzip.compress(b"\0" * 50_000_000) + gzip.compress(b"x")  # two members: the fallback path
     assert len(gunzip_at_most(bomb, 1001)) == 1001

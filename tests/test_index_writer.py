@@ -28,7 +28,7 @@ from metadata.mdt.file_groups import (
 )
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.indexes import file_group_of
-from metadata.mdt.reader import KeyQuery
+from metadata.mdt.key_query import KeyQuery
 from metadata.mdt.stats_engine import LocalStatsEngine
 from metadata.mdt.validate import validate_metadata
 from metadata.mdt.write.cell_spill import CellSpill

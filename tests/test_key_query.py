@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metadata.mdt.key_query import FEW_KEYS, KeyQuery, RawCells
 from metadata.mdt.metadata_table import MetadataTable
-from metadata.mdt.reader import FEW_KEYS, KeyQuery, RawCells
 from tests.conftest import requires_fixtures, table_path
 from tests.test_metadata_table import MDT_FIXTURES
 

@@ -24,9 +24,10 @@ from metadata.formats.log_format import (
 )
 from metadata.mdt import keys
 from metadata.mdt.hfile_reader import HFileReader
-from metadata.mdt.reader import KeyQuery
+from metadata.mdt.key_query import KeyQuery
+from metadata.mdt.record_builders import column_stats_record, files_record
 from metadata.mdt.record_encoding import encode_record
-from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, column_stats_record, files_record
+from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON
 from metadata.mdt.records import decode_record
 from metadata.mdt.write.hfile_writer import HFileWriter, write_hfile
 from tests.conftest import requires_fixtures, table_path

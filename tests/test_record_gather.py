@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metadata.mdt import native, record_gather
-from metadata.mdt.columnar import Decoded
+from metadata.mdt.decoded import Decoded
 from metadata.mdt.hfile_cells import PADDING
 from metadata.mdt.record_gather import Field, PathField, RowText, Spans, Taken, gather, reference
 

@@ -13,7 +13,7 @@ from listers import plan
 from metadata import HudiTable, MetadataTable
 from metadata.errors import IndexWriteError
 from metadata.mdt.indexes import escape_secondary_key, file_group_of, record_locations, secondary_indexes
-from metadata.mdt.reader import KeyQuery
+from metadata.mdt.key_query import KeyQuery
 from metadata.table.record_key import record_key_text
 from tests.conftest import fixture_ids, requires_fixtures
 from tests.test_listers import rows_of
@@ -145,7 +145,7 @@ def test_exact_keys_are_read_from_the_file_group_hudi_routed_them_to(fixture_tab
     a key lookup reads that one group of the record index (of 10) and finds
     what reading every group finds; a secondary index (keyed by value) is read whole."""
     from metadata.mdt.file_groups import file_group_index
-    from metadata.mdt.reader import KeyQuery
+    from metadata.mdt.key_query import KeyQuery
 
     mdt = MetadataTable.open(HudiTable.open(fixture_table))
     reader = mdt.reader
@@ -246,8 +246,8 @@ def test_a_partitioned_record_index_keeps_every_partitions_entry_of_a_key(tmp_pa
     import pyarrow as pa
 
     from metadata.mdt.file_groups import MdtPartition
+    from metadata.mdt.record_builders import record_index_record
     from metadata.mdt.record_encoding import encode_record
-    from metadata.mdt.record_schema import record_index_record
     from metadata.mdt.write.writer import MetadataTableWriter
     from metadata.sample_tables.builder import TableBuilder
 

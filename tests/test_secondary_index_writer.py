@@ -18,7 +18,7 @@ from metadata import HudiTable
 from metadata.errors import IndexWriteError
 from metadata.mdt.file_groups import MdtPartition, SecondaryIndexPartition
 from metadata.mdt.indexes import split_secondary_key
-from metadata.mdt.reader import KeyQuery
+from metadata.mdt.key_query import KeyQuery
 from metadata.mdt.validate import validate_metadata
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.builder import TableBuilder

@@ -60,9 +60,14 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     trips = str(root / "trips")
     build_sample_table(trips, "MERGE_ON_READ", 8)
     MetadataTableWriter(trips).build()
-    found = {"trips": trips}
+    return {"trips": trips, **fixture_tables(root)}
+
+
+def fixture_tables(root: Path) -> dict[str, str]:
+    """name -> path of every fixture table, unpacked below `root`."""
     import zipfile
 
+    found = {}
     for archive in FIXTURE_ZIPS:
         with zipfile.ZipFile(archive) as zf:
             zf.extractall(root / archive.stem, [m for m in zf.namelist() if not m.startswith("__MACOSX")])

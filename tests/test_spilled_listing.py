@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from metadata.storage.listing import StorageListing
+from metadata.storage.paths import StoredFile
 from metadata.storage.spilled_listing import SpilledListing
-from metadata.storage.storage import Storage, StoredFile
+from metadata.storage.storage import Storage
 from tests.conftest import fixture_ids
 
 

@@ -20,9 +20,9 @@ import pytest
 
 from expressions import And, Comparison, Dialect, In, IsNotNull, IsNull, Literal, Not, Op, Or, Ref, SqlSyntaxError, parse_sql, to_sql
 from expressions.sql_glot import parse_with_sqlglot
-from expressions.sql_glot import to_sql as to_sql_with_sqlglot
 from expressions.sql_keywords import SQL_KEYWORDS
 from expressions.sql_plain import parse_plain, print_plain
+from expressions.sql_print import to_sql as to_sql_with_sqlglot
 from expressions.tree import AlwaysFalse, AlwaysTrue, Expr, and_
 from metadata.sample_tables.builder import TableBuilder
 

@@ -16,8 +16,9 @@ import fastavro
 import pyarrow as pa
 
 from metadata.mdt.file_stats import ColumnRange
+from metadata.mdt.record_builders import files_record, range_record
 from metadata.mdt.record_encoding import encode_record
-from metadata.mdt.record_schema import LEGACY_METADATA_RECORD_SCHEMA_JSON, METADATA_RECORD_SCHEMA_JSON, files_record, range_record
+from metadata.mdt.record_schema import LEGACY_METADATA_RECORD_SCHEMA_JSON, METADATA_RECORD_SCHEMA_JSON
 from metadata.mdt.records import parse_schema_cached
 from metadata.mdt.stats_encoding import encode_stats_record
 

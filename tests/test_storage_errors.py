@@ -15,7 +15,7 @@ from engine_bridge.cli import main
 from metadata import HudiError, HudiTable
 from metadata.errors import StorageError, StoredFileNotFound
 from metadata.sample_tables.builder import TableBuilder
-from metadata.storage.storage import DEFAULT_TIMEOUT_SECONDS, set_default_timeout
+from metadata.storage.calls import DEFAULT_TIMEOUT_SECONDS, set_default_timeout
 from tests.test_listers import CountingHandler
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-import zipfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,8 +18,7 @@ from listers.service_client import ServiceClient
 from metadata import FileSlice
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.sample import build_sample_table
-from tests.conftest import FIXTURE_ZIPS, table_path
-from tests.test_service import TRIPS_PREDICATES, _predicates, call, serving
+from tests.test_service import TRIPS_PREDICATES, _predicates, call, fixture_tables, serving
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +27,7 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     trips = str(root / "trips")
     build_sample_table(trips, "MERGE_ON_READ", 8)
     MetadataTableWriter(trips).build(["files", "column_stats", "partition_stats", "record_index"])
-    found = {"trips": trips}
-    for archive in FIXTURE_ZIPS:
-        with zipfile.ZipFile(archive) as zf:
-            zf.extractall(root / archive.stem, [m for m in zf.namelist() if not m.startswith("__MACOSX")])
-        found[archive.stem] = table_path(root, archive.stem)
-    return found
+    return {"trips": trips, **fixture_tables(root)}
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from engine_bridge.cli import main
 from engine_bridge.trino import RewriteError, candidate_query, run_query
 from listers import plan
-from metadata.storage.storage import join
+from metadata.storage.paths import join
 from tests.http_services import asgi_server
 from tests.trino_services import build_trips
 

@@ -10,8 +10,8 @@ from typing import Any
 import click
 
 from engine_bridge.cli.output import key_values
+from metadata.storage.calls import DEFAULT_TIMEOUT_SECONDS, set_default_timeout
 from metadata.storage.options import set_default_storage_options
-from metadata.storage.storage import DEFAULT_TIMEOUT_SECONDS, set_default_timeout
 
 # Command -> the module of engine_bridge.cli that defines it, imported only when the command is named
 # (a cold `table show` does not load Spark's, Hive's or Trino's clients).

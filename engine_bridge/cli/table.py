@@ -12,7 +12,7 @@ from engine_bridge.cli.app import main
 from engine_bridge.cli.output import Output, command_output, console, print_lines, print_table, slice_rows, strict_requested
 from metadata import HudiTable
 from metadata.errors import HudiError, MetadataTableUnavailable
-from metadata.storage.storage import describe_requests
+from metadata.storage.calls import describe_requests
 from metadata.table.table_summary import table_summary, timeline_rows
 
 AS_OF_HELP = "Instant time (requested time) of the view."

@@ -37,7 +37,8 @@ from expressions import Expr, ExpressionError, parse_hive_filter, parse_search_a
 from listers import DirectoryLister, plan
 from metadata import FileSlice, HudiTable
 from metadata.errors import HudiError
-from metadata.storage.storage import Storage, hadoop_local_path, join
+from metadata.storage.paths import hadoop_local_path, join
+from metadata.storage.storage import Storage
 from metadata.table.fs_view import FileSystemView
 from metadata.timeline.instant import Action, Instant, check_begin_instant, check_instant_time
 

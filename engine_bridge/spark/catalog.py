@@ -14,7 +14,7 @@ from typing import Any
 from engine_bridge.spark.options import PATH, QUERY_TYPE, QueryType
 from engine_bridge.spark.register import source_name
 from metadata.errors import HudiBridgeError
-from metadata.storage.storage import hadoop_local_path
+from metadata.storage.paths import hadoop_local_path
 
 RO_TABLE = "hoodie.query.as.ro.table"
 

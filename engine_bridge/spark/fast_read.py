@@ -33,7 +33,7 @@ from expressions import Expr, ExpressionError, parse_sql
 from metadata import HudiTable
 from metadata.formats.avro_schema import avro_to_arrow_schema
 from metadata.mdt.file_groups import MdtPartition
-from metadata.storage.storage import join
+from metadata.storage.paths import join
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ SPLIT_BYTES = "hoodie.bridge.split.bytes"
 # A `hudi-bridge serve` URL: the driver asks it for the plan (the path is then the table's name there); executors read the files.
 SERVICE = "hoodie.bridge.service"
 # How to reach an object store: `hoodie.bridge.storage.<storage option>` (any
-# name metadata.storage_options knows, e.g. AWS_ENDPOINT_URL), and Hadoop's
+# name metadata.storage.options knows, e.g. AWS_ENDPOINT_URL), and Hadoop's
 # `fs.s3a.*` as a Spark conf hands them over. The planner and every executor
 # open the table with them, through pyarrow: no hadoop-aws jar is needed.
 STORAGE_PREFIX = "hoodie.bridge.storage."

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from engine_bridge.spark.options import OPEN_COST_BYTES, QueryType, ReadOptions
 from expressions import Expr, evaluate_rows, may_match, parse_sql, to_sql
-from expressions.tree import references
+from expressions.visitors import references
 from listers import DirectoryLister, incremental, plan
 from listers.index_support import CandidatesRunner, KeyLookup
 from metadata import FileSlice, HudiTable

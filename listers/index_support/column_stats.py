@@ -23,7 +23,8 @@ from metadata import FileSlice, MetadataTableUnavailable
 from metadata.errors import HudiFormatError
 from metadata.formats.stats_table import FILE_NAME, NUL, PARTITION, ListedFiles, listed_may_match, listed_rows_of, min_field, stats_rows_of
 from metadata.mdt.file_groups import MdtPartition
-from metadata.mdt.stats_columns import FlatStats, pivot
+from metadata.mdt.stats_columns import FlatStats
+from metadata.mdt.stats_pivot import pivot
 from metadata.table.file_naming import file_id_of, file_ids_of
 from metadata.util import arrow_values
 from metadata.util.arrow_values import to_numpy

@@ -26,7 +26,7 @@ import pyarrow as pa
 from expressions import BoundPredicate
 from expressions.functions import SessionZone
 from expressions.index_expressions import implied_on_index, index_ref
-from expressions.tree import references
+from expressions.visitors import references
 from listers.index_support.base import FileIndexSupport, FileListing, Groups, PlanContext
 from listers.index_support.column_stats import ColumnStats
 from listers.index_support.keys import index_texts

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from metadata.concurrency.options import WriterOptions
-from metadata.storage.storage import Storage, join
+from metadata.storage.paths import join
+from metadata.storage.storage import Storage
 from metadata.table.stored_table import TableParts
 from metadata.timeline.instant import Instant, State
 

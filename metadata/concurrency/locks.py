@@ -31,7 +31,8 @@ from typing import Any, Protocol
 
 from metadata.concurrency.options import WriterOptions
 from metadata.errors import HudiLockError
-from metadata.storage.storage import Storage, join
+from metadata.storage.paths import join
+from metadata.storage.storage import Storage
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,12 @@ import pyarrow.parquet as pq
 from metadata.errors import HudiFormatError
 from metadata.formats.bloom_filter import BloomFilter, SerializedBloomFilter, footer_filter_text
 from metadata.mdt.file_groups import MdtPartition
+from metadata.mdt.key_query import KeyQuery
 from metadata.mdt.keys import bloom_filter_key
 from metadata.mdt.metadata_table import MetadataTable
-from metadata.mdt.reader import KeyQuery
-from metadata.mdt.record_schema import bloom_filter_record, removed_bloom_filter_records
-from metadata.storage.storage import Storage, join
+from metadata.mdt.record_builders import bloom_filter_record, removed_bloom_filter_records
+from metadata.storage.paths import join
+from metadata.storage.storage import Storage
 from metadata.table.file_naming import is_log_file_name
 from metadata.util.read_ahead import threaded_map
 

@@ -15,7 +15,7 @@ more entries than LOCKSTEP_ENTRIES are left to the reference decoder
 (Unsupported), as one long map is what fastavro decodes fastest.
 
 Where the compiled helpers were built (`native`), `decode_spans` decodes a
-record at a time in C instead, into the same paths (`record_program`); it
+record at a time in C instead (`columnar_compiled`), into the same paths (`record_program`); it
 numbers entries record by record, and reads long maps itself. The numpy
 decoder stays the reference it is tested against.
 
@@ -26,20 +26,16 @@ a map's keys at `path + "{}.key"` and values below `path + "{}.value"`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from metadata.mdt.hfile_cells import PADDING, as_utf8, at_ascending, spans_to_binary
+from metadata.mdt.columnar_compiled import decode_compiled, program_of
+from metadata.mdt.decoded import Decoded, Unsupported
+from metadata.mdt.hfile_cells import PADDING
 from metadata.mdt.native import cells as _native
-from metadata.mdt.native import int64s, lets_gil_go
-from metadata.mdt.record_program import Kind, NotCompiled, RecordProgram, branch_name, compile_schema
-from metadata.util import arrow_values
-from metadata.util.arrow_memory import READ_POOL, steady_heap
+from metadata.mdt.record_program import branch_name
 
 IntArray = npt.NDArray[np.int64]
 LOCKSTEP_ENTRIES = 1024  # entries of one map above which fastavro decodes the records instead
@@ -49,98 +45,6 @@ LOCKSTEP_ENTRIES = 1024  # entries of one map above which fastavro decodes the r
 # keeps its pages, a million files' cold plan is 0.2 s faster at 65,536
 # (two runs each: 3.82 and 3.88 s at 8192, 3.59 and 3.68 s here).
 GROUP_RECORDS = 65536
-
-
-class Unsupported(Exception):
-    """A value shape the vectorised decoder leaves to the reference decoder."""
-
-
-@dataclass
-class Decoded:
-    """Per path: values for the rows in `present[path]`. Rows of top-level
-    fields are record indexes; rows below a map or array are entry rows."""
-
-    count: int
-    buffer: npt.NDArray[np.uint8]
-    present: dict[str, IntArray] = field(default_factory=dict)
-    ints: dict[str, IntArray] = field(default_factory=dict)
-    floats: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
-    bools: dict[str, npt.NDArray[np.bool_]] = field(default_factory=dict)
-    spans: dict[str, tuple[IntArray, IntArray]] = field(default_factory=dict)  # (start, length) into the buffer
-    entries: dict[str, int] = field(default_factory=dict)  # path + "{}" -> how many entry rows
-    owners: dict[str, IntArray] = field(default_factory=dict)  # path + "{}" -> the enclosing row of each entry
-
-    def size_of(self, path: str) -> int:
-        """How many rows the space a path belongs to has."""
-        space = path.rfind("{}")
-        return self.count if space < 0 else self.entries[path[: space + 2]]
-
-    def binary_array(self, path: str) -> pa.BinaryArray:
-        """The bytes of a path's spans, one per row of its space (null where absent)."""
-        if path not in self.spans:
-            return pa.nulls(self.size_of(path), pa.binary())
-        return self.scatter(path, self.present_bytes(path))
-
-    def present_bytes(self, path: str) -> pa.BinaryArray:
-        """The bytes of a path's spans, one per present row, in `present` order."""
-        starts, lengths = self.spans[path]
-        return spans_to_binary(self.buffer, starts, lengths)
-
-    def string_array(self, path: str) -> pa.StringArray:
-        """Like binary_array, as UTF-8 text (ArrowInvalid when it is not)."""
-        return as_utf8(self.binary_array(path))
-
-    def scatter(self, path: str, values: pa.Array) -> pa.Array:
-        """Values of a path's present rows spread over all rows of its space."""
-        size = self.size_of(path)
-        present = self.present[path]
-        if len(present) == size:
-            return values
-        where = np.full(size, -1, dtype=np.int64)
-        where[present] = np.arange(len(present))
-        return pc.take(values, arrow_values.from_numpy(where, valid=~(where < 0)), memory_pool=READ_POOL)
-
-    def strings(self, path: str) -> list[str | None]:
-        return self.string_array(path).to_pylist()
-
-    def locate(self, path: str, rows: IntArray) -> tuple[IntArray, npt.NDArray[np.bool_] | None]:
-        """Where each of `rows` (ascending) is among a path's present rows,
-        and which of them are present (None: all)."""
-        present = self.present[path]
-        if len(present) == self.size_of(path):  # every row: row i is the i-th
-            return rows, None
-        if not len(present):
-            return np.zeros(len(rows), dtype=np.int64), np.zeros(len(rows), dtype=np.bool_)
-        first, count = int(present[0]), len(present)
-        if int(present[-1]) - first + 1 == count:  # one unbroken range (a union branch of one column's records): no search
-            at = rows - first
-            inside = (at >= 0) & (at < count)
-            return (at, None) if inside.all() else (np.clip(at, 0, count - 1), inside)
-        at = np.minimum(np.searchsorted(present, rows), len(present) - 1)
-        return at, present[at] == rows
-
-    def values_at(self, path: str, rows: IntArray) -> pa.Array:
-        """A numeric or boolean path's values at `rows` (ascending; null where absent)."""
-        at, found = self.locate(path, rows)
-        for table in (self.ints, self.floats, self.bools):
-            if path in table:
-                values = table[path]
-                if not len(values):  # present in no row: all null
-                    return arrow_values.from_numpy(np.zeros(len(rows), dtype=values.dtype), valid=np.zeros(len(rows), dtype=np.bool_))
-                return arrow_values.from_numpy(values[at] if found is not None else at_ascending(values, at, own=True), valid=found)
-        raise KeyError(path)
-
-    def binary_at(self, path: str, rows: IntArray) -> pa.BinaryArray:
-        """A span path's bytes at `rows` (ascending; null where absent), copied once."""
-        if path not in self.spans:
-            return pa.nulls(len(rows), pa.binary())
-        at, found = self.locate(path, rows)
-        starts, lengths = self.spans[path]
-        if found is None or found.all():  # every row found: distinct ascending places
-            return spans_to_binary(self.buffer, at_ascending(starts, at), at_ascending(lengths, at))
-        values = spans_to_binary(self.buffer, starts[at[found]], lengths[at[found]])
-        where = np.cumsum(found) - 1
-        return pc.take(values, arrow_values.from_numpy(where, valid=found), memory_pool=READ_POOL)
 
 
 def _joined(parts: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:
@@ -353,9 +257,9 @@ def decode_spans(buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntAr
     if len(starts) and int((starts + lengths).max()) > len(buffer) - PADDING:
         raise ValueError("records run past their buffer")
     if _native is not None and len(starts):
-        program = _program_of(parsed_schema, read)
+        program = program_of(parsed_schema, read)
         if program is not None:
-            decoded = _decode_compiled(program, buffer, starts, lengths)
+            decoded = decode_compiled(program, buffer, starts, lengths)
             if decoded is not None:
                 return decoded
     return decode_spans_with_numpy(buffer, starts, lengths, parsed_schema)
@@ -364,55 +268,6 @@ def decode_spans(buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntAr
 def decode_spans_with_numpy(buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntArray, parsed_schema: Any) -> Decoded:
     """`decode_spans` a field at a time with numpy (the reference for the compiled decoder)."""
     return _Decoder(buffer, starts, lengths).run(parsed_schema)
-
-
-# (id of a parsed schema, paths read) -> (the schema, kept alive so that its id stays its own; its program)
-_PROGRAMS: dict[tuple[int, tuple[str, ...] | None], tuple[Any, RecordProgram | None]] = {}
-
-
-def _program_of(parsed_schema: Any, read: tuple[str, ...] | None) -> RecordProgram | None:
-    held = _PROGRAMS.get((id(parsed_schema), read))
-    if held is None or held[0] is not parsed_schema:
-        try:
-            program: RecordProgram | None = compile_schema(parsed_schema, read)
-        except NotCompiled:
-            program = None
-        held = _PROGRAMS[(id(parsed_schema), read)] = (parsed_schema, program)
-    return held[1]
-
-
-def _decode_compiled(program: RecordProgram, buffer: npt.NDArray[np.uint8], starts: IntArray, lengths: IntArray) -> Decoded | None:
-    """The compiled decoder's columns as `Decoded` (None: left to numpy)."""
-    assert _native is not None
-    steady_heap()  # the decoded columns come from the C heap: reused, not mapped and unmapped each time
-    # The GIL is let go off the main thread (a plan's run read ahead): the main thread evaluates meanwhile.
-    found = _native.decode_records(buffer, int64s(starts), int64s(lengths), program.nodes, program.kinds, program.names, lets_gil_go())
-    if found is None:
-        return None
-    columns, entries = found
-    out = Decoded(len(starts), buffer)
-    every = np.arange(len(starts), dtype=np.int64)  # the rows of a path every record has (most), shared
-    for path, kind, column, count in zip(program.paths, program.kinds.tolist(), columns, entries):
-        if kind == Kind.OWNER and count >= 0:
-            out.entries[path] = count
-        if column is None:  # no record has it, or it is not read
-            continue
-        if column[0] is not None:
-            out.present[path] = np.frombuffer(column[0], dtype=np.int64)
-        else:  # rows 0, 1, 2, ...: all records, or the first entries of a space
-            size = len(memoryview(column[1])) // 8
-            out.present[path] = every[:size] if size <= len(every) else np.arange(size, dtype=np.int64)
-        if kind == Kind.INTS:
-            out.ints[path] = np.frombuffer(column[1], dtype=np.int64)
-        elif kind == Kind.BOOLS:
-            out.bools[path] = np.frombuffer(column[1], dtype=np.int64) != 0
-        elif kind == Kind.FLOATS:
-            out.floats[path] = np.frombuffer(column[1], dtype=np.float64)
-        elif kind == Kind.SPAN:
-            out.spans[path] = (np.frombuffer(column[1], dtype=np.int64), np.frombuffer(column[2], dtype=np.int64))
-        else:
-            out.owners[path] = np.frombuffer(column[1], dtype=np.int64)
-    return out
 
 
 def decode_many(values: list[bytes], parsed_schema: Any) -> Decoded:

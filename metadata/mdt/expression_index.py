@@ -30,8 +30,9 @@ from metadata.formats.bloom_filter import DEFAULT_ENTRIES, DEFAULT_ERROR_RATE, B
 from metadata.formats.log_format import LogBlock
 from metadata.mdt import keys
 from metadata.mdt.file_stats import ColumnRange, file_values, table_ranges
-from metadata.mdt.record_schema import bloom_filter_record, range_record
-from metadata.storage.storage import Storage, join
+from metadata.mdt.record_builders import bloom_filter_record, range_record
+from metadata.storage.paths import join
+from metadata.storage.storage import Storage
 from metadata.util.read_ahead import AHEAD_PER_THREAD, read_ahead, threaded_map
 from metadata.util.text_enum import TextEnum
 

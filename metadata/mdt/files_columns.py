@@ -15,7 +15,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata.mdt.columnar import Decoded
+from metadata.mdt.decoded import Decoded
 from metadata.mdt.hfile_cells import as_utf8, spans_to_binary
 from metadata.mdt.records import TYPE_ALL_PARTITIONS, TYPE_FILES
 from metadata.storage.listing import file_table_of

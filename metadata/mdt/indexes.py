@@ -22,11 +22,12 @@ from typing import Any
 import pyarrow as pa
 
 from metadata.errors import HudiFormatError
-from metadata.mdt.columnar import Decoded, Unsupported, decode_spans
+from metadata.mdt.columnar import decode_spans
+from metadata.mdt.decoded import Decoded, Unsupported
 from metadata.mdt.file_groups import SECONDARY_INDEX_PREFIX, MdtPartition, SecondaryIndexPartition, secondary_key_separator
 from metadata.mdt.index_defs import INDEX_DEFS_KEY, index_definitions
+from metadata.mdt.key_query import KeyQuery
 from metadata.mdt.metadata_table import MetadataTable
-from metadata.mdt.reader import KeyQuery
 from metadata.mdt.records import EPOCH_DATE, decode_record, parse_schema_cached
 from metadata.util import arrow_values
 

@@ -15,7 +15,7 @@ from metadata.errors import HudiError, MetadataTableAbsent, MetadataTableBehind,
 from metadata.mdt.metadata_table import MetadataTable
 from metadata.mdt.stats_cache import with_state
 from metadata.storage.listing import FILE_TABLE_SCHEMA, FileListing, ListingSource, StorageListing, names_of
-from metadata.storage.storage import StoredFile, join
+from metadata.storage.paths import StoredFile, join
 from metadata.table.stored_table import StoredTable
 from metadata.util import arrow_values
 from metadata.util.arrow_memory import READ_POOL, empty_table

@@ -27,15 +27,18 @@ from metadata.formats.stats_table import (
     null_count_field,
 )
 from metadata.mdt import keys
-from metadata.mdt.columnar import Decoded, Unsupported, decode_spans
+from metadata.mdt.columnar import decode_spans
+from metadata.mdt.decoded import Decoded, Unsupported
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.files_columns import KEY, NAME, SIZE, entries_of_sizes, first_path_like, live_entries
 from metadata.mdt.hfile_cells import CellChunk
-from metadata.mdt.reader import KeyQuery, MetadataTableReader, RawCells
+from metadata.mdt.key_query import KeyQuery, RawCells
+from metadata.mdt.reader import MetadataTableReader
 from metadata.mdt.record_gather import Spans
 from metadata.mdt.records import ALL_PARTITIONS_KEY, MetadataRecord, decode_record, live_files, live_sizes, parse_schema_cached
 from metadata.mdt.stats_cache import PersistentStatsCache, StatsCache, with_state
-from metadata.mdt.stats_columns import FlatStats, in_file_order, pivot
+from metadata.mdt.stats_columns import FlatStats, in_file_order
+from metadata.mdt.stats_pivot import pivot
 from metadata.storage.listing import FILE_TABLE_SCHEMA, names_of
 from metadata.table.partition_path import check_partition_paths, from_metadata_partition, to_metadata_partition
 from metadata.table.stored_table import StoredTable, TableParts

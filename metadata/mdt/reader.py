@@ -14,14 +14,12 @@ from __future__ import annotations
 import logging
 import posixpath
 import threading
-from bisect import bisect_right
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
-import numpy as np
-import pyarrow.compute as pc
-
+from metadata._moved import moved_attribute
 from metadata.errors import (
     HudiError,
     HudiFormatError,
@@ -32,92 +30,21 @@ from metadata.errors import (
 )
 from metadata.formats.log_format import BlockType, LogBlock, decode_avro_records, decode_delete_keys, scan_log_blocks
 from metadata.mdt.file_groups import SECONDARY_INDEX_PREFIX, MdtPartition, file_group_indexes
-from metadata.mdt.hfile_cells import CellChunk
 from metadata.mdt.hfile_reader import HFileReader
 from metadata.mdt.index_defs import index_definitions, routes_by_secondary_key
+from metadata.mdt.key_query import KeyQuery, RawCells
 from metadata.mdt.records import MetadataRecord, decode_record, merge_records, record_from_dict
+from metadata.mdt.synced_instants import synced_data_instants, unsynced_data_instants, valid_mdt_instants
 from metadata.storage.listing import StorageListing
 from metadata.table.file_group import FileSlice
 from metadata.table.file_naming import LogFileName
 from metadata.table.fs_view import FileSystemView
 from metadata.table.stored_table import StoredTable, TableParts
 from metadata.timeline.instant import Action, Instant
-from metadata.util import arrow_values
-from metadata.util.arrow_values import to_numpy
 
 log = logging.getLogger(__name__)
 
 METADATA_FOLDER = ".hoodie/metadata"
-FEW_KEYS = 16  # exact-key reads up to this many look keys up one by one
-BUILT_THROUGH = "hudi-bridge.builtThrough"  # extraMetadata of an initialising deltacommit
-PENDING_AT_BUILD = "hudi-bridge.pendingAtBuild"
-# Data-table actions that change which files exist (and so the metadata table).
-_FILE_CHANGING = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLEAN, Action.ROLLBACK, Action.RESTORE})
-
-
-@dataclass
-class RawCells:
-    """Undecoded records of one base HFile that a query selects, read as
-    CellChunks when asked (keys in `dropped` left out), with the writer schema."""
-
-    reader: HFileReader
-    query: KeyQuery
-    schema_json: str
-    dropped: frozenset[str] = frozenset()
-
-    @property
-    def where(self) -> str:
-        return self.reader.path
-
-    def chunks(self, offsets: tuple[int, int] | None = None) -> Iterator[CellChunk]:
-        """The selected cells, in key order, a few MiB of blocks at a time
-        (only of the blocks starting in `offsets`, when given: a shard)."""
-        rows = None if self.query.keys is None else sorted(k.encode("utf-8") for k in self.query.keys)
-        exact = None if rows is None else arrow_values.binaries(rows)
-        dropped = arrow_values.binaries(sorted(k.encode("utf-8") for k in self.dropped)) if self.dropped else None
-        # exact keys are filtered below: the blocks that can hold them are read whole
-        scanned = self.reader.scan_chunks(self.query.scan_prefixes(), offsets=offsets, check=not self.query.loose) if rows is None \
-            else self.reader.scan_rows(rows)
-        for chunk in scanned:
-            if exact is not None or dropped is not None:
-                held = chunk.rows()
-                keep = np.ones(len(chunk), dtype=bool)
-                if exact is not None:
-                    keep &= to_numpy(pc.is_in(held, value_set=exact))
-                if dropped is not None:
-                    keep &= ~to_numpy(pc.is_in(held, value_set=dropped))
-                chunk = chunk.take(np.flatnonzero(keep))
-            if len(chunk):
-                yield chunk
-
-    def records_of(self, wanted: Iterable[str] | None = None) -> dict[str, MetadataRecord]:
-        """Decoded records of the wanted keys this file holds (all selected when None)."""
-        if wanted is None and self.query.keys is not None and len(self.query.keys) <= FEW_KEYS:
-            wanted = sorted(self.query.keys)  # a few seeks beat a columnar scan
-        if wanted is not None:
-            keys = [k for k in wanted if k not in self.dropped and self.query.matches(k)]
-            if len(keys) > FEW_KEYS:  # each block that can hold them read once, not a block per key
-                return replace(self, query=KeyQuery(keys=keys)).records_of()
-            found = {}
-            for key in keys:
-                value = self.reader.get(key.encode("utf-8"))
-                if value is not None:
-                    found[key] = decode_record(key, value, self.schema_json, self.where)
-            return found
-        records = {}
-        for chunk in self.chunks():
-            for key, value in zip(chunk.key_list(), chunk.value_list()):
-                records[key] = decode_record(key, value, self.schema_json, self.where)
-        return records
-
-    def value_of(self, key: str) -> bytes | None:
-        """The undecoded value of one selected key, if this file holds it."""
-        if key in self.dropped or not self.query.matches(key):
-            return None
-        return self.reader.get(key.encode("utf-8"))
-
-    def without(self, dropped: Iterable[str]) -> RawCells:
-        return replace(self, dropped=self.dropped | frozenset(dropped))
 
 
 def _apply_changes(current: MetadataRecord | None, changes: list[MetadataRecord | None]) -> MetadataRecord | None:
@@ -146,87 +73,6 @@ def _ends_secondary_key(prefix: str) -> bool:
     return backslashes % 2 == 0
 
 
-class KeyQuery:
-    """Which keys to read: all, exact keys, or key prefixes. A `loose` prefix
-    query's columnar scans also give the other cells of the blocks they read
-    (for a caller that keeps only the rows it wants, such as a stats pivot
-    keeping its listing's files); log-merged keys always match exactly."""
-
-    def __init__(self, keys: Iterable[str] | None = None, prefixes: Iterable[str] | None = None, loose: bool = False) -> None:
-        self.keys = None if keys is None else set(keys)
-        self.prefixes = None if prefixes is None else sorted(set(prefixes))
-        self.loose = loose
-
-    def scan_prefixes(self) -> list[bytes] | None:
-        """Row prefixes covering the query (None: every row); exact keys are
-        their own prefixes and need an exact check after. Made once: a
-        streamed plan asks for a run's twice (to read ahead, then to read)."""
-        return self._scan_prefixes
-
-    @cached_property
-    def _scan_prefixes(self) -> list[bytes] | None:
-        if self.keys is not None:
-            return sorted(k.encode("utf-8") for k in self.keys)
-        if self.prefixes is not None:
-            return [p.encode("utf-8") for p in self.prefixes]
-        return None
-
-    def scan(self, reader: HFileReader) -> Iterator[tuple[bytes, bytes]]:
-        if self.keys is not None:
-            wanted = {k.encode("utf-8") for k in self.keys}
-            for row, value in reader.scan_prefixes(sorted(wanted)):
-                if row in wanted:
-                    yield row, value
-        elif self.prefixes is not None:
-            yield from reader.scan_prefixes([p.encode("utf-8") for p in self.prefixes])
-        else:
-            yield from reader.iter_all()
-
-    def matches(self, key: str) -> bool:
-        if self.keys is not None:
-            return key in self.keys
-        if self.prefixes is not None:
-            covering = self._covering
-            at = bisect_right(covering, key) - 1  # no covering prefix starts another: only the nearest below can match
-            return at >= 0 and key.startswith(covering[at])
-        return True
-
-    @cached_property
-    def _covering(self) -> list[str]:
-        """The prefixes no shorter one covers, sorted."""
-        covering: list[str] = []
-        for prefix in self.prefixes or []:
-            if not covering or not prefix.startswith(covering[-1]):
-                covering.append(prefix)
-        return covering
-
-
-@dataclass(frozen=True)
-class BuildCoverage:
-    """The data instants a build of this project's writer took into its
-    snapshot: completed ones up to `built_through`, except those pending then."""
-
-    built_through: str = ""
-    pending: frozenset[str] = frozenset()
-
-    def covers(self, data_instant: str) -> bool:
-        return bool(self.built_through) and data_instant <= self.built_through and data_instant not in self.pending
-
-
-def build_coverage(mdt: StoredTable) -> BuildCoverage:
-    """From the newest initialising delta commit that recorded a build (each
-    build records the data timeline it saw, so the newest covers the most);
-    covering nothing when none did (Hudi's own MDTs). Newest first, stopping
-    at the first: on an object store each commit read is two requests."""
-    initialisations = [i for i in mdt.timeline.completed()
-                       if i.action is Action.DELTA_COMMIT and MetadataTableReader._is_initialisation(i.requested_time)]
-    for instant in sorted(initialisations, key=lambda i: i.requested_time, reverse=True):
-        extra = mdt.timeline.commit_metadata(instant).extra_metadata
-        if BUILT_THROUGH in extra:
-            return BuildCoverage(extra[BUILT_THROUGH], frozenset(p for p in extra.get(PENDING_AT_BUILD, "").split(",") if p))
-    return BuildCoverage()
-
-
 class MetadataTableReader:
     """Merged reads of one data table's metadata table."""
 
@@ -253,64 +99,20 @@ class MetadataTableReader:
         self._logs: dict[str, _LogContent] = {}
         self._inner: dict[tuple[str, int], HFileReader] = {}  # HFILE_DATA blocks, parsed once with their block cache
         self._v6_writers: dict[str, set[str]] | None = None
-        self._valid = self._valid_instants()
+        self._valid = valid_mdt_instants(self.data_table, self.mdt, self.latest_instant)
         self._synced: frozenset[str] | None = None
 
     # Which log blocks count -----------------------------------------------------------
-    def _valid_instants(self) -> set[str]:
-        data_completed = {i.requested_time for i in self.data_table.timeline.completed()}
-        data_all = {i.requested_time for i in self.data_table.timeline.instants}
-        data_first = self.data_table.timeline.first_active_time()
-        valid = set()
-        for instant in self.mdt.timeline.completed():
-            ts = instant.requested_time
-            if ts > self.latest_instant:
-                continue
-            if ts in data_completed:
-                valid.add(ts)
-            elif instant.action is not Action.DELTA_COMMIT or self._is_initialisation(ts):
-                valid.add(ts)  # MDT-only: compaction, clean, rollback, initialisation
-            elif ts not in data_all and data_first is not None and ts < data_first:
-                valid.add(ts)  # its data instant was archived, so it completed
-            else:
-                log.debug("MDT instant %s ignored: its data-table instant is not completed", ts)
-        return valid
-
-    @staticmethod
-    def _is_initialisation(ts: str) -> bool:
-        # v8+: 00000000000000000, ...001; v6: <instant> + 3-digit suffix (010 and up).
-        return ts.startswith("00000000000000") or len(ts) > 17
-
     def synced_data_instants(self) -> frozenset[str]:
         """Completed data-table instants whose changes the metadata table holds:
         those with their own delta commit, and those a build's snapshot took in."""
         if self._synced is None:
-            coverage = build_coverage(self.mdt)
-            self._synced = frozenset(i.requested_time for i in self.data_table.timeline.completed()
-                                     if i.requested_time in self._valid or coverage.covers(i.requested_time))
+            self._synced = synced_data_instants(self.data_table, self.mdt, self._valid)
         return self._synced
 
     def unsynced_data_instants(self) -> list[Instant]:
-        """Completed data instants newer than every one the metadata table
-        holds (by requested time, and by completion time where the timeline
-        has it): what a writer that does not keep the metadata table did.
-        Older ones without their own delta commit came before the table was
-        built and are part of its first snapshot."""
-        completed = [i for i in self.data_table.timeline.completed() if i.action in _FILE_CHANGING]
-        if not completed:
-            return []
-        newest_requested = max(completed, key=lambda i: i.requested_time)
-        newest_completed = max(completed, key=lambda i: i.completion_time or "")
-        if newest_requested.requested_time in self._valid and newest_completed.requested_time in self._valid:
-            return []  # the newest instants have delta commits of their own: nothing can be newer (no build record read)
-        synced = self.synced_data_instants()
-        held = [i for i in completed if i.requested_time in synced]
-        if not held:
-            return []
-        held_requested = max(i.requested_time for i in held)
-        held_completed = max((i.completion_time or "" for i in held), default="")
-        return [i for i in completed if i.requested_time not in synced
-                and (i.requested_time > held_requested or (i.completion_time or "") > held_completed > "")]
+        """Completed data instants newer than every one the metadata table holds (`synced_instants.unsynced_data_instants`)."""
+        return unsynced_data_instants(self.data_table, self._valid, self.synced_data_instants)
 
     def close(self) -> None:
         """Close the HFiles opened for reads; a later read opens them again."""
@@ -580,3 +382,11 @@ class MetadataTableReader:
                     yield key, record_from_dict(data, where)
         elif block.block_type is BlockType.CORRUPT:
             log.warning("%s: corrupt block at offset %d skipped", where, block.offset)
+
+
+# Names this module offered before it was split, for one release.
+_MOVED = {"FEW_KEYS": "metadata.mdt.key_query", "BUILT_THROUGH": "metadata.mdt.synced_instants", "PENDING_AT_BUILD": "metadata.mdt.synced_instants", "BuildCoverage": "metadata.mdt.synced_instants", "build_coverage": "metadata.mdt.synced_instants"}
+
+
+def __getattr__(name: str) -> Any:
+    return moved_attribute(__name__, name, _MOVED)

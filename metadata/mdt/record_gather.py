@@ -24,7 +24,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata.mdt.columnar import Decoded
+from metadata.mdt.decoded import Decoded
 from metadata.mdt.hfile_cells import as_utf8, at_ascending, spans_to_binary
 from metadata.mdt.native import cells as _native
 from metadata.mdt.native import int64s, lets_gil_go

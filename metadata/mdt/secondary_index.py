@@ -21,7 +21,7 @@ import pyarrow as pa
 from metadata.errors import IndexWriteError
 from metadata.mdt.file_groups import SecondaryIndexPartition
 from metadata.mdt.indexes import escape_secondary_key, index_text
-from metadata.mdt.record_schema import secondary_index_record
+from metadata.mdt.record_builders import secondary_index_record
 from metadata.table.file_group import FileSlice
 from metadata.table.hudi_table import HudiTable
 from metadata.table.record_key import RecordKeyError, RecordKeyRule

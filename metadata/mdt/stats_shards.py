@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from metadata.mdt import keys
+from metadata.mdt.key_query import KeyQuery
 from metadata.mdt.metadata_table import MetadataTable, fill_flat_stats
-from metadata.mdt.reader import KeyQuery
 from metadata.mdt.stats_columns import FlatStats, of_partitions
 from metadata.table.file_naming import file_id_of
 from metadata.util import arrow_values

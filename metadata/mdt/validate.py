@@ -18,15 +18,15 @@ from metadata.mdt.bloom_filters import footer_filters, stored_bloom_filters
 from metadata.mdt.expression_index import IndexExpressions
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.file_stats import ColumnRange
+from metadata.mdt.key_query import KeyQuery
 from metadata.mdt.listing import MetadataListing
 from metadata.mdt.metadata_table import MetadataTable
-from metadata.mdt.reader import KeyQuery
 from metadata.mdt.records import ColumnStats
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine, engine_ranges
 from metadata.mdt.validate_expressions import check_expression_indexes
 from metadata.mdt.validate_keys import check_key_indexes
 from metadata.storage.listing import StorageListing
-from metadata.storage.storage import StoredFile
+from metadata.storage.paths import StoredFile
 from metadata.table.file_naming import BaseFileName, LogFileName, classify, is_log_file_name
 from metadata.table.hudi_table import HudiTable
 from metadata.table.stored_table import StoredTable

@@ -21,7 +21,7 @@ from metadata.mdt.expression_index import ExpressionIndexType, IndexExpressions,
 from metadata.mdt.file_stats import ColumnRange, blocks_counting, leaf_type
 from metadata.mdt.index_defs import index_definitions
 from metadata.mdt.metadata_table import MetadataTable
-from metadata.storage.storage import join
+from metadata.storage.paths import join
 from metadata.table.hudi_table import HudiTable
 from metadata.table.slice_rows import table_read_schema
 

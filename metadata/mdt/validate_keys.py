@@ -20,8 +20,8 @@ import pyarrow as pa
 from metadata.errors import IndexWriteError
 from metadata.mdt.file_groups import MdtPartition, SecondaryIndexPartition
 from metadata.mdt.indexes import record_index_entries, record_index_is_global, record_locations, secondary_indexes, split_secondary_key
+from metadata.mdt.key_query import KeyQuery
 from metadata.mdt.metadata_table import MetadataTable
-from metadata.mdt.reader import KeyQuery
 from metadata.mdt.secondary_index import check_indexable, value_text
 from metadata.table.file_group import FileSlice
 from metadata.table.hudi_table import HudiTable

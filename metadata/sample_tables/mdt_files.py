@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from metadata.formats.log_format import BlockType, HeaderKey, LogBlock, encode_block
+from metadata.mdt.record_builders import files_record
 from metadata.mdt.record_encoding import encode_record
-from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON, files_record
+from metadata.mdt.record_schema import METADATA_RECORD_SCHEMA_JSON
 from metadata.mdt.records import ALL_PARTITIONS_KEY
 from metadata.mdt.write.hfile_writer import write_hfile
-from metadata.storage.storage import Storage, join
+from metadata.storage.paths import join
+from metadata.storage.storage import Storage
 from metadata.table.config import BaseFileFormat, TableConfig, TableType
 from metadata.table.partition_path import to_metadata_partition
 from metadata.timeline.instant_content import encode_avro_instant

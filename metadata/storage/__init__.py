@@ -8,25 +8,19 @@ object stores through `pyarrow.fs`), and what is said about it.
 - `listing`, `spilled_listing`: listing files, in memory or spilled to disk.
 """
 
-from metadata.storage.storage import (
-    DEFAULT_TIMEOUT_SECONDS,
-    LIST_PAGE,
-    OBJECT_STORES,
-    RETRY_ATTEMPTS,
-    RangedFile,
-    RequestCounts,
-    Storage,
-    StoredFile,
-    default_timeout,
-    describe_requests,
-    hadoop_local_path,
-    hadoop_uri,
-    join,
-    remote_filesystem,
-    retrying,
-    set_default_timeout,
-    unsafe_reason,
+from metadata.storage.calls import (
+           DEFAULT_TIMEOUT_SECONDS,
+           LIST_PAGE,
+           RETRY_ATTEMPTS,
+           RangedFile,
+           RequestCounts,
+           default_timeout,
+           describe_requests,
+           retrying,
+           set_default_timeout,
 )
+from metadata.storage.paths import StoredFile, hadoop_local_path, hadoop_uri, join, unsafe_reason
+from metadata.storage.storage import OBJECT_STORES, Storage, remote_filesystem
 
 __all__ = ["DEFAULT_TIMEOUT_SECONDS", "LIST_PAGE", "OBJECT_STORES", "RETRY_ATTEMPTS", "RangedFile", "RequestCounts", "Storage", "StoredFile",
            "default_timeout", "describe_requests", "hadoop_local_path", "hadoop_uri", "join", "remote_filesystem", "retrying",

@@ -16,7 +16,8 @@ import numpy as np
 import pyarrow as pa
 
 from metadata.errors import StoredFileNotFound
-from metadata.storage.storage import Storage, StoredFile, join
+from metadata.storage.paths import StoredFile, join
+from metadata.storage.storage import Storage
 from metadata.table.file_naming import PARTITION_METADATA_PREFIX
 from metadata.util import arrow_values
 from metadata.util.text_enum import TextEnum

@@ -12,7 +12,8 @@ import numpy as np
 import pyarrow as pa
 
 from metadata.storage.listing import StorageListing
-from metadata.storage.storage import Storage, StoredFile, join
+from metadata.storage.paths import StoredFile, join
+from metadata.storage.storage import Storage
 from metadata.util import arrow_values
 
 SPILL_BATCH_FILES = 8192  # names written (and read back) as one Arrow batch

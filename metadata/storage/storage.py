@@ -10,19 +10,14 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
-import random
 import re
 import shutil
 import stat
 import tempfile
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
-from typing import Any, BinaryIO, TypeVar, cast
-from urllib.parse import unquote
+from typing import BinaryIO, TypeVar, cast
 
 import pyarrow.fs as pafs
 
@@ -34,61 +29,15 @@ from metadata.errors import (
     TransientStorageError,
     UnsafePathError,
 )
+from metadata.storage.calls import LIST_PAGE, REQUEST_KIND, RangedFile, RequestCounts, default_timeout, is_transient, retrying
 from metadata.storage.options import effective_options, object_store_filesystem
+from metadata.storage.paths import StoredFile, hadoop_local_path, join, normalise_local, unsafe_reason
 from metadata.storage.secrets import redact, user_info_refusal
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class StoredFile:
-    """One file found by a listing: its path relative to the base and size."""
-
-    relative_path: str
-    size: int
-
-    @property
-    def name(self) -> str:
-        return self.relative_path.rpartition("/")[2]
-
-
-def unsafe_reason(relative: str) -> str | None:
-    """Why a path relative to a table base could leave it (None when it cannot):
-    absolute, or with a `..` segment."""
-    if relative.startswith("/") or "\\" in relative:
-        return "is absolute or holds a backslash"
-    if ".." in relative and ".." in relative.split("/"):
-        return "has a '..' segment"
-    return None
-
-
-def join(*parts: str) -> str:
-    """Join relative path parts, ignoring empty ones ("" is the base itself)."""
-    if len(parts) == 2 and parts[0] and parts[1] and "/" not in (parts[0][-1], parts[1][0]):
-        return f"{parts[0]}/{parts[1]}"  # the common case, on hot paths
-    kept = [p.strip("/") for p in parts if p and p.strip("/")]
-    return "/".join(kept)
-
-
 T = TypeVar("T")
-
-# Remote calls give up after this long rather than hang (gs:// retries for 15
-# minutes by default); the CLI's --timeout sets it.
-DEFAULT_TIMEOUT_SECONDS = 30.0
-_timeout_seconds = DEFAULT_TIMEOUT_SECONDS
-
-
-def default_timeout() -> float:
-    """The seconds a wait on storage (or on another writer) may take: the CLI's --timeout."""
-    return _timeout_seconds
-
-
-def set_default_timeout(seconds: float) -> None:
-    """Timeout for filesystems Storage creates for s3:// and gs:// URIs."""
-    global _timeout_seconds
-    if seconds <= 0:
-        raise ValueError("a timeout must be positive")
-    _timeout_seconds = seconds
 
 
 def remote_filesystem(uri: str, timeout: float | None = None,
@@ -96,7 +45,7 @@ def remote_filesystem(uri: str, timeout: float | None = None,
     """A pyarrow filesystem and the path inside it, with connect and request
     timeouts where the filesystem has them (`metadata.storage.options` says
     how object stores are configured)."""
-    seconds = timeout or _timeout_seconds
+    seconds = timeout or default_timeout()
     found = object_store_filesystem(uri, storage_options, seconds)
     if found is not None:
         return found
@@ -104,140 +53,6 @@ def remote_filesystem(uri: str, timeout: float | None = None,
 
 
 OBJECT_STORES = frozenset({"s3", "gcs", "abfs"})  # pyarrow's type names of the object-store filesystems
-
-
-# What each storage call costs on an object store, by request kind (pyarrow may split a large
-# listing or upload into more than one request; the tests' proxy counts those exactly).
-_REQUEST_KIND = {"read": "RANGED_GET", "open": "HEAD", "look up": "HEAD", "list": "LIST", "write": "PUT", "delete": "DELETE", "remove dir": "DELETE",
-                 "create": "PUT"}
-
-
-LIST_PAGE = 1000  # keys per answer of an object store's listing (S3, GCS and Azure alike)
-
-
-class RequestCounts:
-    """Storage requests by kind, and bytes read, of one table (its metadata table included)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.counts: dict[str, int] = {}
-        self.bytes_read = 0
-
-    def add(self, kind: str) -> None:
-        with self._lock:
-            self.counts[kind] = self.counts.get(kind, 0) + 1
-
-    def add_bytes(self, count: int) -> None:
-        with self._lock:
-            self.bytes_read += count
-
-    def snapshot(self) -> dict[str, int]:
-        """Counts by kind, with `total` and `bytes_read`."""
-        with self._lock:
-            return {**dict(sorted(self.counts.items())), "total": sum(self.counts.values()), "bytes_read": self.bytes_read}
-
-    @staticmethod
-    def since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-        return {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0)}
-
-
-def describe_requests(requests: Mapping[str, int]) -> str:
-    """`storage requests: 12 (HEAD 4, LIST 3, RANGED_GET 5); 24,224 bytes read`."""
-    kinds = ", ".join(f"{k} {v}" for k, v in requests.items() if k not in ("total", "bytes_read"))
-    return f"storage requests: {requests.get('total', 0)} ({kinds or 'none'}); {requests.get('bytes_read', 0):,} bytes read"
-
-
-_TRANSIENT = ("SlowDown", "SLOW_DOWN", "503", "500 ", "INTERNAL_FAILURE", "NETWORK_CONNECTION", "ServiceUnavailable", "RequestTimeout",
-              "Throttl", "Connection reset", "timed out", "Timeout", "Failed to flush response stream")
-RETRY_ATTEMPTS = 6
-
-
-def _is_transient(text: str) -> bool:
-    return any(marker in text for marker in _TRANSIENT)
-
-
-def retrying(call: Callable[[], T]) -> T:
-    """`call()`, again after a TransientStorageError with exponential backoff
-    (0.1 s doubling, with jitter), at most RETRY_ATTEMPTS times and within
-    the remote timeout (no attempt is started that the time left could not
-    hold: a silent endpoint gives up after one); each retry is said on
-    stderr; the last error is the one raised."""
-    deadline = time.monotonic() + _timeout_seconds
-    delay = 0.1
-    for attempt in range(1, RETRY_ATTEMPTS + 1):
-        started = time.monotonic()
-        try:
-            return call()
-        except TransientStorageError as exc:
-            now = time.monotonic()
-            left = deadline - now
-            if attempt == RETRY_ATTEMPTS or left < delay or now - started > left:  # another attempt like this one would overrun
-                raise
-            log.warning("%s; asking again (attempt %d of %d, %.0f s of the %g s timeout left)", exc, attempt + 1, RETRY_ATTEMPTS,
-                        left, _timeout_seconds)
-            time.sleep(delay * (0.5 + random.random()))
-            delay *= 2
-    raise AssertionError("unreachable")
-
-
-class RangedFile:
-    """A file read by `read_at` ranges: each read counted and, on an object
-    store, asked again when the store fails for a moment. On an object store
-    a request costs a round trip, so a file under WHOLE_BELOW bytes is read in
-    one request, and a miss reads at least WINDOW bytes (an HFile's trailer,
-    index and file info sit together at its end; a block's header and its
-    payload together); the tail and the last window are kept."""
-
-    WHOLE_BELOW = 2 * 2**20
-    WINDOW = 256 * 2**10
-
-    def __init__(self, handle: pafs.NativeFile, guard: Callable[[Callable[[], Any]], Any], requests: RequestCounts,
-                 windowed: bool) -> None:
-        self._handle, self._guard, self._requests, self._windowed = handle, guard, requests, windowed
-        self._size: int | None = None
-        self._tail: tuple[int, bytes] | None = None
-        self._last: tuple[int, bytes] | None = None
-
-    def _fetch(self, length: int, offset: int) -> bytes:
-        self._requests.add("RANGED_GET")
-        data = self._guard(lambda: self._handle.read_at(length, offset))
-        self._requests.add_bytes(len(data))
-        return bytes(data)
-
-    def read_at(self, length: int, offset: int) -> bytes:
-        if not self._windowed:
-            return self._fetch(length, offset)
-        for window in (self._tail, self._last):
-            if window is not None and window[0] <= offset and offset + length <= window[0] + len(window[1]):
-                start = offset - window[0]
-                return window[1] if start == 0 and length == len(window[1]) else window[1][start : start + length]
-        size = self.size()
-        if size <= self.WHOLE_BELOW:
-            self._tail = (0, self._fetch(size, 0))
-            return self._tail[1][offset : offset + length]
-        if offset + length > size - self.WINDOW:  # the tail: trailer, index, file info
-            start = min(offset, size - self.WINDOW)
-            self._tail = (start, self._fetch(size - start, start))
-            return self._tail[1][offset - start : offset - start + length]
-        end = min(size, offset + max(length, self.WINDOW))
-        self._last = (offset, self._fetch(end - offset, offset))
-        data = self._last[1]
-        return data if length == len(data) else data[:length]
-
-    def size(self) -> int:
-        if self._size is None:
-            self._size = int(self._guard(self._handle.size))
-        return self._size
-
-    def close(self) -> None:
-        self._tail = self._last = None
-        self._handle.close()
-
-    def __enter__(self) -> RangedFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class Storage:
@@ -266,7 +81,7 @@ class Storage:
                 _, base = pafs.FileSystem.from_uri(path_or_uri)
             else:
                 base = path_or_uri
-            return cls(filesystem, _normalise_local(base) if "://" not in path_or_uri else base, path_or_uri)
+            return cls(filesystem, normalise_local(base) if "://" not in path_or_uri else base, path_or_uri)
         if "://" in path_or_uri and not path_or_uri.startswith("file://"):
             refusal = user_info_refusal(path_or_uri)
             if refusal is not None:
@@ -279,7 +94,7 @@ class Storage:
                 raise HudiError(redact(f"cannot open storage for {path_or_uri}: {exc}")) from exc
             # The options in force (the CLI's --storage-option included) travel with the storage to whatever opens the table again.
             return cls(fs, base, path_or_uri, storage_options=effective_options(storage_options))
-        local = _normalise_local(hadoop_local_path(path_or_uri))
+        local = normalise_local(hadoop_local_path(path_or_uri))
         # A relative path becomes absolute here, the boundary every API and command passes:
         # engines and hudi-rs are handed the table's location, and a relative one means nothing to them.
         return cls(pafs.LocalFileSystem(), local, path_or_uri if path_or_uri.startswith("file:") else local)
@@ -291,7 +106,7 @@ class Storage:
         connection) is asked again with backoff, within the timeout."""
         path = self.full_path(relative)
         self._refuse_links_to(path, relative)
-        self.requests.add(_REQUEST_KIND.get(what, "OTHER"))
+        self.requests.add(REQUEST_KIND.get(what, "OTHER"))
         return retrying(lambda: self._translated(what, relative, lambda: call(path)))
 
     def refuse_links(self, relative: str) -> None:
@@ -343,7 +158,7 @@ class Storage:
             bucket = re.search(r"Bucket '([^']+)' not found|NoSuchBucket", text)
             if bucket:
                 raise StorageError(f"{self.display_path(relative)}: no bucket {bucket.group(1) or self.uri.split('/')[2]!r} ({what})") from exc
-            raise (TransientStorageError if _is_transient(text) else StorageError)(
+            raise (TransientStorageError if is_transient(text) else StorageError)(
                 f"{self.display_path(relative)}: cannot {what}: {text}") from exc
 
     def check_bucket(self) -> None:
@@ -546,24 +361,3 @@ class Storage:
         self._call("create", relative, lambda path: self.filesystem.create_dir(path, recursive=True))
 
 
-def hadoop_uri(storage: Storage) -> str:
-    """The folder as Hadoop (the metastore, Hive, Presto, Trino's "$path")
-    names it: a local one `file:/absolute/path`, other URIs as they are."""
-    base = storage.uri.rstrip("/")
-    if "://" in base and not base.startswith("file://"):
-        return base
-    return "file:" + storage.base_path.rstrip("/")
-
-
-def hadoop_local_path(path_or_uri: str) -> str:
-    """A local path from `file:///x`, or `file:/x` as Hadoop and Spark's
-    catalog write it (percent-encoded); other text is returned as it is."""
-    if path_or_uri.startswith("file://"):
-        return path_or_uri[len("file://"):]
-    if path_or_uri.startswith("file:/"):
-        return unquote(path_or_uri[len("file:"):])
-    return path_or_uri
-
-
-def _normalise_local(path: str) -> str:
-    return os.path.abspath(os.path.expanduser(path))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from metadata.storage.storage import join
+from metadata.storage.paths import join
 from metadata.table.file_naming import BaseFileName, LogFileName
 
 

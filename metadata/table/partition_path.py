@@ -6,7 +6,7 @@ from collections.abc import Collection, Mapping
 from urllib.parse import unquote
 
 from metadata.errors import HudiFormatError
-from metadata.storage.storage import unsafe_reason
+from metadata.storage.paths import unsafe_reason
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # The metadata table names the partition of a non-partitioned table ".".

@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from metadata.errors import HudiError, HudiFormatError, InstantNotFound, NoSchemaError
-from metadata.storage.storage import Storage, join
+from metadata.storage.paths import join
+from metadata.storage.storage import Storage
 from metadata.table.config import TableConfig
 from metadata.timeline.archived import archive_folder, read_archived_commits
 from metadata.timeline.commit_metadata import CleanMetadata, CommitMetadata, CompactionPlan, RollbackMetadata, written_files

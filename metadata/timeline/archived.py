@@ -23,7 +23,8 @@ from typing import Any
 
 from metadata.errors import HudiFormatError
 from metadata.formats.log_format import BlockType, decode_avro_records, read_log_blocks
-from metadata.storage.storage import Storage, join
+from metadata.storage.paths import join
+from metadata.storage.storage import Storage
 from metadata.table.config import TableConfig
 from metadata.table.file_naming import is_log_file_name
 from metadata.timeline.commit_metadata import CommitMetadata

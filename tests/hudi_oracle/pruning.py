@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from expressions import parse_sql
-from expressions.tree import references
+from expressions.visitors import references
 from listers import plan
 from metadata import FileSlice, HudiTable
 

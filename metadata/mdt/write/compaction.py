@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from metadata.mdt.file_groups import MdtPartition, MetadataPartition
-from metadata.mdt.reader import KeyQuery, MetadataTableReader
+from metadata.mdt.key_query import KeyQuery
+from metadata.mdt.reader import MetadataTableReader
 from metadata.mdt.record_encoding import encode_record
 from metadata.mdt.records import MetadataRecord
 from metadata.mdt.write.context import WriteContext

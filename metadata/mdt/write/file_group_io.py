@@ -14,7 +14,7 @@ from metadata.mdt.write.cell_spill import CellSpill
 from metadata.mdt.write.hfile_writer import HFileWriter
 from metadata.mdt.write.routed_cells import RoutedCell
 from metadata.mdt.write.transaction import MetadataTransaction
-from metadata.storage.storage import join
+from metadata.storage.paths import join
 from metadata.table.file_naming import BaseFileName, LogFileName, classify
 
 Written = list[tuple[str, str, int]]  # (file group, path in the metadata table, bytes)

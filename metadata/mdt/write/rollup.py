@@ -14,11 +14,12 @@ import pyarrow.compute as pc
 from metadata.errors import HudiError
 from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.file_stats import ColumnRange, leaf_type, merge_ranges, roll_up
+from metadata.mdt.key_query import KeyQuery
 from metadata.mdt.keys import column_stats_key, partition_index_id, partition_stats_key
 from metadata.mdt.metadata_table import fill_flat_stats
-from metadata.mdt.reader import KeyQuery, MetadataTableReader
+from metadata.mdt.reader import MetadataTableReader
+from metadata.mdt.record_builders import range_record
 from metadata.mdt.record_encoding import encode_record
-from metadata.mdt.record_schema import range_record
 from metadata.mdt.stats_columns import FlatStats
 from metadata.mdt.write.context import WriteContext
 from metadata.mdt.write.table_inputs import latest_slices_from_storage

@@ -15,8 +15,8 @@ from itertools import islice
 from metadata.mdt.file_groups import MetadataPartition, SuffixHash, file_group_indexes, joined_key_index, suffix_hash
 from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.keys import column_index_id, file_index_id, partition_index_id
+from metadata.mdt.record_builders import range_record
 from metadata.mdt.record_encoding import encode_record
-from metadata.mdt.record_schema import range_record
 
 RoutedCell = tuple[int, bytes, bytes]  # (file group index, key, Avro value)
 CHUNK = 20_000  # keys hashed together

@@ -19,8 +19,8 @@ from metadata.mdt.expression_index import (
 from metadata.mdt.file_groups import PARTITION_ORDER, MdtPartition, MetadataPartition, SecondaryIndexPartition
 from metadata.mdt.file_stats import columns_to_index, leaf_type
 from metadata.mdt.indexes import INDEX_DEFS_KEY, defined_secondary_indexes, index_definitions, is_partitioned_record_index
-from metadata.mdt.reader import build_coverage
 from metadata.mdt.secondary_index import INDEX_DEFS_PATH, check_indexable, with_definition
+from metadata.mdt.synced_instants import build_coverage
 from metadata.mdt.write.change import TableChange
 from metadata.mdt.write.context import WriteContext
 from metadata.mdt.write.partitions.expression_index import maintained_result_type

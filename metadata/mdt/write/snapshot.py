@@ -20,8 +20,8 @@ from metadata.mdt.validate import committed_files
 from metadata.mdt.write.routed_cells import ColumnStatsCells, RoutedCell, ranges_only
 from metadata.mdt.write.table_inputs import check_columns_in, completed_instants, key_targets, latest_slices_from_storage, table_schema
 from metadata.storage.listing import StorageListing
+from metadata.storage.paths import join
 from metadata.storage.spilled_listing import SpilledListing
-from metadata.storage.storage import join
 from metadata.table.file_group import FileSlice
 from metadata.table.record_key import RecordKeyRule
 from metadata.table.stored_table import TableParts

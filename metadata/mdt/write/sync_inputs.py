@@ -14,7 +14,7 @@ from metadata.mdt.file_stats import ColumnRange
 from metadata.mdt.write.change import TableChange
 from metadata.mdt.write.context import WriteContext
 from metadata.mdt.write.table_inputs import storage_table
-from metadata.storage.storage import join
+from metadata.storage.paths import join
 from metadata.table.file_group import FileSlice
 from metadata.table.hudi_table import HudiTable
 from metadata.table.slice_rows import changed_slices

@@ -29,7 +29,8 @@ from metadata.mdt.file_groups import PARTITION_ORDER, MdtPartition, MetadataPart
 from metadata.mdt.reader import METADATA_FOLDER
 from metadata.mdt.secondary_index import INDEX_DEFS_PATH
 from metadata.mdt.write.writer_lock import WriterLock
-from metadata.storage.storage import default_timeout, join
+from metadata.storage.calls import default_timeout
+from metadata.storage.paths import join
 from metadata.table.config import (
     METADATA_PARTITIONS_KEY,
     PROPERTIES_BACKUP_PATH,

@@ -23,9 +23,10 @@ from metadata.mdt.expression_index import ExpressionIndexPartition, IndexExpress
 from metadata.mdt.file_groups import BUILD_ORDER, PARTITION_ORDER, MdtPartition, MetadataPartition, SecondaryIndexPartition
 from metadata.mdt.file_stats import is_indexable
 from metadata.mdt.indexes import index_definitions, is_partitioned_record_index
-from metadata.mdt.reader import BUILT_THROUGH, METADATA_FOLDER, PENDING_AT_BUILD
+from metadata.mdt.reader import METADATA_FOLDER
 from metadata.mdt.record_schema import record_schema_json
 from metadata.mdt.stats_engine import LocalStatsEngine, StatsEngine
+from metadata.mdt.synced_instants import BUILT_THROUGH, PENDING_AT_BUILD
 from metadata.mdt.write.cell_spill import DEFAULT_BUDGET_BYTES
 from metadata.mdt.write.change import TableChange
 from metadata.mdt.write.compaction import Compaction

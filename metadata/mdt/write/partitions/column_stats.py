@@ -9,8 +9,8 @@ import pyarrow as pa
 
 from metadata.mdt.file_stats import ColumnRange, leaf_type
 from metadata.mdt.keys import column_stats_key
+from metadata.mdt.record_builders import range_record
 from metadata.mdt.record_encoding import encode_record
-from metadata.mdt.record_schema import range_record
 from metadata.mdt.write.partitions.base import PartitionWriter, Records
 from metadata.mdt.write.routed_cells import ColumnStatsCells, RoutedCell
 from metadata.mdt.write.snapshot import BuildSnapshot

@@ -21,13 +21,13 @@ from metadata.mdt.expression_index import (
     partition_stat_key,
 )
 from metadata.mdt.file_stats import ColumnRange, blocks_counting, leaf_type, merge_ranges
-from metadata.mdt.record_schema import removed_bloom_filter_records
+from metadata.mdt.record_builders import removed_bloom_filter_records
 from metadata.mdt.write.partitions.base import PartitionWriter, Records
 from metadata.mdt.write.rollup import PartitionRollUp
 from metadata.mdt.write.snapshot import BuildSnapshot
 from metadata.mdt.write.sync_inputs import Need, SyncInputs
 from metadata.mdt.write.table_inputs import completed_instants
-from metadata.storage.storage import join
+from metadata.storage.paths import join
 
 
 def maintained_result_type(index: ExpressionIndexPartition, schema: pa.Schema, expressions: IndexExpressions | None) -> pa.DataType | None:

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from metadata.mdt.file_groups import MdtPartition
-from metadata.mdt.reader import KeyQuery, MetadataTableReader
-from metadata.mdt.record_schema import files_record
+from metadata.mdt.key_query import KeyQuery
+from metadata.mdt.reader import MetadataTableReader
+from metadata.mdt.record_builders import files_record
 from metadata.mdt.records import ALL_PARTITIONS_KEY
 from metadata.mdt.write.partitions.base import PartitionWriter, Records
 from metadata.mdt.write.snapshot import BuildSnapshot

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from metadata.mdt.keys import partition_stats_key
-from metadata.mdt.record_schema import range_record
+from metadata.mdt.record_builders import range_record
 from metadata.mdt.write.partitions.base import PartitionWriter, Records
 from metadata.mdt.write.rollup import PartitionRollUp
 from metadata.mdt.write.snapshot import BuildSnapshot

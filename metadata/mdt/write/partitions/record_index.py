@@ -10,13 +10,13 @@ import pyarrow as pa
 
 from metadata.mdt.file_groups import record_index_file_groups
 from metadata.mdt.file_stats import blocks_counting
+from metadata.mdt.record_builders import record_index_record
 from metadata.mdt.record_keys import FileKeys, keys_of_files
-from metadata.mdt.record_schema import record_index_record
 from metadata.mdt.write.partitions.base import PartitionWriter, Records
 from metadata.mdt.write.snapshot import BuildSnapshot
 from metadata.mdt.write.sync_inputs import Need, SyncInputs
 from metadata.mdt.write.table_inputs import completed_instants, key_targets, latest_slices_from_storage, timeline_is_utc
-from metadata.storage.storage import join
+from metadata.storage.paths import join
 from metadata.table.file_naming import BaseFileName, LogFileName, classify
 from metadata.table.record_key import RecordKeyRule
 from metadata.timeline.instant import instant_epoch_millis
