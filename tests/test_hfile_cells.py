@@ -200,6 +200,45 @@ def test_prefetching_holds_no_more_than_its_cap() -> None:
         assert [r for chunk in reader.scan_chunks([b"k0"], check=False) for r in chunk.rows().to_pylist()][:2] == [b"k0000", b"k0001"]
 
 
+def test_plans_at_once_prefetching_and_scanning_one_reader_each_get_their_cells() -> None:
+    """A service's plans share a reader: scans of the same blocks, each after its own prefetch, at once. One scan takes
+    the groups started ahead whole or reads its own; none fails on a group another took (it did: a KeyError naming
+    the group's block offsets, answered as a refused plan)."""
+    import sys
+    import threading
+
+    reader = _reader([(f"k{i:04d}".encode(), b"v" * 30) for i in range(3000)], 1024)
+    scan = [b"k10", b"k20"]  # a few groups of blocks: all of them are started ahead
+    expected = [r for chunk in reader.scan_chunks(scan, check=False) for r in chunk.rows().to_pylist()]
+    assert 2 < len(reader.blocks_covering(scan)) <= 2 * hfile_blocks.PREFETCH_GROUPS
+    failures: list[BaseException] = []
+    unequal: list[int] = []
+
+    def plan_like(number: int) -> None:
+        try:
+            for _ in range(200):
+                reader.prefetch_covering(scan)
+                found = [r for chunk in reader.scan_chunks(scan, check=False) for r in chunk.rows().to_pylist()]
+                if found != expected:
+                    unequal.append(number)
+        except BaseException as exc:  # noqa: BLE001 - said below
+            failures.append(exc)
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads change hands as often as they can: the race shows in a few rounds
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(hfile_blocks, "PREFETCH_GROUP", 2)
+            threads = [threading.Thread(target=plan_like, args=(n,)) for n in range(6)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert failures == [] and unequal == []
+
+
 def test_blocks_read_by_the_group_equal_blocks_read_one_by_one() -> None:
     """A group of blocks lying end to end is read at once; every cell is what reading them one by one gives."""
     cells = [(f"k{i:05d}".encode(), bytes([i % 251]) * (i % 40)) for i in range(3000)]

@@ -361,3 +361,35 @@ def test_an_answer_names_the_state_it_was_planned_on(tmp_path: Path) -> None:
     builder.write(trip_rows(950, 12), operation="insert")  # a commit after the answer, whichever way it went
     expected = plan(path, "TRUE", as_of=summary["instant"]).files
     assert [s.to_wire() if isinstance(s, FileSlice) else s for s in slices] == [s.to_wire() for s in expected]
+
+
+def test_a_bug_in_a_plan_is_an_internal_error_and_a_refusal_the_librarys(caplog: pytest.LogCaptureFixture) -> None:
+    """A plan failing on an error of ours answers 500 `internal` (logged with its traceback); one the library refuses
+    answers 422 `refused` with its line (a KeyError of block offsets once answered as a refusal)."""
+    import asyncio
+
+    from engine_bridge.service.errors import ServiceError
+    from engine_bridge.service.plans import PlanStore
+    from metadata.errors import HudiError
+
+    def failing(exc: BaseException) -> Any:
+        def work(_: Any) -> Any:
+            raise exc
+        return work
+
+    async def run(exc: BaseException) -> ServiceError:
+        store = PlanStore(Limits())
+        try:
+            await store.run("t", failing(exc))
+        except ServiceError as error:
+            return error
+        finally:
+            store.close()
+        raise AssertionError("the plan did not fail")
+
+    with caplog.at_level("ERROR"):
+        internal = asyncio.run(run(KeyError((7673, 7815))))
+    assert (internal.status, internal.code, internal.message) == (500, "internal", "unexpected KeyError: (7673, 7815)")
+    assert "Traceback" in caplog.text and "KeyError" in caplog.text
+    refused = asyncio.run(run(HudiError("a.hfile: block fails its checksum")))
+    assert (refused.status, refused.code, refused.message) == (422, "refused", "a.hfile: block fails its checksum")

@@ -131,6 +131,7 @@ class HFileBlocks:
         self._count_lock = threading.Lock()
         # groups of blocks being inflated ahead of a scan that will ask for them (`prefetch_covering`), by their offsets
         self._ahead: dict[tuple[int, ...], Future[list[tuple[bytes, IntArray | None]]]] = {}
+        self._ahead_lock = threading.Lock()
         self.trailer = self._read_trailer()
         codec = self.trailer.compression_codec
         if codec not in (CODEC_GZ, CODEC_NONE):
@@ -315,11 +316,12 @@ class HFileBlocks:
         next scan keeps them busy across its scans. The same thread then
         scans; a group asked for twice is inflated once."""
         for group in _groups(self.blocks_covering(prefixes), PREFETCH_GROUP):
-            if len(self._ahead) >= PREFETCH_GROUPS:
-                return  # a scan that never came (a failed plan) holds no more than this
             key = tuple(entry.offset for entry in group)
-            if key not in self._ahead:
-                self._ahead[key] = _decompress_pool().submit(self._payloads, group)
+            with self._ahead_lock:  # a reader is shared by the plans running at once (a service's)
+                if len(self._ahead) >= PREFETCH_GROUPS:
+                    return  # a scan that never came (a failed plan) holds no more than this
+                if key not in self._ahead:
+                    self._ahead[key] = _decompress_pool().submit(self._payloads, group)
 
     def _inflated(self, entries: list[IndexEntry]) -> Iterator[tuple[bytes, IntArray | None]]:
         """Payloads of these data blocks, in order, each with its quick walk
@@ -328,9 +330,11 @@ class HFileBlocks:
         hand-offs, each waiting for the GIL, few), unless a prefetch started
         them all already."""
         keys = [tuple(entry.offset for entry in group) for group in _groups(entries, PREFETCH_GROUP)]
-        if keys and all(key in self._ahead for key in keys):
-            for key in keys:
-                yield from self._ahead.pop(key).result()
+        with self._ahead_lock:  # taken whole or not at all: another plan's scan of the same blocks may take them first
+            ahead = [self._ahead.pop(key) for key in keys] if keys and all(key in self._ahead for key in keys) else None
+        if ahead is not None:
+            for started in ahead:
+                yield from started.result()
             return
         if len(entries) <= INFLATE_GROUP:
             yield from self._payloads(entries)
