@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,7 +45,6 @@ T = TypeVar("T")
 # Is given a plan's slices as they are found, in the plan's order, and whether more are to come.
 SlicesSink = Callable[[Sequence[FileSlice], bool], None]
 FIRST_BATCH_PARTITIONS = 16  # a streamed plan's first batch; each next one is twice as large
-_COUNT = re.compile(r"(?<![\w.])\d+(?![\w.])")  # a count standing alone in a stage's note (not in "c1" or "0.5")
 
 
 @dataclass(frozen=True)
@@ -147,12 +145,13 @@ def plan(
     (None: one per core) worker processes evaluate the runs. They start as
     Python's forkserver starts them, importing the caller's main module: a
     script asking for them plans under `if __name__ == "__main__":`.
-    `on_slices`: the kept partitions are planned in batches of growing size,
-    in path order, and each batch's slices are handed to it as soon as they
-    are found, with whether more batches follow (a service sends the first
-    page of a 1M-file plan before the rest is planned); the Plan is the
-    same, its stages summed over batches. An exception it raises stops the
-    plan."""
+    `on_slices`: once the index supports have ruled file groups out by name
+    (over every partition kept), the slices are built and pruned in batches
+    of partitions of growing size, in path order, and each batch's are
+    handed to it as soon as they are found, with whether more batches follow
+    (a service sends the first page of a 1M-file plan before the rest is
+    built); the Plan is the same, its stages summed over batches. An
+    exception it raises stops the plan."""
     dialect = Dialect.of(dialect)
     expr = parse_sql(predicate, dialect) if isinstance(predicate, str) else predicate
     text = predicate if isinstance(predicate, str) else to_sql(expr, dialect)
@@ -261,7 +260,7 @@ class _Planner:
             if pruned is not None:
                 self.stages.append(Stage(support.name, len(pruned[0]), len(partitions), seconds, pruned[1], requests=requests))
                 partitions = pruned[0]
-        slices = self._prune_files(ctx, partitions) if on_slices is None else self._prune_in_batches(ctx, partitions, on_slices)
+        slices = self._prune_files(ctx, partitions, on_slices)
         return Plan(
             predicate=text,
             files=tuple(sorted(slices, key=lambda s: (s.partition, s.file_id))),
@@ -273,26 +272,15 @@ class _Planner:
             requests=RequestCounts.since(baseline or {}, self.table.storage.requests.snapshot()),
         )
 
-    def _prune_in_batches(self, ctx: PlanContext, partitions: list[str], on_slices: SlicesSink) -> list[FileSlice]:
-        """`_prune_files` on batches of partitions in path order, each batch's slices (sorted as the plan sorts
-        them) handed on as found; then each stage and note once, summed over the batches."""
-        slices: list[FileSlice] = []
-        before = len(self.stages)
-        batches = list(partition_batches(sorted(partitions), FIRST_BATCH_PARTITIONS))
-        for number, batch in enumerate(batches, 1):
-            ctx.group_files = None  # a runner's listing is of its batch's groups
-            found = sorted(self._prune_files(ctx, batch), key=lambda s: (s.partition, s.file_id))
-            on_slices(found, number < len(batches))
-            slices += found
-        self.stages[before:] = merged_stages(self.stages[before:])
-        self.not_used[:] = dict.fromkeys(self.not_used)
-        return slices
-
-    def _prune_files(self, ctx: PlanContext, partitions: list[str]) -> list[FileSlice]:
+    def _prune_files(self, ctx: PlanContext, partitions: list[str], on_slices: SlicesSink | None = None) -> list[FileSlice]:
         """The file-level chain: on the latest view, each support first rules
         file groups out by name and only the groups left are built (a past
         view may need files a clean removed, which no listing names: it
-        builds every group); then each prunes the built slices."""
+        builds every group); then each prunes the built slices. With
+        `on_slices`, where every support decided by name (or none is used),
+        the slices are built, pruned and handed on a batch of partitions at
+        a time; a past view's supports read what the slices they are given
+        name, so there they are built at once."""
         if not partitions:
             return []
         chain: list[FileIndexSupport] = []
@@ -312,22 +300,40 @@ class _Planner:
                 if narrowed is not None:
                     listed[id(support)] = support.listed if support.listed is not None else listing.rows_in(groups)
                     groups = narrowed
-        if groups is None:
-            slices = [s for part in self.lister.list_files_batch(partitions).values() for s in part]
-        else:
-            slices = self.lister.list_file_groups(groups, ctx.group_files)
+        batched = on_slices is not None and (not chain or (self.lister.view.is_latest and ctx.group_files is None))
+        batches = list(partition_batches(sorted(partitions), FIRST_BATCH_PARTITIONS)) if batched else [partitions]
+        tallies: dict[int, _Tally] = {}
+        kept: list[FileSlice] = []
+        for number, batch in enumerate(batches, 1):
+            if groups is None:
+                slices = [s for part in self.lister.list_files_batch(batch).values() for s in part]
+            else:
+                wanted = set(batch) if batched else None
+                slices = self.lister.list_file_groups(groups if wanted is None else {p: ids for p, ids in groups.items() if p in wanted},
+                                                      ctx.group_files)
+            for support in chain:
+                pruned, seconds, requests = self._measured(support.prune_slices, ctx, slices)
+                if pruned is None:
+                    continue
+                tallies.setdefault(id(support), _Tally()).add(len(pruned[0]), len(slices), seconds, requests, pruned[1])
+                slices = pruned[0]
+            if batched and on_slices is not None:
+                slices.sort(key=lambda s: (s.partition, s.file_id))
+                on_slices(slices, number < len(batches))
+            kept += slices
         for support in chain:
-            pruned, seconds, requests = self._measured(support.prune_slices, ctx, slices)
-            if pruned is None:
+            tally = tallies.get(id(support))
+            if tally is None:
                 continue
             before_seconds, before_requests = cost.get(id(support), (0.0, 0))
             total = listed.get(id(support))
-            self.stages.append(Stage(support.name, len(pruned[0]), total if total is not None else len(slices), before_seconds + seconds,
-                                     pruned[1], unit="file slices", total_unit="files" if total is not None else None,
-                                     requests=before_requests + requests))
-            slices = pruned[0]
-        return slices
-
+            self.stages.append(Stage(support.name, tally.kept, total if total is not None else tally.built, before_seconds + tally.seconds,
+                                     tally.note, unit="file slices", total_unit="files" if total is not None else None,
+                                     requests=before_requests + tally.requests))
+        if on_slices is not None and not batched:
+            kept.sort(key=lambda s: (s.partition, s.file_id))
+            on_slices(kept, False)
+        return kept
 
 
 def partition_batches(partitions: list[str], first: int) -> Iterator[list[str]]:
@@ -339,20 +345,16 @@ def partition_batches(partitions: list[str], first: int) -> Iterator[list[str]]:
         start, size = start + size, size * 2
 
 
-def merged_stages(stages: list[Stage]) -> list[Stage]:
-    """Each stage of a plan made in batches once: counts, seconds and requests summed, in the order first seen."""
-    groups: dict[tuple[str, str, str | None], list[Stage]] = {}
-    for stage in stages:
-        groups.setdefault((stage.name, stage.unit, stage.total_unit), []).append(stage)
-    return [dataclasses.replace(group[0], kept=sum(s.kept for s in group), total=sum(s.total for s in group),
-                                seconds=sum(s.seconds for s in group), requests=sum(s.requests for s in group),
-                                note=_merged_note([s.note for s in group])) for group in groups.values()]
+@dataclass
+class _Tally:
+    """A support's pruning of built slices, over the batches of a plan."""
 
+    kept: int = 0
+    built: int = 0
+    seconds: float = 0.0
+    requests: int = 0
+    note: str = ""  # the support's last: its notes count what it did over every batch so far
 
-def _merged_note(notes: list[str]) -> str:
-    """Notes that differ only in their counts, with the counts summed ("3 file group(s) with a candidate built");
-    other notes each once."""
-    if len({_COUNT.sub("#", note) for note in notes}) == 1:
-        sums = iter([sum(column) for column in zip(*([int(n) for n in _COUNT.findall(note)] for note in notes))])
-        return _COUNT.sub(lambda _: str(next(sums)), notes[0])
-    return "; ".join(dict.fromkeys(note for note in notes if note))
+    def add(self, kept: int, built: int, seconds: float, requests: int, note: str) -> None:
+        self.kept, self.built, self.seconds, self.requests = self.kept + kept, self.built + built, self.seconds + seconds, self.requests + requests
+        self.note = note

@@ -13,7 +13,7 @@ import pytest
 import listers.planner as planner
 from engine_bridge.service import Limits, ServiceConfig, TableEntry
 from listers import plan
-from listers.planner import Stage, merged_stages, partition_batches
+from listers.planner import partition_batches
 from listers.service_client import ServiceClient
 from metadata import FileSlice
 from metadata.mdt.write.writer import MetadataTableWriter
@@ -26,7 +26,7 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("streamed")
     trips = str(root / "trips")
     build_sample_table(trips, "MERGE_ON_READ", 8)
-    MetadataTableWriter(trips).build(["files", "column_stats", "partition_stats", "record_index"])
+    MetadataTableWriter(trips).build(["files", "column_stats", "partition_stats", "record_index", "bloom_filters"])
     return {"trips": trips, **fixture_tables(root)}
 
 
@@ -39,15 +39,6 @@ def one_partition_first(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_partition_batches_double() -> None:
     assert [len(b) for b in partition_batches([str(i) for i in range(20)], 2)] == [2, 4, 8, 6]
     assert list(partition_batches([], 16)) == []
-
-
-def test_stages_of_batches_are_summed_and_their_notes_counted() -> None:
-    stages = [Stage("column_stats", 2, 10, 0.5, "columns with stats: c1, fare; 3 file group(s) with a candidate built", "file slices", "files", 2),
-              Stage("column_stats", 1, 20, 0.25, "columns with stats: c1, fare; 4 file group(s) with a candidate built", "file slices", "files", 1),
-              Stage("bloom_filters", 1, 1, 0.1, "a", "file slices"), Stage("bloom_filters", 1, 2, 0.1, "b", "file slices")]
-    assert merged_stages(stages) == [
-        Stage("column_stats", 3, 30, 0.75, "columns with stats: c1, fare; 7 file group(s) with a candidate built", "file slices", "files", 3),
-        Stage("bloom_filters", 2, 3, 0.2, "a; b", "file slices")]
 
 
 def test_a_plan_made_in_batches_is_the_plan(tables: dict[str, str], one_partition_first: None) -> None:
@@ -71,18 +62,19 @@ def test_a_plan_made_in_batches_is_the_plan(tables: dict[str, str], one_partitio
 
 @pytest.fixture
 def held_after_the_first_batch(monkeypatch: pytest.MonkeyPatch, one_partition_first: None) -> Iterator[threading.Event]:
-    """Every batch of a plan after its first waits for the event: a plan that is still planning, for as long as a test wants."""
+    """A plan's planning thread waits for the event once a batch with more to come is handed on: a plan that is still
+    planning, for as long as a test wants."""
+    from engine_bridge.service.plans import PlanRecord
+
     gate = threading.Event()
-    prune = planner._Planner._prune_files
-    batches = threading.local()
+    add = PlanRecord.add
 
-    def held(self: Any, ctx: Any, partitions: list[str]) -> list[FileSlice]:
-        if getattr(batches, "planner", None) is self:
+    def held(self: PlanRecord, slices: Any, more: bool) -> None:
+        add(self, slices, more)
+        if more:
             assert gate.wait(30)
-        batches.planner = self
-        return prune(self, ctx, partitions)
 
-    monkeypatch.setattr(planner._Planner, "_prune_files", held)
+    monkeypatch.setattr(PlanRecord, "add", held)
     yield gate
     gate.set()
 

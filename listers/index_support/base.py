@@ -125,8 +125,12 @@ class PartitionIndexSupport(ABC):
 
 
 class FileIndexSupport(ABC):
+    """One plan's support (made anew for each): its note says what it did over every call of the plan, which may
+    give it the built slices a batch at a time (`plan(on_slices=)`)."""
+
     name: str
     listed: int | None = None  # files it evaluated by name, when it counts them itself (else the listing's count)
+    tested: int = 0  # slices it tested over the plan's batches, where its note counts them
 
     def usable(self, ctx: PlanContext) -> bool:
         """Whether this support prunes this plan (if not, the reason is in ctx.not_used)."""

@@ -36,7 +36,8 @@ class _KeyFilters(FileIndexSupport):
         ruled_out = {id(s) for s, found in zip(bases, self.filters(ctx, bases))
                      if found is not None and not any(found.might_contain(k) for k in keys)}
         kept = [s for s in slices if id(s) not in ruled_out]
-        return kept, f"{len(keys)} record key(s); {len(bases)} base file(s) tested, slices with log files kept"
+        self.tested += len(bases)  # over the plan's batches
+        return kept, f"{len(keys)} record key(s); {self.tested} base file(s) tested, slices with log files kept"
 
 
 class MetadataBloomFilters(_KeyFilters):

@@ -171,6 +171,7 @@ class ColumnStats(FileIndexSupport):
         self.verdict: _Verdict | None = None
         self.listed: int | None = None  # files the by-name verdict saw
         self.read = False
+        self.built = 0  # slices given to prune_slices in this plan (its batches summed)
         self.runner = runner  # set: the statistics are read and evaluated away from the driver
         self.streamed = streamed  # reads and evaluates them in runs here, when too large to keep (STREAM_ABOVE_BYTES)
         self.where = ""
@@ -265,9 +266,10 @@ class ColumnStats(FileIndexSupport):
                 kept.append(s)
             else:
                 log.debug("dropped %s/%s: statistics exclude the predicate for every file", s.partition, s.file_id)
+        self.built += len(slices)
         note = f"columns with stats: {', '.join(self.verdict.indexed)}"
         if self.listed is not None:  # the slices of file groups without a candidate are never built (1M-file tables)
-            note += f"; {len(slices)} file group(s) with a candidate built"
+            note += f"; {self.built} file group(s) with a candidate built"
         if self.where:
             note += f"; {self.where}"
         return kept, note
