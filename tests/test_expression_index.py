@@ -1,3 +1,4 @@
+# Over 400 lines: the expression-index cases share their tables and oracle checks.
 """Hudi's expression indexes (`expr_index_<name>`): built and synced in Hudi's
 record layout, read back, and used by plans in every dialect, soundly."""
 

@@ -1,3 +1,4 @@
+# Over 400 lines: the live Hive sync cases share one metastore, Thrift server and SparkSession.
 """Hive sync against a real metastore, Spark's Thrift server and a SparkSession."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# Over 400 lines: the metadata-table writer's cases, one subject, share their table builders and checks.
 """The metadata-table writer: rebuilds of Hudi's own MDTs record for record,
 sync after every kind of instant on builder tables, crash injection, the lock."""
 

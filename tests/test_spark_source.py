@@ -1,3 +1,4 @@
+# Over 400 lines: the Spark data source's cases share one SparkSession and its fixtures.
 """The `hudi` Spark data source on a real local[2] SparkSession, checked
 against hudi-rs on every fixture table and on builder tables."""
 

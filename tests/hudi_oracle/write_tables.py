@@ -1,3 +1,4 @@
+# Over 400 lines: it runs as one script under Hudi's own Spark, which imports nothing of hudi-bridge but recipes.py beside it.
 """Runs under Apache Hudi's own Spark bundle, in a virtualenv of its own
 (PySpark 3.5; see scripts/setup-hudi.sh): writes test tables of the shapes a
 JSON spec names, through Hudi's Spark datasource, and records what Hudi and
