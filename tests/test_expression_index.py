@@ -36,7 +36,7 @@ from metadata.mdt.file_groups import MdtPartition
 from metadata.mdt.key_query import KeyQuery
 from metadata.mdt.validate import validate_metadata
 from metadata.mdt.write.writer import MetadataTableWriter
-from metadata.sample_tables import builder as sample_builder
+from metadata.sample_tables import table_writes as sample_builder_writes
 from metadata.sample_tables.builder import TableBuilder
 
 UTC = timezone.utc
@@ -228,7 +228,7 @@ def test_an_index_built_again_after_a_drop_reads_with_a_file_group_no_record_rou
     compaction still names that group's base on the timeline: it is not owed,
     since the partition folder was made after it. (Found flaky in CI: the
     routing follows the data files' random ids; a fixed id makes it certain.)"""
-    monkeypatch.setattr(sample_builder, "uuid", SimpleNamespace(uuid4=lambda: uuid.UUID(int=2)))  # the builder's ids only
+    monkeypatch.setattr(sample_builder_writes, "uuid", SimpleNamespace(uuid4=lambda: uuid.UUID(int=2)))  # the builder's ids only
     path = tmp_path / "t"
     builder = TableBuilder(str(path), SCHEMA, version=8, partition_fields=["city"], max_rows_per_file=4)
     builder.write(_rows(range(0, 4)))

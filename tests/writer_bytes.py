@@ -24,7 +24,7 @@ from expressions.index_expressions import SparkIndexExpressions, expression_inde
 from metadata.mdt.file_groups import PARTITION_ORDER, MdtPartition, SecondaryIndexPartition
 from metadata.mdt.write import hfile_writer
 from metadata.mdt.write.writer import MetadataTableWriter
-from metadata.sample_tables import builder as builder_module
+from metadata.sample_tables import table_writes as builder_writes
 from tests.test_index_writer import _builder, _rows
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "writer-bytes.json"
@@ -37,7 +37,7 @@ def fixed_inputs() -> Iterator[None]:
     """File ids from a seeded generator, HFiles' creation time fixed: the only inputs that are not the data."""
     rng = random.Random(7)
     ids = types.SimpleNamespace(uuid4=lambda: uuid.UUID(int=rng.getrandbits(128), version=4))
-    with mock.patch.object(builder_module, "uuid", ids), mock.patch.object(hfile_writer, "time", types.SimpleNamespace(time=lambda: 1.7e9)):
+    with mock.patch.object(builder_writes, "uuid", ids), mock.patch.object(hfile_writer, "time", types.SimpleNamespace(time=lambda: 1.7e9)):
         yield
 
 
