@@ -8,7 +8,7 @@ instant the answer names. Reports errors, answers checked and unequal, the
 commits the service saw, and the service's RSS each minute (the last
 minute's within 5% of the second's is the target: memory flat).
 
-    python -m bench.service_soak [--seconds 600] [--rate 20] [--clients 4] [--commit-every 5]
+    python -m bench.service_soak [--seconds 600] [--rate 20] [--clients 4] [--commit-every 5] [--updates --compact-every 5]
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20, help="plans per second, all clients together")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--commit-every", type=float, default=5)
+    parser.add_argument("--updates", action="store_true", help="each commit updates existing trips instead of adding new ones")
+    parser.add_argument("--compact-every", type=int, default=0,
+                        help="compact and clean the table every N commits, as Hudi's inline compaction does (0: never)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hudi-bridge-soak-") as root:
         path = str(Path(root) / "trips")
@@ -84,10 +87,14 @@ def main() -> None:
                     rss.append(rss_mib(pid))
                     next_sample += 1.0
                 if now >= next_commit:
-                    writer.write(trip_rows(written, 8), operation="upsert")
-                    MetadataTableWriter(path).sync()
+                    # New trips (the table grows), or with --updates the next 8 of the 64 it has (the table stays its size).
+                    writer.write(trip_rows((commits * 8) % 64 if args.updates else written, 8), operation="upsert")
                     written += 8
                     commits += 1
+                    if args.compact_every and commits % args.compact_every == 0:  # as a MOR pipeline's inline compaction and cleaning
+                        writer.run_compaction(writer.schedule_compaction())
+                        writer.clean()
+                    MetadataTableWriter(path).sync()
                     next_commit += args.commit_every
                     progress(f"{now - started:.0f} s: {commits} commits, {len(answers)} answers, {len(errors)} errors, {rss[-1]:.0f} MiB")
                 time.sleep(0.05)
@@ -105,6 +112,7 @@ def main() -> None:
         minutes = [rss[i:i + 60] for i in range(0, len(rss), 60)]
         per_minute = [round(max(m), 1) for m in minutes if m]
         report = {"benchmark": "service_soak", "seconds": args.seconds, "rate": args.rate, "clients": args.clients, "commits": commits,
+                  "updates": args.updates, "compact_every": args.compact_every,
                   "answers": len(answers), "errors": len(errors), "first_errors": errors[:3], "unequal_answers": unequal,
                   "instants_seen": len({instant for _, instant, _, _ in answers}),
                   "answers_while_metadata_behind": sum(behind for _, _, behind, _ in answers), "rss_mib_per_minute": per_minute,
