@@ -24,6 +24,7 @@ from typing import Any
 from bench.common import finish, progress
 from bench.service import ask_whole, service
 from listers import plan
+from metadata import CleanedFilesError
 from metadata.mdt.write.writer import MetadataTableWriter
 from metadata.sample_tables.sample import CITIES, build_sample_table, trip_rows
 
@@ -54,7 +55,33 @@ def main() -> None:
         rss: list[float] = []
         stop = threading.Event()
         lock = threading.Lock()
+        expected: dict[tuple[str, str | None, bool], list[dict[str, Any]] | None] = {}
+
+        def expect(key: tuple[str, str | None, bool]) -> None:
+            """The local planner's slices for (predicate, instant, metadata table behind); None when a later clean
+            removed files of that state (no local plan of it to compare with)."""
+            predicate, instant, behind = key
+            try:
+                expected[key] = [s.to_wire() for s in plan(path, predicate, as_of=instant, use_metadata=not behind).files]
+            except CleanedFilesError:
+                expected[key] = None
+
+        def checker() -> None:
+            """The local plans made while the run goes on, before a clean (--compact-every) removes their state's files."""
+            done = 0
+            while not stop.is_set() or done < len(answers):
+                if done < len(answers):
+                    key = answers[done][:3]
+                    if key not in expected:
+                        expect(key)
+                    done += 1
+                else:
+                    time.sleep(0.05)
+
+        checking = threading.Thread(target=checker)
         with service(path) as (port, pid):
+            checking.start()
+
             def client(number: int) -> None:
                 connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
                 interval, n = args.clients / args.rate, number
@@ -101,19 +128,23 @@ def main() -> None:
             stop.set()
             for thread in threads:
                 thread.join()
+            checking.join()
         progress(f"comparing {len(answers)} answers with the local planner")
-        expected: dict[tuple[str, str | None, bool], list[dict[str, Any]]] = {}
-        unequal = 0
+        unequal = cleaned_since = 0
         for predicate, instant, behind, slices in answers:
             key = (predicate, instant, behind)
             if key not in expected:
-                expected[key] = [s.to_wire() for s in plan(path, predicate, as_of=instant, use_metadata=not behind).files]
-            unequal += slices != expected[key]
+                expect(key)
+            if expected[key] is None:
+                cleaned_since += 1
+            else:
+                unequal += slices != expected[key]
         minutes = [rss[i:i + 60] for i in range(0, len(rss), 60)]
         per_minute = [round(max(m), 1) for m in minutes if m]
         report = {"benchmark": "service_soak", "seconds": args.seconds, "rate": args.rate, "clients": args.clients, "commits": commits,
                   "updates": args.updates, "compact_every": args.compact_every,
                   "answers": len(answers), "errors": len(errors), "first_errors": errors[:3], "unequal_answers": unequal,
+                  "not_checked_cleaned_since": cleaned_since,
                   "instants_seen": len({instant for _, instant, _, _ in answers}),
                   "answers_while_metadata_behind": sum(behind for _, _, behind, _ in answers), "rss_mib_per_minute": per_minute,
                   "last_over_second_minute": round(per_minute[-1] / per_minute[1], 3) if len(per_minute) > 2 else None}
