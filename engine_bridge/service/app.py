@@ -9,7 +9,6 @@ import hmac
 import json
 import logging
 import time
-import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -97,13 +96,8 @@ class Service:
         try:
             self.check_token(request)
             response = await call(request)
-        except ServiceError as exc:
-            response = _error(exc)
-        except HudiBridgeError as exc:
-            response = _error(ServiceError.refused(exc))
         except Exception as exc:  # noqa: BLE001 - one line, never a traceback, to the client
-            log.error(redact(f"unexpected error on {route}:\n{traceback.format_exc()}"))  # the operator's log, secrets masked
-            response = _error(ServiceError("internal", 500, f"unexpected {type(exc).__name__}: {exc}"))
+            response = _error(ServiceError.of(exc, route))
         if response.status_code == 401:
             response.headers["WWW-Authenticate"] = "Bearer"
         took = time.perf_counter() - started

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import logging
+import traceback
 from typing import Any
 
 from metadata.errors import HudiBridgeError
 from metadata.storage.secrets import redact
+
+log = logging.getLogger("hudi_bridge.service")  # the operator's log (`hudi-bridge serve` writes it to stderr)
 
 
 class ServiceError(HudiBridgeError):
@@ -23,6 +27,17 @@ class ServiceError(HudiBridgeError):
     def refused(cls, exc: BaseException) -> ServiceError:
         """A table or request the library refuses (a damaged file, an unknown column): 422 naming what and where."""
         return cls("refused", 422, str(exc) or type(exc).__name__)
+
+    @classmethod
+    def of(cls, exc: BaseException, where: str) -> ServiceError:
+        """What a failure on `where` answers: itself, the library's refusal (422, its one line), or an error of ours
+        (500, its traceback in the operator's log, secrets masked): never a bug told as a refusal."""
+        if isinstance(exc, ServiceError):
+            return exc
+        if isinstance(exc, HudiBridgeError):
+            return cls.refused(exc)
+        log.error(redact(f"unexpected error on {where}:\n" + "".join(traceback.format_exception(exc))))
+        return cls("internal", 500, f"unexpected {type(exc).__name__}: {exc}")
 
     @classmethod
     def bad_request(cls, message: str) -> ServiceError:

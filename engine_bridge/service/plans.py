@@ -19,10 +19,8 @@ with the plan once it completes."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 import time
-import traceback
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -34,14 +32,11 @@ from engine_bridge.service.config import Limits
 from engine_bridge.service.errors import ServiceError
 from listers.planner import SlicesSink
 from metadata import FileSlice
-from metadata.errors import HudiBridgeError
-from metadata.storage.secrets import redact
 from metadata.util.text_enum import TextEnum
 
 # A plan's summary (everything but its file slices) and its file slices: FileSlices held as the planner made them
 # (a 1M-file plan's wire dicts would take a gigabyte; a page is made when asked), or plain rows.
 Answer = tuple[dict[str, Any], Sequence[Any]]
-log = logging.getLogger(__name__)
 PAGE_POLL_SECONDS = 0.02  # how often a request for a page not found yet looks again
 
 
@@ -167,7 +162,7 @@ class PlanStore:
                     self._active -= 1
             record.status = PlanStatus.CANCELLED
         elif (exc := done.exception()) is not None:
-            record.error = _as_service_error(exc)
+            record.error = ServiceError.of(exc, f"plan {record.plan_id} of table {record.table}")
             record.status = PlanStatus.FAILED
         else:
             record.summary, record.slices = done.result()
@@ -243,14 +238,3 @@ class PlanStore:
             if record.future is not None:
                 record.future.cancel()  # not started yet: it never runs; running: its result is dropped
         return record
-
-
-def _as_service_error(exc: BaseException) -> ServiceError:
-    """What a failed plan answers: the library's refusal (422, its one line), or an error of ours (500, logged
-    with its traceback), never a bug told as a refusal."""
-    if isinstance(exc, ServiceError):
-        return exc
-    if isinstance(exc, HudiBridgeError):
-        return ServiceError.refused(exc)
-    log.error(redact("unexpected error in a plan:\n" + "".join(traceback.format_exception(exc))))
-    return ServiceError("internal", 500, f"unexpected {type(exc).__name__}: {exc}")
