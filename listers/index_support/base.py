@@ -130,7 +130,6 @@ class FileIndexSupport(ABC):
 
     name: str
     listed: int | None = None  # files it evaluated by name, when it counts them itself (else the listing's count)
-    tested: int = 0  # slices it tested over the plan's batches, where its note counts them
 
     def usable(self, ctx: PlanContext) -> bool:
         """Whether this support prunes this plan (if not, the reason is in ctx.not_used)."""

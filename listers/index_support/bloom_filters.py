@@ -14,6 +14,8 @@ from metadata.mdt.file_groups import MdtPartition
 
 
 class _KeyFilters(FileIndexSupport):
+    tested = 0  # base files tested over the plan's batches (its note counts them)
+
     def available(self, ctx: PlanContext) -> bool:
         """Whether this table and plan have the filters at all."""
         raise NotImplementedError
