@@ -9,15 +9,15 @@ object stores through `pyarrow.fs`), and what is said about it.
 """
 
 from metadata.storage.calls import (
-           DEFAULT_TIMEOUT_SECONDS,
-           LIST_PAGE,
-           RETRY_ATTEMPTS,
-           RangedFile,
-           RequestCounts,
-           default_timeout,
-           describe_requests,
-           retrying,
-           set_default_timeout,
+    DEFAULT_TIMEOUT_SECONDS,
+    LIST_PAGE,
+    RETRY_ATTEMPTS,
+    RangedFile,
+    RequestCounts,
+    default_timeout,
+    describe_requests,
+    retrying,
+    set_default_timeout,
 )
 from metadata.storage.paths import StoredFile, hadoop_local_path, hadoop_uri, join, unsafe_reason
 from metadata.storage.storage import OBJECT_STORES, Storage, remote_filesystem

@@ -3,7 +3,7 @@
 - `hudi_table`: `HudiTable`, the entry point for reading one table;
 - `config`: `hoodie.properties`;
 - `stored_table`: storage, config and timeline, before any listing;
-- `fs_view`, `file_group`, `file_naming`: the file-system view, its file groups and slices, and file names;
+- `fs_view_building`, `fs_view`, `file_group`, `file_naming`: the file-system view (built, then asked), its file groups and slices, and file names;
 - `partition_path`, `key_generator`, `record_key`: partition paths and record keys as Hudi's key generators write them;
 - `slice_rows`: the merged rows of file slices;
 - `table_summary`: a table in plain values (the CLI's and the service's table pages).
