@@ -19,6 +19,12 @@ from metadata.mdt.write import transaction
 KILLED_AT = "killed at: "
 
 
+def killed_instant(output: str) -> str:
+    """The metadata-table instant a run printing `output` was killed in ("": it was not killed at an instant's step)."""
+    steps = [line[len(KILLED_AT):] for line in output.splitlines() if line.startswith(KILLED_AT)]
+    return steps[0].split(":", 1)[0] if steps else ""
+
+
 def _die_at(ending: str) -> None:
     started = transaction.MetadataTransaction.__init__
 

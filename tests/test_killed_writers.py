@@ -14,7 +14,7 @@ from metadata.mdt.validate import validate_metadata
 from metadata.mdt.write.writer_lock import LOCK_PATH, WriterLock
 from metadata.storage.storage import Storage
 from metadata.table.stored_table import TableParts
-from tests.die_at_step import KILLED_AT
+from tests.die_at_step import killed_instant
 from tests.test_index_writer import _builder, _rows
 
 ROOT = Path(__file__).parent.parent
@@ -59,13 +59,13 @@ def test_runs_killed_before_completing_are_rolled_back_by_the_next(tmp_path: Pat
     builder.write(_rows(3, 6, "la"))
     built = _run("index", "build", str(path), "--partitions", "bloom_filters", die_at="before completion")
     assert built.returncode == -9, built.stdout + built.stderr
-    left = built.stdout.split(KILLED_AT, 1)[1].split(":", 1)[0]
+    left = killed_instant(built.stdout)
     assert _journal(path) == [f"pending {left}"] and left in _pending(path)
 
     synced = _run("index", "sync", str(path), die_at="before completion")  # takes over, rolls back, dies in its own write
     assert synced.returncode == -9, synced.stdout + synced.stderr
     assert "took over the index lock of process" in synced.stderr, synced.stderr
-    sync_left = synced.stdout.split(KILLED_AT, 1)[1].split(":", 1)[0]
+    sync_left = killed_instant(synced.stdout)
     assert _journal(path) == [f"pending {sync_left}"], "the build's instant was rolled back before the sync died"
     assert _pending(path) == {sync_left}
 

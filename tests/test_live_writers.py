@@ -26,7 +26,7 @@ import pytest
 from listers import scan
 from metadata import HudiTable
 from metadata.table.stored_table import TableParts
-from tests.die_at_step import KILLED_AT
+from tests.die_at_step import killed_instant
 from tests.hudi_oracle import HUDI_VERSION, LiveWriter, missing_setup
 from tests.needs import require
 
@@ -305,12 +305,12 @@ def kill_before_completing(path: Path, command: list[str]) -> str:
                               stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}, timeout=300,
                               cwd=Path(__file__).parent.parent)
         log.write(done.stdout)
-    killed = [line[len(KILLED_AT):].split(":", 1)[0] for line in done.stdout.splitlines() if line.startswith(KILLED_AT)]
+    killed = killed_instant(done.stdout)
     assert done.returncode == -9 if killed else done.returncode == 0, done.stdout
     if killed:
         journal = (path / ".hoodie" / ".hudi-bridge-index.lock").read_text()
-        assert f"pending {killed[0]}" in journal, journal
-    return killed[0] if killed else ""
+        assert f"pending {killed}" in journal, journal
+    return killed
 
 
 @pytest.mark.slow
