@@ -12,6 +12,8 @@ and null count per column); a table that does not is refused.
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
 from functools import cached_property
 from typing import Any
 
@@ -43,6 +45,20 @@ log = logging.getLogger(__name__)
 
 MAX_CHAR = "\U0010ffff"
 SHORT_IN_LIST = 32
+
+# The columns of each stats table alive, by its id: a warm planner's next predicate on the same (cached) table reuses
+# their masks (has bounds, all NULL, ...), computed once; an entry goes with its table.
+_COLUMNS_OF_TABLES: dict[int, dict[Ref, _Column]] = {}
+_COLUMNS_LOCK = threading.Lock()
+
+
+def _columns_of(stats: pa.Table) -> dict[Ref, _Column]:
+    with _COLUMNS_LOCK:
+        columns = _COLUMNS_OF_TABLES.get(id(stats))
+        if columns is None:
+            columns = _COLUMNS_OF_TABLES[id(stats)] = {}
+            weakref.finalize(stats, _COLUMNS_OF_TABLES.pop, id(stats), None)
+    return columns
 
 
 class _Column:
@@ -154,15 +170,14 @@ class StatsEvaluator(Visitor[pa.ChunkedArray]):
     def __init__(self, stats: pa.Table) -> None:
         self.stats = stats
         self.length = stats.num_rows
-        self._columns: dict[Ref, _Column] = {}
+        self._columns = _columns_of(stats)
 
     def _column(self, ref: Ref) -> _Column:
-        if ref not in self._columns:
-            if ref.functions:
-                self._columns[ref] = self._column(ref.column).derived(ref.functions)
-            else:
-                self._columns[ref] = _Column.read(self.stats, ref.name)
-        return self._columns[ref]
+        column = self._columns.get(ref)
+        if column is None:  # two plans at once may both build it: the same column either way
+            column = self._column(ref.column).derived(ref.functions) if ref.functions else _Column.read(self.stats, ref.name)
+            self._columns[ref] = column
+        return column
 
     def _all(self, value: bool) -> pa.ChunkedArray:
         return pa.chunked_array([arrow_values.array([value] * self.length, pa.bool_())])

@@ -11,6 +11,7 @@ import pytest
 
 from metadata import CleanedFilesError, HudiTable
 from metadata.sample_tables.builder import TableBuilder
+from metadata.table import fs_view
 from metadata.table.fs_view import FileSystemView
 
 SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("fare", pa.float64())])
@@ -235,3 +236,43 @@ def test_base_only_partitions_skip_file_groups_and_agree(tmp_path, version: int,
         chosen.close()
     if table_type == "COPY_ON_WRITE":
         assert sum(direct) > 0 and sum(direct_groups) > 0  # the direct paths served partitions
+
+
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+@pytest.mark.parametrize("kept", [0, 3, 1_000])
+def test_groups_built_once_are_kept_for_the_next_plan_within_budget(tmp_path, monkeypatch, table_type: str, kept: int) -> None:
+    """A warm view keeps the slices of groups a plan built: the next plan's groups are built only when new, and every
+    answer equals the general path's, whether the budget (GROUP_SLICES_KEPT) holds all of them, some or none."""
+    monkeypatch.setattr(fs_view, "GROUP_SLICES_KEPT", kept)
+    recorder, path = new_builder(tmp_path, 8, table_type, max_rows_per_file=2)
+    recorder.step(lambda b: b.write(rows(range(12))))
+    recorder.step(lambda b: b.write(rows([0, 4, 5], fare=5.0)))
+    recorder.step(lambda b: b.insert_overwrite(rows([30, 33], city="la")))
+    expected = recorder.builder.expected_latest_files()
+    every: dict[str, set[str]] = {}
+    for partition, file_id in expected:
+        every.setdefault(partition, set()).add(file_id)
+    every[sorted(every)[0]].add("no-such-group")  # a group without a slice in this view: none, and kept as none
+    half = {p: set(sorted(ids)[::2]) for p, ids in every.items()}
+    built: list[int] = []
+    original = FileSystemView._slices_of_groups
+
+    def counted(self: FileSystemView, groups: dict, files=None) -> dict:
+        built.append(sum(len(ids) for ids in groups.values()))
+        return original(self, groups, files)
+
+    monkeypatch.setattr(FileSystemView, "_slices_of_groups", counted)
+    table = HudiTable.open(path)
+    view = table.view()
+    for asked in (half, every, half, every):
+        answer = view.latest_file_slices_of_groups(asked)
+        assert [(s.partition, s.file_id) for s in answer] == sorted((p, f) for p, ids in asked.items() for f in ids if (p, f) in expected)
+        assert {(s.partition, s.file_id): (s.base_file_name, tuple(s.log_file_names)) for s in answer} == {
+            k: v for k, v in expected.items() if k[1] in asked.get(k[0], set())}
+    table.close()
+    assert view._group_slices_kept <= kept
+    total, first = sum(len(ids) for ids in every.values()), sum(len(ids) for ids in half.values())
+    if kept >= total:  # all kept: the second plan built only the other half, the next two nothing
+        assert built == [first, total - first]
+    if kept == 0:
+        assert built == [first, total, first, total]

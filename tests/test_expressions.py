@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from datetime import date, datetime
 from decimal import Decimal
 
@@ -31,6 +32,7 @@ from expressions import (
     Unknown,
     UnknownColumnError,
     bind,
+    eval_stats,
     evaluate_rows,
     from_spark_filters,
     parse_sql,
@@ -215,7 +217,7 @@ def sorted_stats(files: int = 10, per_file: int = 100) -> pa.Table:
     })
 
 
-@pytest.mark.parametrize("sql,expected", [
+SORTED_DATA_CASES = [
     ("k >= 250 AND k < 420", ["f2", "f3", "f4"]),
     ("k = 700", ["f7"]),
     ("k IN (5, 950, 951)", ["f0", "f9"]),
@@ -237,9 +239,28 @@ def sorted_stats(files: int = 10, per_file: int = 100) -> pa.Table:
     ("k / 100 = 4.5", ["f4"]),
     ("nostats = 1 AND k = 5", ["f0"]),
     ("nostats = 1 OR k = 5", [f"f{i}" for i in range(10)]),
-])
+]
+
+
+@pytest.mark.parametrize("sql,expected", SORTED_DATA_CASES)
 def test_pruning_power_on_sorted_data(sql: str, expected: list[str]) -> None:
     assert prune_files(parse_sql(sql, "spark"), sorted_stats()) == expected
+
+
+def test_one_stats_table_answers_every_predicate_as_a_fresh_one_and_its_columns_go_with_it() -> None:
+    """A warm planner evaluates each new predicate on the same cached stats table: the columns' masks computed for
+    one predicate serve the next (eval_stats keeps them by table), and leave with the table."""
+    stats = sorted_stats()
+    for sql, expected in SORTED_DATA_CASES + SORTED_DATA_CASES[::-1]:
+        assert prune_files(parse_sql(sql, "spark"), stats) == expected, sql
+    assert id(stats) in eval_stats._COLUMNS_OF_TABLES
+    held = eval_stats._COLUMNS_OF_TABLES[id(stats)]
+    assert {ref.name for ref in held} == {"k", "s"}  # the columns with statistics the predicates named
+    assert any(ref.functions for ref in held)  # and f(column)'s, derived once
+    key = id(stats)
+    del stats
+    gc.collect()
+    assert key not in eval_stats._COLUMNS_OF_TABLES
 
 
 def test_stats_hard_cases() -> None:

@@ -55,9 +55,10 @@ class _Verdict:
 
     def slices_may_match(self, slices: list[FileSlice]) -> list[bool]:
         """Per slice, whether any of its files may hold a matching row."""
-        names_of = [([s.base_file_name] if s.base_file_name else []) + s.log_file_names for s in slices]
         if self.candidates is not None:  # every file of a built slice is listed
-            return [any((s.partition, n) in self.candidates for n in names) for s, names in zip(slices, names_of)]
+            candidates = self.candidates
+            return [any((s.partition, n) in candidates for n in s.file_names) for s in slices]
+        names_of = [s.file_names for s in slices]
         wanted = pa.table({PARTITION: arrow_values.array([s.partition for s, names in zip(slices, names_of) for _ in names], pa.string()),
                            FILE_NAME: arrow_values.array([n for names in names_of for n in names], pa.string())})
         may = self.rows_may_match(stats_rows_of(wanted, self.stats))

@@ -33,6 +33,11 @@ class FileSlice:
         return [p.rsplit("/", 1)[-1] for p in self.log_files]
 
     @property
+    def file_names(self) -> list[str]:
+        """The base file's name (when there is one), then the log files' names."""
+        return [p.rpartition("/")[2] for p in self.files]
+
+    @property
     def files(self) -> list[str]:
         return ([self.base_file] if self.base_file else []) + list(self.log_files)
 

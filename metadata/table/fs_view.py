@@ -26,7 +26,7 @@ from metadata.table.fs_view_building import ViewBuilding, paused_gc
 
 log = logging.getLogger(__name__)
 
-
+GROUP_SLICES_KEPT = 250_000  # file groups' latest slices a view keeps beyond whole partitions' (~300 bytes each)
 
 
 class FileSystemView(ViewBuilding):
@@ -113,35 +113,64 @@ class FileSystemView(ViewBuilding):
         """Latest slices of only these file groups (partition -> file ids), by
         partition then file id: a plan that has already ruled out most files
         builds only what is left. Partitions built before are served whole
-        from their cache; these partial builds are not cached. `files`
-        (partition, fileName, size) holds every file of the groups when a
-        caller listed them already (Spark tasks): the listing is not read."""
+        from their cache, and groups built before from theirs (up to
+        GROUP_SLICES_KEPT: a warm planner's next predicate mostly keeps
+        groups an earlier one kept). `files` (partition, fileName, size)
+        holds every file of the groups when a caller listed them already
+        (Spark tasks): the listing is not read, and nothing is kept."""
         out: list[FileSlice] = []
         with self._lock, paused_gc():
+            groups = {p: ids for p, ids in groups.items() if ids}  # a plan's groups name every partition, most with none kept
             cached = {p: self._latest_slices[p] for p in groups if p in self._latest_slices}
-            todo = sorted(p for p in groups if p not in cached and groups[p])
+            known = self._group_slices if files is None else {}
+            missing = {p: ids - known[p].keys() if p in known else set(ids) for p, ids in groups.items() if p not in cached}
+            built = self._slices_of_groups({p: ids for p, ids in missing.items() if ids}, files) if any(missing.values()) else {}
             if files is None:
-                names_of = self.listing.file_names_for(todo) if todo else {}
-            else:
-                names_of = {}
-                for p, name, size in zip(*(files.column(c).to_pylist() for c in FILE_TABLE_SCHEMA.names)):
-                    if p in groups:
-                        names_of.setdefault(p, {})[name] = size
-            # StoredFiles for the wanted groups' files only (a plan keeps ~1% of them)
-            unbuilt = set(todo)  # a set: a plan over 100,000 partitions tests each of them
-            listed = {p: [StoredFile(join(p, name), size) for name, size in sorted(names.items()) if file_id_of(name) in groups[p]]
-                      for p, names in names_of.items() if p in unbuilt}
-            direct = self._base_only_latest_slices_of(listed, groups)
-            built = [p for p in todo if p not in direct]  # what the general path builds needs its inputs read
-            ghosts, attributed, pending_groups = self._build_inputs(built) if built else ({}, {}, {})
+                self._keep_group_slices(built)
             for partition in sorted(groups):
                 if partition in cached:
                     out += [s for s in cached[partition] if s.file_id in groups[partition]]
-                elif partition in direct:
-                    out += direct[partition]
-                elif partition in listed:
-                    out += self._latest_of(self._build_groups(partition, listed[partition], ghosts.get(partition, {}), attributed,
-                                                              pending_groups, only=groups[partition]))
+                    continue
+                held, fresh = known.get(partition, {}), built.get(partition, {})
+                found = (fresh[fid] if fid in fresh else held.get(fid) for fid in sorted(groups[partition]))
+                out += [s for s in found if s is not None]
+        return out
+
+    def _keep_group_slices(self, built: dict[str, dict[str, FileSlice | None]]) -> None:
+        """Keeps groups' latest slices (None: no slice) for the next plans, while fewer than GROUP_SLICES_KEPT are kept."""
+        for partition, slices in built.items():
+            if self._group_slices_kept + len(slices) > GROUP_SLICES_KEPT:
+                return
+            self._group_slices.setdefault(partition, {}).update(slices)
+            self._group_slices_kept += len(slices)
+
+    def _slices_of_groups(self, groups: dict[str, set[str]], files: pa.Table | None) -> dict[str, dict[str, FileSlice | None]]:
+        """Each of these groups' latest slice (None: it has none in this view), built from the listing or from `files`."""
+        todo = sorted(p for p in groups if groups[p])
+        if files is None:
+            names_of = self.listing.file_names_for(todo) if todo else {}
+        else:
+            names_of = {}
+            for p, name, size in zip(*(files.column(c).to_pylist() for c in FILE_TABLE_SCHEMA.names)):
+                if p in groups:
+                    names_of.setdefault(p, {})[name] = size
+        # StoredFiles for the wanted groups' files only (a plan keeps ~1% of them)
+        unbuilt = set(todo)  # a set: a plan over 100,000 partitions tests each of them
+        listed = {p: [StoredFile(join(p, name), size) for name, size in sorted(names.items()) if file_id_of(name) in groups[p]]
+                  for p, names in names_of.items() if p in unbuilt}
+        direct = self._base_only_latest_slices_of(listed, groups)
+        general = [p for p in todo if p not in direct]  # what the general path builds needs its inputs read
+        ghosts, attributed, pending_groups = self._build_inputs(general) if general else ({}, {}, {})
+        out: dict[str, dict[str, FileSlice | None]] = {}
+        for partition in todo:
+            if partition in direct:
+                slices = direct[partition]
+            elif partition in listed:
+                slices = self._latest_of(self._build_groups(partition, listed[partition], ghosts.get(partition, {}), attributed,
+                                                            pending_groups, only=groups[partition]))
+            else:
+                slices = []
+            out[partition] = {**dict.fromkeys(groups[partition]), **{s.file_id: s for s in slices}}
         return out
 
     def latest_file_slices(self, partitions: list[str] | None = None) -> list[FileSlice]:

@@ -109,6 +109,8 @@ class ViewBuilding:
                 self._deleted_partitions -= {s.partition_path for s in timeline.commit_metadata(instant).write_stats()}
         self._groups_cache: dict[str, list[FileGroup]] = {}
         self._latest_slices: dict[str, list[FileSlice]] = {}
+        self._group_slices: dict[str, dict[str, FileSlice | None]] = {}  # some groups' latest slices (None: none), by partition
+        self._group_slices_kept = 0
         self._newest_bases: dict[str, dict[str, Instant]] = {}  # by partition, as checked
         self._commits_with_files: list[Instant] | None = None
         self._lock = threading.RLock()  # one lister serves many planner threads
