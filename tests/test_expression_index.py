@@ -269,7 +269,7 @@ def test_sync_keeps_the_index_equal_to_a_rebuild(tmp_path: Path, table_type: str
         _writer(fresh).drop([DAY.value, PREFIX.value])
         _writer(fresh).build([DAY, PREFIX])
         table = HudiTable.open(str(path))
-        live = {(s.partition, name) for s in table.file_slices() for name in [s.base_file_name, *s.log_file_names] if name}
+        live = {(s.partition, name) for s in table.file_slices() for name in s.file_names}
         for index in (DAY, PREFIX):
             synced = {k: v for k, v in _stored_ranges(path, index).items() if k in live}
             assert synced == {k: v for k, v in _stored_ranges(fresh, index).items() if k in live}, (n, index.value)
@@ -385,7 +385,7 @@ def test_cli_builds_an_expression_index_and_says_what_it_cannot(tmp_path: Path) 
 def _bloom_of(path: Path, index: ExpressionIndexPartition) -> dict[tuple[str, str], Any]:
     table = HudiTable.open(str(path))
     assert table.metadata_table is not None
-    files = [(s.partition, n) for s in table.file_slices() for n in [s.base_file_name, *s.log_file_names] if n]
+    files = [(s.partition, n) for s in table.file_slices() for n in s.file_names]
     return bloom_filters_of(table.metadata_table, files, index.value)
 
 
